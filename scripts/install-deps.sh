@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages servesim builds against, only those missing (needs root or sudo).
+set -euo pipefail
+pkgs=(cmake g++ make libeigen3-dev nlohmann-json3-dev libtbb-dev libcxxopts-dev doctest-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+$sudo_cmd apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"

@@ -1,0 +1,45 @@
+// `servesim list models|hardware|policies`: what is bundled and selectable by name.
+#include <cstdio>
+#include <iostream>
+
+#include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/model_io.hpp"
+#include "sim/sched/scheduler.hpp"
+
+namespace servesim::cli {
+
+int cmd_list(const std::vector<std::string>& args) {
+  const std::string what = args.empty() ? "" : args[0];
+  if (what == "models") {
+    std::printf("%-14s %8s %7s %7s %6s %7s %8s %9s\n", "name", "params", "layers", "hidden", "heads", "kv_hds", "ffn", "max_ctx");
+    for (const auto& name : bundled_names("models")) {
+      const ModelSpec m = load_model(resolve_data_ref("models", name, "", ""));
+      std::printf("%-14s %7.2fB %7lld %7lld %6lld %7lld %8lld %9lld\n", name.c_str(), m.total_params() / 1e9,
+                  static_cast<long long>(m.num_layers), static_cast<long long>(m.hidden_size),
+                  static_cast<long long>(m.num_attention_heads), static_cast<long long>(m.num_kv_heads),
+                  static_cast<long long>(m.ffn_size), static_cast<long long>(m.max_context_tokens));
+    }
+  } else if (what == "hardware") {
+    std::printf("%-16s %-28s %8s %10s %11s  %s\n", "name", "gpu", "mem GB", "HBM TB/s", "bf16 TFLOPS", "provenance");
+    for (const auto& name : bundled_names("hwprofiles")) {
+      const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", name, "", ""));
+      std::printf("%-16s %-28s %8.1f %10.2f %11.1f  %s\n", name.c_str(), hw.display_name.c_str(), hw.memory_bytes / 1e9,
+                  hw.hbm_bandwidth_bytes_per_s / 1e12, hw.peak_flops(Dtype::bf16) / 1e12, hw.provenance.kind.c_str());
+    }
+  } else if (what == "policies") {
+    for (const auto& p : list_policies()) {
+      std::cout << p.name << ": " << p.description << "\n";
+      for (const auto& param : p.params) {
+        std::cout << "    " << param.name << " (" << param.type << ", default " << param.default_value << "): " << param.description << "\n";
+      }
+    }
+  } else {
+    throw InputError("servesim list", "", "expected one of: models, hardware, policies");
+  }
+  return kExitOk;
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,16 @@
+// Subcommands of the servesim CLI. Each takes the arguments after its name and returns the exit
+// code (0 ok, 1 internal failure, 2 bad input). Errors are thrown; main maps them to codes.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace servesim::cli {
+
+int cmd_run(const std::vector<std::string>& args);
+int cmd_step(const std::vector<std::string>& args);
+int cmd_list(const std::vector<std::string>& args);
+
+// Runs a subcommand by name with error handling (used by main and by tests).
+int dispatch(const std::vector<std::string>& argv);
+
+}  // namespace servesim::cli

@@ -1,0 +1,47 @@
+// Subcommand dispatch and the mapping from errors to exit codes: bad input prints one line and
+// exits 2; anything unexpected exits 1.
+#include <iostream>
+
+#include "sim/cli/commands.hpp"
+#include "sim/core/error.hpp"
+
+namespace servesim::cli {
+
+namespace {
+void usage(std::ostream& os) {
+  os << "usage: servesim <command> [options]\n"
+        "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N]\n"
+        "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
+        "  list models|hardware|policies\n"
+        "  version\n";
+}
+}  // namespace
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0] == "-h" || argv[0] == "--help" || argv[0] == "help") {
+    usage(argv.empty() ? std::cerr : std::cout);
+    return argv.empty() ? kExitBadInput : kExitOk;
+  }
+  const std::string cmd = argv[0];
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  try {
+    if (cmd == "run") return cmd_run(rest);
+    if (cmd == "step") return cmd_step(rest);
+    if (cmd == "list") return cmd_list(rest);
+    if (cmd == "version" || cmd == "--version") {
+      std::cout << "servesim " << SERVESIM_VERSION << "\n";
+      return kExitOk;
+    }
+    std::cerr << "servesim: unknown command '" << cmd << "'\n";
+    usage(std::cerr);
+    return kExitBadInput;
+  } catch (const InputError& e) {
+    std::cerr << "servesim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "servesim: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace servesim::cli

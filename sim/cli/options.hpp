@@ -1,0 +1,13 @@
+// cxxopts glue shared by the subcommands: parse a vector of arguments, turning cxxopts errors
+// into InputError so they exit with code 2 and one line.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+namespace servesim::cli {
+
+cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args);
+
+}  // namespace servesim::cli

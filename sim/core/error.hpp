@@ -1,0 +1,28 @@
+// Error types and the exit codes they map to: bad input (2) names the file and JSON path;
+// anything else is an internal failure (1).
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace servesim {
+
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+
+// Bad user input. what() is one line: "<file>: <json.path>: <message>".
+class InputError : public std::runtime_error {
+ public:
+  InputError(const std::string& file, const std::string& path, const std::string& message)
+      : std::runtime_error(format(file, path, message)) {}
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+
+ private:
+  static std::string format(const std::string& file, const std::string& path, const std::string& message) {
+    std::string s = file.empty() ? std::string("<input>") : file;
+    if (!path.empty()) s += ": " + path;
+    return s + ": " + message;
+  }
+};
+
+}  // namespace servesim

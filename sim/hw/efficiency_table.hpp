@@ -1,0 +1,35 @@
+// A measured or derived efficiency curve: y (a fraction of peak) against x (a size: tokens,
+// bytes), interpolated linearly in log(x) and clamped at both ends.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace servesim {
+
+class EfficiencyTable {
+ public:
+  EfficiencyTable() = default;
+  // Points must have x > 0 strictly increasing and y in (0, 1]; the parser checks this.
+  explicit EfficiencyTable(std::vector<std::pair<double, double>> points) : points_(std::move(points)) {}
+
+  bool empty() const { return points_.empty(); }
+  const std::vector<std::pair<double, double>>& points() const { return points_; }
+
+  double at(double x) const {
+    if (points_.empty()) return 1.0;
+    if (x <= points_.front().first) return points_.front().second;
+    if (x >= points_.back().first) return points_.back().second;
+    const auto hi = std::lower_bound(points_.begin(), points_.end(), x,
+                                     [](const std::pair<double, double>& p, double v) { return p.first < v; });
+    const auto lo = hi - 1;
+    const double f = (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+    return lo->second + f * (hi->second - lo->second);
+  }
+
+ private:
+  std::vector<std::pair<double, double>> points_;
+};
+
+}  // namespace servesim

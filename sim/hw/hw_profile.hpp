@@ -1,0 +1,51 @@
+// HwProfile: what the cost model knows about one GPU: datasheet peaks, efficiency curves
+// (from published microbenchmarks or our calibrators) and where every number came from.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "sim/core/dtype.hpp"
+#include "sim/hw/efficiency_table.hpp"
+
+namespace servesim {
+
+struct Provenance {
+  std::string kind;  // "derived" (datasheet + published measurements) or "measured" (our calibrators)
+  std::string method;
+  std::vector<std::string> sources;
+  // Filled for measured profiles.
+  std::string gpu, driver, cuda, date, command;
+};
+
+struct HwProfile {
+  std::string name;
+  std::string display_name;
+  std::string architecture;  // ampere, ada, hopper
+  int sm_count = 0;
+  double memory_bytes = 0.0;
+  double hbm_bandwidth_bytes_per_s = 0.0;
+  double l2_bytes = 0.0;
+  // Dense peak per dtype (tensor cores where they exist); 0 = the GPU has no such unit.
+  std::array<double, 5> peak_flops_per_s{};  // indexed by Dtype
+  double vector_fp32_flops_per_s = 0.0;      // CUDA-core FP32, for elementwise work
+  double host_link_bytes_per_s = 0.0;        // PCIe, one direction, effective
+  double nvlink_bytes_per_s = 0.0;           // per GPU, one direction; 0 without NVLink
+  double kernel_launch_s = 0.0;              // host cost of one eager kernel launch
+  double graph_launch_s = 0.0;               // host cost of launching one captured CUDA graph
+  double kernel_overhead_s = 0.0;            // GPU-side fixed cost per kernel (ramp-up, tail, gap)
+
+  EfficiencyTable gemm_compute_frac_by_m;              // achieved/peak FLOP rate vs GEMM M (tokens)
+  EfficiencyTable memory_bw_frac_by_bytes;             // achieved/peak bandwidth vs bytes per kernel
+  EfficiencyTable attention_decode_bw_frac_by_bytes;   // decode attention (KV streaming) vs KV bytes
+  EfficiencyTable attention_prefill_compute_frac_by_tokens;  // flash-style prefill vs query tokens
+
+  Provenance provenance;
+
+  double peak_flops(Dtype d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }
+  bool supports(Dtype d) const { return peak_flops(d) > 0.0; }
+  // Arithmetic intensity (FLOP/byte) above which a kernel at full efficiency is compute-bound.
+  double ridge_point(Dtype d) const { return peak_flops(d) / hbm_bandwidth_bytes_per_s; }
+};
+
+}  // namespace servesim

@@ -1,0 +1,60 @@
+// Bundled-data lookup; see data_paths.hpp.
+#include "sim/io/data_paths.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "sim/core/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace servesim {
+
+namespace {
+bool has_data(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir / "models", ec) && fs::is_directory(dir / "hwprofiles", ec);
+}
+}  // namespace
+
+std::string data_dir() {
+  if (const char* env = std::getenv("SERVESIM_DATA_DIR"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "servesim";
+    if (has_data(installed)) return installed.string();
+  }
+  if (has_data(SERVESIM_INSTALL_DATA_DIR)) return SERVESIM_INSTALL_DATA_DIR;
+  return SERVESIM_SOURCE_DATA_DIR;
+}
+
+std::string resolve_data_ref(const std::string& subdir, const std::string& ref, const std::string& file,
+                             const std::string& key) {
+  std::error_code ec;
+  const bool looks_like_path = ref.find('/') != std::string::npos ||
+                               (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0);
+  if (looks_like_path || fs::is_regular_file(ref, ec)) {
+    if (!fs::is_regular_file(ref, ec)) throw InputError(file, key, "file not found: " + ref);
+    return ref;
+  }
+  const fs::path bundled = fs::path(data_dir()) / subdir / (ref + ".json");
+  if (fs::is_regular_file(bundled, ec)) return bundled.string();
+  std::string known;
+  for (const auto& n : bundled_names(subdir)) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(file, key, "unknown " + subdir + " name '" + ref + "' (bundled: " + known + ")");
+}
+
+std::vector<std::string> bundled_names(const std::string& subdir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(data_dir()) / subdir, ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace servesim

@@ -1,0 +1,121 @@
+// Hardware profile parsing: datasheet peaks, efficiency tables (checked increasing in size,
+// fractions in (0, 1]) and provenance.
+#include "sim/io/hw_io.hpp"
+
+#include "sim/core/error.hpp"
+#include "sim/io/json_reader.hpp"
+
+namespace servesim {
+
+namespace {
+
+EfficiencyTable parse_table(JsonReader& r, const std::string& key) {
+  const auto& j = r.raw(key);
+  if (!j.is_array() || j.empty()) r.fail(key, "must be a non-empty array of [size, fraction] pairs");
+  std::vector<std::pair<double, double>> points;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const auto& p = j[i];
+    const std::string where = key + "[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
+      r.fail(where, "must be a [size, fraction] pair of numbers");
+    }
+    const double x = p[0].get<double>(), y = p[1].get<double>();
+    if (!(x > 0.0)) r.fail(where, "size must be > 0");
+    if (!(y > 0.0 && y <= 1.0)) r.fail(where, "fraction must be in (0, 1]");
+    if (!points.empty() && x <= points.back().first) r.fail(where, "sizes must increase");
+    points.emplace_back(x, y);
+  }
+  return EfficiencyTable(std::move(points));
+}
+
+Provenance parse_provenance(JsonReader r) {
+  Provenance p;
+  p.kind = r.string("kind");
+  if (p.kind != "derived" && p.kind != "measured") r.fail("kind", "must be \"derived\" or \"measured\"");
+  p.method = r.string("method");
+  const auto& sources = r.raw("sources");
+  if (!sources.is_array()) r.fail("sources", "must be an array of strings");
+  for (const auto& s : sources) {
+    if (!s.is_string()) r.fail("sources", "must be an array of strings");
+    p.sources.push_back(s.get<std::string>());
+  }
+  p.gpu = r.string_or("gpu", "");
+  p.driver = r.string_or("driver", "");
+  p.cuda = r.string_or("cuda", "");
+  p.date = r.string_or("date", "");
+  p.command = r.string_or("command", "");
+  r.finish();
+  return p;
+}
+
+}  // namespace
+
+HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
+  JsonReader r(doc, file, "");
+  HwProfile hw;
+  r.accept("schema");
+  r.accept("notes");
+  hw.name = r.string("name");
+  hw.display_name = r.string("display_name");
+  hw.architecture = r.string("architecture");
+  r.accept("compute_capability");
+  hw.sm_count = static_cast<int>(r.positive_integer("sm_count"));
+  hw.memory_bytes = r.positive("memory_bytes");
+  hw.hbm_bandwidth_bytes_per_s = r.positive("hbm_bandwidth_bytes_per_s");
+  hw.l2_bytes = r.positive("l2_bytes");
+  {
+    JsonReader peaks = r.object("peak_flops_per_s");
+    hw.vector_fp32_flops_per_s = peaks.positive("fp32_vector");
+    for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8}) {
+      const std::string key = dtype_name(d);
+      hw.peak_flops_per_s[static_cast<std::size_t>(d)] = peaks.has(key) ? peaks.positive(key) : (peaks.accept(key), 0.0);
+    }
+    peaks.finish();
+    if (!hw.supports(Dtype::fp16) && !hw.supports(Dtype::bf16)) r.fail("peak_flops_per_s", "needs fp16 or bf16");
+  }
+  {
+    JsonReader link = r.object("host_link");
+    link.accept("name");
+    hw.host_link_bytes_per_s = link.positive("bandwidth_bytes_per_s");
+    link.finish();
+  }
+  if (auto nvlink = r.object_if("nvlink")) {
+    nvlink->accept("name");
+    hw.nvlink_bytes_per_s = nvlink->positive("bandwidth_bytes_per_s");
+    nvlink->finish();
+  }
+  {
+    JsonReader launch = r.object("launch");
+    hw.kernel_launch_s = launch.positive("kernel_launch_s");
+    hw.graph_launch_s = launch.positive("graph_launch_s");
+    hw.kernel_overhead_s = launch.positive("kernel_overhead_s");
+    launch.finish();
+  }
+  {
+    JsonReader eff = r.object("efficiency");
+    hw.gemm_compute_frac_by_m = parse_table(eff, "gemm_compute_frac_by_m");
+    hw.memory_bw_frac_by_bytes = parse_table(eff, "memory_bw_frac_by_bytes");
+    hw.attention_decode_bw_frac_by_bytes = parse_table(eff, "attention_decode_bw_frac_by_bytes");
+    hw.attention_prefill_compute_frac_by_tokens = parse_table(eff, "attention_prefill_compute_frac_by_kv_tokens");
+    eff.finish();
+  }
+  hw.provenance = parse_provenance(r.object("provenance"));
+  r.finish();
+  return hw;
+}
+
+HwProfile load_hw_profile(const std::string& path) { return parse_hw_profile(load_json_file(path), path); }
+
+nlohmann::json provenance_to_json(const Provenance& p) {
+  nlohmann::json j = {{"kind", p.kind}, {"method", p.method}, {"sources", p.sources}};
+  if (p.kind == "measured") {
+    j["gpu"] = p.gpu;
+    j["driver"] = p.driver;
+    j["cuda"] = p.cuda;
+    j["date"] = p.date;
+    j["command"] = p.command;
+  }
+  return j;
+}
+
+}  // namespace servesim

@@ -1,0 +1,188 @@
+// Scenario parsing with strict keys and the cross-checks vLLM itself makes at start-up.
+#include "sim/io/scenario_io.hpp"
+
+#include <cmath>
+
+#include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
+
+namespace servesim {
+
+namespace {
+
+LengthDist parse_length(JsonReader r) {
+  LengthDist d;
+  const std::string impl = r.string("impl");
+  if (impl == "fixed") {
+    d.kind = LengthDist::Kind::fixed;
+    d.value_tokens = r.positive_integer("value_tokens");
+    d.min_tokens = d.max_tokens = d.value_tokens;
+  } else if (impl == "uniform") {
+    d.kind = LengthDist::Kind::uniform;
+    d.min_tokens = r.positive_integer("min_tokens");
+    d.max_tokens = r.positive_integer("max_tokens");
+    if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
+  } else if (impl == "lognormal") {
+    d.kind = LengthDist::Kind::lognormal;
+    d.mean_tokens = r.positive("mean_tokens");
+    d.sigma = r.number_in("sigma", 0.0, 5.0);
+    d.min_tokens = r.positive_integer_or("min_tokens", 1);
+    d.max_tokens = r.positive_integer("max_tokens");
+    if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
+  } else {
+    r.fail("impl", "unknown length distribution '" + impl + "' (fixed, uniform, lognormal)");
+  }
+  r.finish();
+  return d;
+}
+
+ArrivalConfig parse_arrival(JsonReader r) {
+  ArrivalConfig a;
+  const std::string impl = r.string("impl");
+  if (impl == "poisson") {
+    a.kind = ArrivalConfig::Kind::poisson;
+    a.rate_per_s = r.positive("rate_per_s");
+  } else if (impl == "all_at_once") {
+    a.kind = ArrivalConfig::Kind::all_at_once;
+  } else {
+    r.fail("impl", "unknown arrival process '" + impl + "' (poisson, all_at_once)");
+  }
+  r.finish();
+  return a;
+}
+
+WorkloadConfig parse_workload(JsonReader r) {
+  WorkloadConfig w;
+  w.num_requests = r.integer("num_requests");
+  if (w.num_requests < 0) r.fail("num_requests", "must be >= 0, got " + std::to_string(w.num_requests));
+  w.arrival = parse_arrival(r.object("arrival"));
+  w.prompt_tokens = parse_length(r.object("prompt_tokens"));
+  w.output_tokens = parse_length(r.object("output_tokens"));
+  r.finish();
+  return w;
+}
+
+EngineConfig parse_engine(JsonReader r) {
+  EngineConfig e;
+  e.max_num_seqs = r.positive_integer_or("max_num_seqs", e.max_num_seqs);
+  e.max_num_batched_tokens = r.positive_integer_or("max_num_batched_tokens", 0);
+  e.block_size = r.positive_integer_or("block_size", e.block_size);
+  e.gpu_memory_utilization = r.number_in_or("gpu_memory_utilization", 0.01, 1.0, e.gpu_memory_utilization);
+  e.max_model_len = r.positive_integer_or("max_model_len", 0);
+  e.watermark_frac = r.number_in_or("watermark_frac", 0.0, 0.5, e.watermark_frac);
+  e.runtime_overhead_bytes = r.number_in_or("runtime_overhead_bytes", 0.0, 1e13, e.runtime_overhead_bytes);
+  e.launch.cuda_graphs = r.boolean_or("cuda_graphs", true);
+  e.launch.host_overhead_per_step_s = r.number_in_or("host_overhead_per_step_s", 0.0, 10.0, 4e-4);
+  e.launch.host_overhead_per_seq_s = r.number_in_or("host_overhead_per_seq_s", 0.0, 1.0, 5e-6);
+  if (auto s = r.object_if("scheduler")) {
+    e.scheduler.impl = s->string("impl");
+    if (e.scheduler.impl != "continuous") s->fail("impl", "unknown scheduler '" + e.scheduler.impl + "' (continuous)");
+    s->finish();
+  }
+  r.finish();
+  return e;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
+  JsonReader r(doc, file, "");
+  Scenario s;
+  s.file = file;
+  r.accept("schema");
+  r.accept("description");
+  s.name = r.string_or("name", "scenario");
+  const std::int64_t seed = r.integer_or("seed", 0);
+  if (seed < 0) r.fail("seed", "must be >= 0");
+  s.seed = static_cast<std::uint64_t>(seed);
+  s.model_ref = r.string("model");
+  s.hardware_ref = r.string("hardware");
+  const std::string dtype = r.string_or("dtype", "bf16");
+  const auto d = parse_dtype(dtype);
+  if (!d || (*d != Dtype::bf16 && *d != Dtype::fp16)) r.fail("dtype", "must be bf16 or fp16, got '" + dtype + "'");
+  s.precision = Precision{*d, *d, *d};
+  static const nlohmann::json kNoEngineKeys = nlohmann::json::object();  // every engine key has a default
+  s.engine = parse_engine(JsonReader(r.has("engine") ? r.raw("engine") : kNoEngineKeys, file, "engine"));
+  r.accept("engine");
+  s.workload = parse_workload(r.object("workload"));
+  r.finish();
+
+  s.model = load_model(resolve_data_ref("models", s.model_ref, file, "model"));
+  s.hw = load_hw_profile(resolve_data_ref("hwprofiles", s.hardware_ref, file, "hardware"));
+  if (!s.hw.supports(s.precision.weights)) {
+    throw InputError(file, "dtype", std::string(dtype_name(s.precision.weights)) + " is not supported by " + s.hw.name);
+  }
+
+  EngineConfig& e = s.engine;
+  if (e.max_model_len == 0) e.max_model_len = s.model.max_context_tokens;
+  if (e.max_model_len > s.model.max_context_tokens) {
+    throw InputError(file, "engine.max_model_len", "must be <= the model's max context (" +
+                                                       std::to_string(s.model.max_context_tokens) + "), got " +
+                                                       std::to_string(e.max_model_len));
+  }
+  if (e.max_num_batched_tokens == 0) e.max_num_batched_tokens = std::max<std::int64_t>(e.max_model_len, 2048);
+  if (e.max_num_batched_tokens < e.max_model_len) {
+    // vLLM refuses this too: without chunked prefill a prompt must fit one iteration.
+    throw InputError(file, "engine.max_num_batched_tokens",
+                     "must be >= max_model_len (" + std::to_string(e.max_model_len) +
+                         ") for continuous batching without chunked prefill, got " +
+                         std::to_string(e.max_num_batched_tokens));
+  }
+  if (e.max_num_batched_tokens < e.max_num_seqs) {
+    throw InputError(file, "engine.max_num_batched_tokens", "must be >= max_num_seqs (" + std::to_string(e.max_num_seqs) + ")");
+  }
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  nlohmann::json doc = load_json_file(path);
+  for (const auto& o : overrides) apply_override(doc, o, path);
+  return parse_scenario(doc, path);
+}
+
+namespace {
+nlohmann::json length_to_json(const LengthDist& d) {
+  switch (d.kind) {
+    case LengthDist::Kind::fixed: return {{"impl", "fixed"}, {"value_tokens", d.value_tokens}};
+    case LengthDist::Kind::uniform: return {{"impl", "uniform"}, {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
+    case LengthDist::Kind::lognormal:
+      return {{"impl", "lognormal"}, {"mean_tokens", d.mean_tokens}, {"sigma", d.sigma},
+              {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
+  }
+  return {};
+}
+}  // namespace
+
+nlohmann::json scenario_to_json(const Scenario& s) {
+  nlohmann::json arrival = s.workload.arrival.kind == ArrivalConfig::Kind::poisson
+                               ? nlohmann::json{{"impl", "poisson"}, {"rate_per_s", s.workload.arrival.rate_per_s}}
+                               : nlohmann::json{{"impl", "all_at_once"}};
+  const EngineConfig& e = s.engine;
+  return {{"name", s.name},
+          {"seed", s.seed},
+          {"model", s.model_ref},
+          {"hardware", s.hardware_ref},
+          {"dtype", dtype_name(s.precision.weights)},
+          {"engine",
+           {{"max_num_seqs", e.max_num_seqs},
+            {"max_num_batched_tokens", e.max_num_batched_tokens},
+            {"block_size", e.block_size},
+            {"gpu_memory_utilization", e.gpu_memory_utilization},
+            {"max_model_len", e.max_model_len},
+            {"watermark_frac", e.watermark_frac},
+            {"runtime_overhead_bytes", e.runtime_overhead_bytes},
+            {"cuda_graphs", e.launch.cuda_graphs},
+            {"host_overhead_per_step_s", e.launch.host_overhead_per_step_s},
+            {"host_overhead_per_seq_s", e.launch.host_overhead_per_seq_s},
+            {"scheduler", {{"impl", e.scheduler.impl}}}}},
+          {"workload",
+           {{"num_requests", s.workload.num_requests},
+            {"arrival", arrival},
+            {"prompt_tokens", length_to_json(s.workload.prompt_tokens)},
+            {"output_tokens", length_to_json(s.workload.output_tokens)}}}};
+}
+
+}  // namespace servesim

@@ -1,0 +1,54 @@
+// Log-bucketed histogram; see log_histogram.hpp for the error bound.
+#include "sim/metrics/log_histogram.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace servesim {
+
+LogHistogram::LogHistogram(double min_value, double max_value, double relative_width)
+    : log_min_(std::log(min_value)), inv_log_step_(1.0 / std::log1p(relative_width)), log_step_(std::log1p(relative_width)) {
+  const auto n = static_cast<std::size_t>(std::ceil((std::log(max_value) - log_min_) * inv_log_step_)) + 1;
+  buckets_.assign(n, 0);
+}
+
+void LogHistogram::add(double value) {
+  if (count_ == 0) {
+    min_ = max_ = value;
+  } else {
+    min_ = std::min(min_, value);
+    max_ = std::max(max_, value);
+  }
+  ++count_;
+  sum_ += value;
+  sum_sq_ += value * value;
+  std::size_t idx = 0;
+  if (value > 0.0) {
+    const double pos = (std::log(value) - log_min_) * inv_log_step_;
+    if (pos > 0.0) idx = std::min(static_cast<std::size_t>(pos), buckets_.size() - 1);
+  }
+  ++buckets_[idx];
+}
+
+double LogHistogram::stddev() const {
+  if (count_ < 2) return 0.0;
+  const double m = mean();
+  const double var = sum_sq_ / static_cast<double>(count_) - m * m;
+  return var > 0.0 ? std::sqrt(var) : 0.0;
+}
+
+double LogHistogram::quantile(double q) const {
+  if (count_ == 0) return 0.0;
+  const auto rank = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(q * static_cast<double>(count_))));
+  std::int64_t seen = 0;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    seen += buckets_[i];
+    if (seen >= rank) {
+      const double centre = std::exp(log_min_ + (static_cast<double>(i) + 0.5) * log_step_);
+      return std::clamp(centre, min_, max_);
+    }
+  }
+  return max_;
+}
+
+}  // namespace servesim

@@ -1,0 +1,32 @@
+// Streaming distribution of positive values in constant memory: log-spaced buckets 0.1% wide,
+// so quantiles are within 0.1% relative error of the exact sample quantile (nearest rank);
+// count, mean, standard deviation, min and max are exact.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace servesim {
+
+class LogHistogram {
+ public:
+  // Values below min_value land in the first bucket; above max_value in the last.
+  explicit LogHistogram(double min_value = 1e-7, double max_value = 1e6, double relative_width = 0.002);
+
+  void add(double value);
+  std::int64_t count() const { return count_; }
+  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
+  double stddev() const;
+  double min() const { return count_ ? min_ : 0.0; }
+  double max() const { return count_ ? max_ : 0.0; }
+  // Nearest-rank quantile q in [0, 1]: the bucket holding the ceil(q*n)-th smallest value,
+  // reported at its geometric centre and clamped to [min, max].
+  double quantile(double q) const;
+
+ private:
+  double log_min_, inv_log_step_, log_step_;
+  std::vector<std::int64_t> buckets_;
+  std::int64_t count_ = 0;
+  double sum_ = 0.0, sum_sq_ = 0.0, min_ = 0.0, max_ = 0.0;
+};
+
+}  // namespace servesim

@@ -1,0 +1,61 @@
+// The op list of one iteration: what a batch of prefill chunks and decode tokens asks the GPU
+// to do, as FLOPs and bytes per op kind. Pure functions of (ModelSpec, BatchShape, dtypes).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/dtype.hpp"
+#include "sim/model/model_spec.hpp"
+
+namespace servesim {
+
+enum class OpKind { embedding, norm, gemm, rope, kv_write, attention_prefill, attention_decode, elementwise, sampler };
+const char* op_kind_name(OpKind k);
+
+// One kind of kernel in the iteration; `count` identical launches (e.g. once per layer).
+// flops and bytes are per launch.
+struct Op {
+  const char* name;
+  OpKind kind;
+  std::int64_t count = 1;
+  double flops = 0.0;
+  double bytes = 0.0;
+  // GEMM shape (C[m,n] = A[m,k] * W[k,n]); zero for other kinds.
+  std::int64_t m = 0, n = 0, k = 0;
+  // Attention: number of sequences and tokens of KV read, for efficiency lookups.
+  std::int64_t attn_seqs = 0;
+  double attn_kv_tokens = 0.0;
+};
+
+// Aggregated shape of one iteration's batch. Sums (not per-sequence lists) are enough for the
+// FLOP and byte counts, which keeps op construction O(1) per iteration.
+struct BatchShape {
+  std::int64_t prefill_seqs = 0;        // sequences with a prefill chunk in this iteration
+  std::int64_t prefill_tokens = 0;      // new tokens across those chunks
+  double prefill_attn_pairs = 0.0;      // sum over chunks of n*c + n*(n+1)/2 (causal query-key pairs)
+  double prefill_kv_tokens = 0.0;       // sum over chunks of c + n (KV tokens each chunk reads)
+  std::int64_t prefill_sampled = 0;     // chunks that finish their prompt and sample a token
+  std::int64_t decode_seqs = 0;         // sequences producing one token each
+  double decode_kv_tokens = 0.0;        // sum over decode sequences of context length (incl. new token)
+
+  std::int64_t total_tokens() const { return prefill_tokens + decode_seqs; }
+  std::int64_t sampled_seqs() const { return prefill_sampled + decode_seqs; }
+  std::int64_t total_seqs() const { return prefill_seqs + decode_seqs; }
+
+  // Adds a prefill chunk of `new_tokens` after `context_tokens` already in the KV cache.
+  void add_prefill(std::int64_t new_tokens, std::int64_t context_tokens, bool samples);
+  // Adds a decoding sequence whose KV cache holds `context_tokens` before this step.
+  void add_decode(std::int64_t context_tokens);
+};
+
+struct Precision {
+  Dtype weights = Dtype::bf16;
+  Dtype activations = Dtype::bf16;
+  Dtype kv_cache = Dtype::bf16;
+};
+
+// Builds the iteration's ops into `out` (cleared first; reused to avoid allocation per iteration).
+void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
+                         std::vector<Op>& out);
+
+}  // namespace servesim

@@ -1,0 +1,23 @@
+// How a replica's GPU memory splits into weights, activations, runtime overhead and KV cache,
+// following vLLM's accounting: KV gets gpu_memory_utilization * memory minus everything else.
+#pragma once
+#include <cstdint>
+
+#include "sim/config/scenario.hpp"
+
+namespace servesim {
+
+struct MemoryPlan {
+  double budget_bytes = 0.0;      // gpu_memory_utilization * GPU memory
+  double weight_bytes = 0.0;
+  double activation_bytes = 0.0;  // peak of a max_num_batched_tokens forward pass
+  double runtime_bytes = 0.0;     // CUDA context, workspaces, graphs
+  double kv_bytes = 0.0;
+  double kv_bytes_per_token = 0.0;
+  std::int64_t kv_blocks = 0;
+};
+
+// Throws InputError (naming the scenario's model/hardware keys) when the model does not fit.
+MemoryPlan plan_memory(const Scenario& s);
+
+}  // namespace servesim

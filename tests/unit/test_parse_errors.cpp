@@ -1,0 +1,126 @@
+// Bad input: one line naming the file and the JSON path, exit code 2, never a crash.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "../support.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+namespace {
+std::string parse_error(const nlohmann::json& doc) {
+  try {
+    scenario_from(doc);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("the base scenario parses") { CHECK(parse_error(base_scenario()) == ""); }
+
+TEST_CASE("unknown key names its path") {
+  auto doc = base_scenario();
+  doc["engine"]["max_num_seq"] = 3;
+  const auto msg = parse_error(doc);
+  CHECK(contains(msg, "test.json: engine.max_num_seq: unknown key"));
+}
+
+TEST_CASE("wrong type names its path and the type") {
+  auto doc = base_scenario();
+  doc["engine"]["block_size"] = "sixteen";
+  CHECK(contains(parse_error(doc), "engine.block_size: must be an integer, got a string"));
+}
+
+TEST_CASE("negative and zero rates are rejected") {
+  auto doc = base_scenario();
+  doc["workload"]["arrival"]["rate_per_s"] = -3;
+  CHECK(contains(parse_error(doc), "workload.arrival.rate_per_s: must be > 0, got -3"));
+  doc["workload"]["arrival"]["rate_per_s"] = 0;
+  CHECK(contains(parse_error(doc), "workload.arrival.rate_per_s: must be > 0"));
+}
+
+TEST_CASE("unknown model and hardware names list the bundled ones") {
+  auto doc = base_scenario();
+  doc["model"] = "llama-9-1t";
+  CHECK(contains(parse_error(doc), "test.json: model: unknown models name 'llama-9-1t'"));
+  doc = base_scenario();
+  doc["hardware"] = "tpu-v9";
+  CHECK(contains(parse_error(doc), "hardware: unknown hwprofiles name 'tpu-v9'"));
+}
+
+TEST_CASE("a model that does not fit in GPU memory is bad input") {
+  auto doc = base_scenario();
+  doc["model"] = "llama-2-70b";
+  doc["hardware"] = "a10";
+  const auto msg = parse_error(doc);
+  CHECK(msg == "");  // parsing succeeds; the memory plan is where it fails
+  const auto r = run_cli("run " + write_temp("70b_on_a10.json", doc.dump()) + " --out /tmp/servesim_test_out");
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "model: model llama-2-70b does not fit on a10"));
+}
+
+TEST_CASE("CLI: missing file, bad JSON, bad --set: exit 2 with one line") {
+  auto r = run_cli("run /nonexistent/scenario.json");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output == "servesim: error: /nonexistent/scenario.json: cannot open file\n");
+
+  r = run_cli("run " + write_temp("broken.json", "{\"name\": ") + " --out /tmp/servesim_test_out");
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "invalid JSON"));
+
+  r = run_cli("run " + write_temp("ok.json", base_scenario().dump()) + " --out /tmp/servesim_test_out --set workload.arrival.rate_per_s=-1");
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "workload.arrival.rate_per_s: must be > 0, got -1"));
+
+  r = run_cli("run " + write_temp("ok2.json", base_scenario().dump()) + " --out /tmp/servesim_test_out --set engine.bogus=1");
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "engine.bogus: unknown key"));
+
+  r = run_cli("step --model llama-2-7b --hw a100-80gb-sxm --batch -4");
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "--batch: must be > 0"));
+
+  r = run_cli("frobnicate");
+  CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("--set overrides are validated like the file and change the run") {
+  const auto path = write_temp("set.json", base_scenario().dump());
+  const auto r = run_cli("run " + path + " --out /tmp/servesim_test_set --quiet --set workload.num_requests=5");
+  REQUIRE(r.exit_code == 0);
+  const auto report = load_json_file("/tmp/servesim_test_set/report.json");
+  CHECK(report["requests"]["arrived"] == 5);
+  CHECK(report["scenario"]["workload"]["num_requests"] == 5);
+}
+
+TEST_CASE("Hugging Face config.json files of each supported family parse") {
+  const auto llama = nlohmann::json::parse(R"({"model_type":"llama","architectures":["LlamaForCausalLM"],
+    "hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,
+    "intermediate_size":14336,"vocab_size":128256,"max_position_embeddings":8192,"tie_word_embeddings":false,
+    "rope_theta":500000.0,"torch_dtype":"bfloat16"})");
+  const auto path = write_temp("config.json", llama.dump());
+  auto r = run_cli("step --model " + path + " --hw h100-sxm --batch 1 --context 100 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto hf = nlohmann::json::parse(r.output);
+  r = run_cli("step --model llama-3-8b --hw h100-sxm --batch 1 --context 100 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto card = nlohmann::json::parse(r.output);
+  CHECK(hf["time_s"].get<double>() == doctest::Approx(card["time_s"].get<double>()).epsilon(1e-12));
+
+  const auto glm = nlohmann::json::parse(R"({"model_type":"chatglm","num_layers":28,"hidden_size":4096,
+    "num_attention_heads":32,"multi_query_attention":true,"multi_query_group_num":2,"kv_channels":128,
+    "ffn_hidden_size":13696,"padded_vocab_size":65024,"seq_length":8192})");
+  const ModelSpec m = parse_model(glm, "glm/config.json");
+  CHECK(m.num_kv_heads == 2);
+  CHECK(m.name == "glm");
+
+  const auto unsupported = nlohmann::json::parse(R"({"model_type":"mamba"})");
+  CHECK_THROWS_WITH_AS(parse_model(unsupported, "x/config.json"), doctest::Contains("unsupported model_type 'mamba'"), InputError);
+}
