@@ -46,14 +46,38 @@ double bandwidth_frac(const Op& op, const HwProfile& hw) {
 
 }  // namespace
 
+namespace {
+
+// The measured roofline fraction for this op, or 0 when the profile has no table for it.
+double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
+  if (op.kind == OpKind::gemm) {
+    const GemmTable& table = hw.gemm_tables[static_cast<std::size_t>(compute_dtype)];
+    if (!table.empty()) return table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
+  } else if (op.kind == OpKind::attention_decode && !hw.attention_decode_frac.empty() && op.attn_seqs > 0) {
+    const double seqs = static_cast<double>(op.attn_seqs);
+    return hw.attention_decode_frac.at(seqs, op.attn_kv_tokens / seqs);
+  }
+  return 0.0;
+}
+
+}  // namespace
+
 KernelTime estimate(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   KernelTime t;
   const ComputeRate rate = compute_rate(op, hw, compute_dtype);
   const double bw = hw.hbm_bandwidth_bytes_per_s;
-  if (op.flops > 0.0 && rate.peak > 0.0) t.compute_s = op.flops / (rate.peak * rate.frac);
-  if (op.bytes > 0.0) t.memory_s = op.bytes / (bw * bandwidth_frac(op, hw));
+  const double compute_floor_s = rate.peak > 0.0 ? op.flops / rate.peak : 0.0;
+  const double memory_floor_s = op.bytes / bw;
+  t.roofline_s = std::max(compute_floor_s, memory_floor_s);
   t.overhead_s = hw.kernel_overhead_s;
-  t.roofline_s = std::max(rate.peak > 0.0 ? op.flops / rate.peak : 0.0, op.bytes / bw);
+  if (const double frac = measured_frac(op, hw, compute_dtype); frac > 0.0) {
+    // Calibrated: one measured fraction of the roofline covers both regimes.
+    t.compute_s = compute_floor_s / frac;
+    t.memory_s = memory_floor_s / frac;
+  } else {
+    if (op.flops > 0.0 && rate.peak > 0.0) t.compute_s = op.flops / (rate.peak * rate.frac);
+    if (op.bytes > 0.0) t.memory_s = op.bytes / (bw * bandwidth_frac(op, hw));
+  }
   const double busy = std::max(t.compute_s, t.memory_s);
   t.time_s = busy + t.overhead_s;
   if (t.overhead_s > busy) {

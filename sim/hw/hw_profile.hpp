@@ -7,6 +7,7 @@
 
 #include "sim/core/dtype.hpp"
 #include "sim/hw/efficiency_table.hpp"
+#include "sim/hw/measured_tables.hpp"
 
 namespace servesim {
 
@@ -38,7 +39,16 @@ struct HwProfile {
   EfficiencyTable gemm_compute_frac_by_m;              // achieved/peak FLOP rate vs GEMM M (tokens)
   EfficiencyTable memory_bw_frac_by_bytes;             // achieved/peak bandwidth vs bytes per kernel
   EfficiencyTable attention_decode_bw_frac_by_bytes;   // decode attention (KV streaming) vs KV bytes
-  EfficiencyTable attention_prefill_compute_frac_by_tokens;  // flash-style prefill vs query tokens
+  EfficiencyTable attention_prefill_compute_frac_by_tokens;  // flash-style prefill vs KV tokens per launch
+
+  // Measured tables (calibrated profiles only; empty in derived ones). When present they replace
+  // the generic curves above for their op kind: see cost_model.cpp.
+  std::array<GemmTable, 5> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
+  LogGrid2D attention_decode_frac;        // roofline fraction over (batch, context tokens)
+
+  // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).
+  double contention_copy_copy_slowdown = 0.0;  // two bandwidth-bound kernels; 0 = not measured
+  double contention_gemm_copy_slowdown = 0.0;  // compute-bound next to bandwidth-bound
 
   Provenance provenance;
 

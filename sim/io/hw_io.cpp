@@ -28,6 +28,67 @@ EfficiencyTable parse_table(JsonReader& r, const std::string& key) {
   return EfficiencyTable(std::move(points));
 }
 
+std::vector<double> positive_list(JsonReader& r, const std::string& key) {
+  const auto& j = r.raw(key);
+  if (!j.is_array() || j.empty()) r.fail(key, "must be a non-empty array of numbers");
+  std::vector<double> out;
+  for (const auto& v : j) {
+    if (!v.is_number() || !(v.get<double>() > 0.0)) r.fail(key, "must hold numbers > 0");
+    if (!out.empty() && v.get<double>() <= out.back()) r.fail(key, "must increase");
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+// "calibration": measured tables written by `servesim calibrate fit` (all optional).
+void parse_calibration(JsonReader r, HwProfile& hw) {
+  if (auto gemm = r.object_if("gemm")) {
+    for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8}) {
+      const std::string key = dtype_name(d);
+      if (!gemm->has(key)) {
+        gemm->accept(key);
+        continue;
+      }
+      const auto& list = gemm->raw(key);
+      if (!list.is_array() || list.empty()) gemm->fail(key, "must be a non-empty array of shapes");
+      std::vector<GemmShapeCurve> shapes;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        JsonReader shape(list[i], r.file(), gemm->path_of(key) + "[" + std::to_string(i) + "]");
+        GemmShapeCurve c;
+        c.n = shape.positive("n");
+        c.k = shape.positive("k");
+        c.frac_by_m = parse_table(shape, "frac_by_m");
+        shape.finish();
+        shapes.push_back(std::move(c));
+      }
+      hw.gemm_tables[static_cast<std::size_t>(d)] = GemmTable(std::move(shapes));
+    }
+    gemm->finish();
+  }
+  if (auto attn = r.object_if("attention_decode")) {
+    std::vector<double> batch = positive_list(*attn, "batch");
+    std::vector<double> context = positive_list(*attn, "context_tokens");
+    const auto& rows = attn->raw("frac");
+    if (!rows.is_array() || rows.size() != batch.size()) attn->fail("frac", "must have one row per batch value");
+    std::vector<double> values;
+    for (const auto& row : rows) {
+      if (!row.is_array() || row.size() != context.size()) attn->fail("frac", "each row must have one value per context");
+      for (const auto& v : row) {
+        if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() <= 1.0)) attn->fail("frac", "values must be in (0, 1]");
+        values.push_back(v.get<double>());
+      }
+    }
+    attn->finish();
+    hw.attention_decode_frac = LogGrid2D(std::move(batch), std::move(context), std::move(values));
+  }
+  if (auto c = r.object_if("contention")) {
+    hw.contention_copy_copy_slowdown = c->number_in("copy_copy_slowdown", 1.0, 100.0);
+    hw.contention_gemm_copy_slowdown = c->number_in("gemm_copy_slowdown", 1.0, 100.0);
+    c->finish();
+  }
+  r.finish();
+}
+
 Provenance parse_provenance(JsonReader r) {
   Provenance p;
   p.kind = r.string("kind");
@@ -99,6 +160,7 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
     hw.attention_prefill_compute_frac_by_tokens = parse_table(eff, "attention_prefill_compute_frac_by_kv_tokens");
     eff.finish();
   }
+  if (auto calibration = r.object_if("calibration")) parse_calibration(*calibration, hw);
   hw.provenance = parse_provenance(r.object("provenance"));
   r.finish();
   return hw;

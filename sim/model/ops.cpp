@@ -2,6 +2,8 @@
 // (inputs read once, outputs written once); the cost model turns them into time.
 #include "sim/model/ops.hpp"
 
+#include <algorithm>
+
 namespace servesim {
 
 const char* op_kind_name(OpKind k) {
@@ -34,20 +36,20 @@ void BatchShape::add_decode(std::int64_t context_tokens) {
   decode_kv_tokens += static_cast<double>(context_tokens + 1);
 }
 
-namespace {
-
-Op gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
-           const Precision& p) {
+Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
+                const Precision& p) {
   Op op{name, OpKind::gemm, count};
   op.m = m;
   op.n = n;
   op.k = k;
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
   op.flops = 2.0 * md * nd * kd;
-  op.bytes = md * kd * dtype_bytes(p.activations) + kd * nd * dtype_bytes(p.weights) +
-             md * nd * dtype_bytes(p.activations);
+  const double out_bytes = std::max(2.0, dtype_bytes(p.activations));
+  op.bytes = md * kd * dtype_bytes(p.activations) + kd * nd * dtype_bytes(p.weights) + md * nd * out_bytes;
   return op;
 }
+
+namespace {
 
 Op streaming_op(const char* name, OpKind kind, std::int64_t count, double flops, double bytes) {
   Op op{name, kind, count};
@@ -77,7 +79,7 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
 
   const Op norm = streaming_op("rmsnorm", OpKind::norm, 2 * layers, 4.0 * t * h, 2.0 * t * h * ab + h * wb);
   out.push_back(norm);
-  out.push_back(gemm_op("qkv_proj", layers, tokens, m.qkv_width(), m.hidden_size, p));
+  out.push_back(make_gemm_op("qkv_proj", layers, tokens, m.qkv_width(), m.hidden_size, p));
   out.push_back(streaming_op("rope", OpKind::rope, layers, 3.0 * t * (q_w + kv_w), 2.0 * t * (q_w + kv_w) * ab));
   out.push_back(streaming_op("kv_cache_write", OpKind::kv_write, layers, 0.0, 2.0 * t * kv_w * (ab + kvb)));
 
@@ -99,18 +101,18 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
     out.push_back(attn);
   }
 
-  out.push_back(gemm_op("o_proj", layers, tokens, m.hidden_size, m.q_width(), p));
+  out.push_back(make_gemm_op("o_proj", layers, tokens, m.hidden_size, m.q_width(), p));
   out.push_back(streaming_op("residual_add", OpKind::elementwise, 2 * layers, t * h, 3.0 * t * h * ab));
-  out.push_back(gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", layers, tokens, m.mlp_in_width(),
+  out.push_back(make_gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", layers, tokens, m.mlp_in_width(),
                         m.hidden_size, p));
   const double act_reads = m.gated_mlp ? 2.0 : 1.0;
   out.push_back(streaming_op("mlp_act", OpKind::elementwise, layers, 5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
-  out.push_back(gemm_op("mlp_down_proj", layers, tokens, m.hidden_size, m.ffn_size, p));
+  out.push_back(make_gemm_op("mlp_down_proj", layers, tokens, m.hidden_size, m.ffn_size, p));
 
   out.push_back(streaming_op("final_rmsnorm", OpKind::norm, 1, 4.0 * t * h, 2.0 * t * h * ab + h * wb));
   const std::int64_t sampled = b.sampled_seqs();
   if (sampled > 0) {
-    out.push_back(gemm_op("lm_head", 1, sampled, m.vocab_size, m.hidden_size, p));
+    out.push_back(make_gemm_op("lm_head", 1, sampled, m.vocab_size, m.hidden_size, p));
     const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size);
     out.push_back(streaming_op("sampler", OpKind::sampler, 1, 5.0 * logits, logits * 4.0));
   }

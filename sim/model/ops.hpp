@@ -54,6 +54,11 @@ struct Precision {
   Dtype kv_cache = Dtype::bf16;
 };
 
+// One GEMM C[m,n] = A[m,k] W[k,n]: activations in precision.activations, weights in
+// precision.weights, output in the activation dtype (16-bit for 8-bit inputs).
+Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
+                const Precision& precision);
+
 // Builds the iteration's ops into `out` (cleared first; reused to avoid allocation per iteration).
 void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
                          std::vector<Op>& out);

@@ -1,0 +1,64 @@
+// `servesim op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8 --hw H [--json]`: one kernel
+// timed by the cost model, for scripts that compare against their own measurements.
+#include <cstdio>
+#include <iostream>
+
+#include "sim/cli/commands.hpp"
+#include "sim/cli/options.hpp"
+#include "sim/core/error.hpp"
+#include "sim/hw/cost_model.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
+
+namespace servesim::cli {
+
+int cmd_op(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "gemm") throw InputError("servesim op", "", "expected: op gemm --m M --n N --k K --dtype D --hw H");
+  cxxopts::Options opts("servesim op gemm", "Time one GEMM C[m,n] = A[m,k] W[k,n] with the cost model");
+  opts.add_options()("m", "rows of A (tokens)", cxxopts::value<long long>())("n", "columns of W", cxxopts::value<long long>())(
+      "k", "inner dimension", cxxopts::value<long long>())("dtype", "bf16, fp16, fp8 or int8",
+                                                           cxxopts::value<std::string>()->default_value("bf16"))(
+      "hw", "hardware profile name or path", cxxopts::value<std::string>())("json", "print JSON")("h,help", "show help");
+  // cxxopts treats one-letter names as short options (-m); the CLI contract spells them --m.
+  std::vector<std::string> rest;
+  for (auto it = args.begin() + 1; it != args.end(); ++it) {
+    const bool one_letter = it->size() >= 3 && it->rfind("--", 0) == 0 && (it->size() == 3 || (*it)[3] == '=');
+    if (!one_letter) {
+      rest.push_back(*it);
+      continue;
+    }
+    rest.push_back(it->substr(1, 2));
+    if (it->size() > 3) rest.push_back(it->substr(4));
+  }
+  const auto p = parse_args(opts, rest);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  for (const char* key : {"m", "n", "k", "hw"}) {
+    if (!p.count(key)) throw InputError("servesim op gemm", std::string("--") + key, "required");
+  }
+  const long long m = p["m"].as<long long>(), n = p["n"].as<long long>(), k = p["k"].as<long long>();
+  if (m <= 0 || n <= 0 || k <= 0) throw InputError("servesim op gemm", "--m/--n/--k", "must be > 0");
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim op gemm", "--hw"));
+  const std::string dtype_text = p["dtype"].as<std::string>();
+  const auto dtype = parse_dtype(dtype_text);
+  if (!dtype || *dtype == Dtype::fp32) throw InputError("servesim op gemm", "--dtype", "must be bf16, fp16, fp8 or int8, got '" + dtype_text + "'");
+  if (!hw.supports(*dtype)) throw InputError("servesim op gemm", "--dtype", dtype_text + " is not supported by " + hw.name);
+
+  const Op op = make_gemm_op("gemm", 1, m, n, k, Precision{*dtype, *dtype, *dtype});
+  const KernelTime t = estimate(op, hw, *dtype);
+  if (p.count("json")) {
+    const nlohmann::json out = {{"time_s", t.time_s}, {"flops", op.flops}, {"bytes", op.bytes}, {"bound", bound_name(t.bound)},
+                                {"roofline_time_s", t.roofline_s}, {"hw", hw.name}, {"dtype", dtype_text},
+                                {"m", m}, {"n", n}, {"k", k}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::printf("gemm %lldx%lldx%lld %s on %s: %.3f us (%.1f TFLOP/s, %s-bound, roofline %.3f us)\n", m, n, k,
+                dtype_text.c_str(), hw.name.c_str(), t.time_s * 1e6, op.flops / t.time_s / 1e12, bound_name(t.bound),
+                t.roofline_s * 1e6);
+  }
+  return kExitOk;
+}
+
+}  // namespace servesim::cli
