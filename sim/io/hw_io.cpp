@@ -116,6 +116,7 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   HwProfile hw;
   r.accept("schema");
   r.accept("notes");
+  r.accept("fit_report");  // written by `servesim calibrate fit`, for people
   hw.name = r.string("name");
   hw.display_name = r.string("display_name");
   hw.architecture = r.string("architecture");

@@ -1,0 +1,298 @@
+// Calibration fit. Every measured table stores the fraction of the roofline the kernel reached,
+// frac = roofline / (t - kernel_overhead), so the cost model reproduces each calibrated point
+// exactly and interpolates between them (see sim/hw/measured_tables.hpp).
+#include "sim/calib/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "sim/core/error.hpp"
+#include "sim/hw/cost_model.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+
+namespace servesim {
+
+namespace {
+
+constexpr double kMinFrac = 1e-3;
+
+double clamp_frac(double f) { return std::clamp(f, kMinFrac, 1.0); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Reads a numeric field of a raw record with a path-naming error.
+double field(const nlohmann::json& rec, const char* key, const std::string& file, const std::string& where) {
+  const auto it = rec.find(key);
+  if (it == rec.end() || !it->is_number()) throw InputError(file, where + "." + key, "missing or not a number");
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) throw InputError(file, where + "." + key, "must be finite");
+  return v;
+}
+
+const nlohmann::json& section(const nlohmann::json& raw, const char* key, const std::string& file) {
+  const auto it = raw.find(key);
+  if (it == raw.end() || !it->is_array() || it->empty()) throw InputError(file, key, "missing or empty section");
+  return *it;
+}
+
+// Points (x, y) -> an increasing-x table: medians of y within log-spaced bins (bins_per_decade).
+nlohmann::json binned_table(std::vector<std::pair<double, double>> pts, int bins_per_decade) {
+  std::map<long, std::vector<std::pair<double, double>>> bins;
+  for (const auto& p : pts) bins[std::lround(std::floor(std::log10(p.first) * bins_per_decade))].push_back(p);
+  nlohmann::json table = nlohmann::json::array();
+  for (auto& [bin, v] : bins) {
+    std::vector<double> xs, ys;
+    for (const auto& p : v) {
+      xs.push_back(p.first);
+      ys.push_back(p.second);
+    }
+    const double x = median(xs);
+    if (!table.empty() && x <= table.back()[0].get<double>()) continue;
+    table.push_back({x, clamp_frac(median(ys))});
+  }
+  return table;
+}
+
+// Least-squares line t = a + b x (Eigen), for per-node graph cost and similar.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& t) {
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(x.size()), 2);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    a(static_cast<Eigen::Index>(i), 0) = 1.0;
+    a(static_cast<Eigen::Index>(i), 1) = x[i];
+    y(static_cast<Eigen::Index>(i)) = t[i];
+  }
+  const Eigen::Vector2d c = a.colPivHouseholderQr().solve(y);
+  return {c(0), c(1)};
+}
+
+struct Peaks {
+  double bw;
+  std::map<std::string, double> flops;
+};
+
+}  // namespace
+
+FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, const nlohmann::json& base,
+                       const std::string& base_file, const FitOptions& opt) {
+  if (raw.value("schema", "") != "servesim-calibration-raw/1") {
+    throw InputError(raw_file, "schema", "expected \"servesim-calibration-raw/1\"");
+  }
+  const HwProfile base_hw = parse_hw_profile(base, base_file);  // validates the base
+  Peaks peaks{base_hw.hbm_bandwidth_bytes_per_s, {}};
+  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8}) peaks.flops[dtype_name(d)] = base_hw.peak_flops(d);
+
+  nlohmann::json profile = base;
+  profile["name"] = opt.name;
+  const auto& gpu = raw.at("gpu");
+  profile["sm_count"] = gpu.at("sm_count");
+  profile["l2_bytes"] = gpu.at("l2_bytes");
+  profile["memory_bytes"] = gpu.at("memory_bytes");
+
+  // Launch costs: host cost per eager launch and per graph launch; GPU-side cost per kernel
+  // inside a graph, which is how decode steps run.
+  const auto& launch = raw.at("launch");
+  const double kernel_overhead_s = field(launch, "graph_node_s", raw_file, "launch");
+  profile["launch"] = {{"kernel_launch_s", field(launch, "eager_launch_s", raw_file, "launch")},
+                       {"graph_launch_s", field(launch, "graph_launch_s", raw_file, "launch")},
+                       {"kernel_overhead_s", kernel_overhead_s}};
+
+  // Streaming kernels (norm, add, SiLU*mul, RoPE): bandwidth fraction against bytes per kernel.
+  std::vector<std::pair<double, double>> bw_pts;
+  const auto& elementwise = section(raw, "elementwise", raw_file);
+  for (std::size_t i = 0; i < elementwise.size(); ++i) {
+    const std::string where = "elementwise[" + std::to_string(i) + "]";
+    const double bytes = field(elementwise[i], "bytes", raw_file, where);
+    const double t = field(elementwise[i], "time_s", raw_file, where) - kernel_overhead_s;
+    if (t > 0.0) bw_pts.emplace_back(bytes, bytes / (peaks.bw * t));
+  }
+  auto& eff = profile["efficiency"];
+  eff["memory_bw_frac_by_bytes"] = binned_table(bw_pts, 4);
+
+  // GEMMs: one roofline-fraction curve over M per (dtype, n, k); every holdout_every-th M is
+  // kept out to measure the fit on points it has not seen.
+  std::map<std::tuple<std::string, double, double>, std::vector<std::pair<double, double>>> curves;  // (m, t)
+  const auto& gemms = section(raw, "gemm", raw_file);
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    const std::string where = "gemm[" + std::to_string(i) + "]";
+    const std::string dtype = gemms[i].at("dtype").get<std::string>();
+    curves[{dtype, field(gemms[i], "n", raw_file, where), field(gemms[i], "k", raw_file, where)}].emplace_back(
+        field(gemms[i], "m", raw_file, where), field(gemms[i], "time_s", raw_file, where));
+  }
+  nlohmann::json gemm_tables = nlohmann::json::object();
+  struct Held {
+    std::string dtype;
+    double m, n, k, t;
+  };
+  std::vector<Held> held;
+  std::vector<double> fallback_frac_m, fallback_frac;  // bf16 compute fraction, for the generic curve
+  for (auto& [key, pts] : curves) {
+    const auto& [dtype, n, k] = key;
+    const auto d = parse_dtype(dtype);
+    if (!d || peaks.flops[dtype] <= 0.0) continue;  // the base has no such unit: nothing to predict
+    std::sort(pts.begin(), pts.end());
+    const Precision p{*d, *d, *d};
+    nlohmann::json table = nlohmann::json::array();
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const auto [m, t] = pts[i];
+      if (opt.holdout_every > 0 && i % opt.holdout_every == 1 && i + 1 < pts.size()) {
+        held.push_back({dtype, m, n, k, t});
+        continue;
+      }
+      const Op op = make_gemm_op("gemm", 1, static_cast<std::int64_t>(m), static_cast<std::int64_t>(n),
+                                 static_cast<std::int64_t>(k), p);
+      const double roofline = std::max(op.flops / peaks.flops[dtype], op.bytes / peaks.bw);
+      const double busy = t - kernel_overhead_s;
+      table.push_back({m, clamp_frac(busy > 0.0 ? roofline / busy : 1.0)});
+      if (dtype == "bf16") {
+        fallback_frac_m.push_back(m);
+        fallback_frac.push_back(op.flops / (peaks.flops[dtype] * t));
+      }
+    }
+    gemm_tables[dtype].push_back({{"n", n}, {"k", k}, {"frac_by_m", table}});
+  }
+  // Generic curve for kernels without a table (e.g. a dtype not measured): bf16 compute fraction.
+  {
+    std::map<double, std::vector<double>> by_m;
+    for (std::size_t i = 0; i < fallback_frac_m.size(); ++i) by_m[fallback_frac_m[i]].push_back(fallback_frac[i]);
+    nlohmann::json table = nlohmann::json::array();
+    for (auto& [m, v] : by_m) table.push_back({m, clamp_frac(median(v))});
+    if (!table.empty()) eff["gemm_compute_frac_by_m"] = table;
+  }
+
+  // Decode attention over a paged cache: roofline fraction on the (batch, context) grid at the
+  // smallest block size measured (vLLM's default 16 when present). Missing cells (too large to
+  // measure) take the nearest measured context in the same batch row.
+  const auto& dec = section(raw, "attention_decode", raw_file);
+  double block = 1e30;
+  for (const auto& r : dec) block = std::min(block, r.at("block_size").get<double>());
+  std::map<double, std::map<double, double>> grid;
+  std::vector<std::pair<double, double>> dec_bw_pts;
+  for (std::size_t i = 0; i < dec.size(); ++i) {
+    const auto& r = dec[i];
+    if (r.at("block_size").get<double>() != block) continue;
+    const std::string where = "attention_decode[" + std::to_string(i) + "]";
+    const double b = field(r, "batch", raw_file, where), c = field(r, "context", raw_file, where);
+    const double q_w = field(r, "num_q_heads", raw_file, where) * field(r, "head_dim", raw_file, where);
+    const double bytes = field(r, "kv_bytes", raw_file, where) + 2.0 * b * q_w * 2.0;
+    const double flops = 4.0 * q_w * b * c;
+    const double roofline = std::max(flops / peaks.flops["bf16"], bytes / peaks.bw);
+    const double busy = field(r, "time_s", raw_file, where) - kernel_overhead_s;
+    grid[b][c] = clamp_frac(busy > 0.0 ? roofline / busy : 1.0);
+    if (busy > 0.0) dec_bw_pts.emplace_back(bytes, bytes / (peaks.bw * busy));
+  }
+  std::vector<double> batches, contexts;
+  for (const auto& [b, row] : grid) {
+    batches.push_back(b);
+    for (const auto& [c, f] : row) contexts.push_back(c);
+  }
+  std::sort(contexts.begin(), contexts.end());
+  contexts.erase(std::unique(contexts.begin(), contexts.end()), contexts.end());
+  nlohmann::json frac_rows = nlohmann::json::array();
+  for (const double b : batches) {
+    nlohmann::json row = nlohmann::json::array();
+    for (const double c : contexts) {
+      const auto& r = grid[b];
+      auto best = r.begin();
+      for (auto it = r.begin(); it != r.end(); ++it) {
+        if (std::fabs(std::log(it->first / c)) < std::fabs(std::log(best->first / c))) best = it;
+      }
+      row.push_back(best->second);
+    }
+    frac_rows.push_back(row);
+  }
+  eff["attention_decode_bw_frac_by_bytes"] = binned_table(dec_bw_pts, 2);
+
+  // Prefill attention (flash-style, causal): compute fraction against KV tokens per launch.
+  std::vector<std::pair<double, double>> pre_pts;
+  const auto& pre = section(raw, "attention_prefill", raw_file);
+  for (std::size_t i = 0; i < pre.size(); ++i) {
+    const std::string where = "attention_prefill[" + std::to_string(i) + "]";
+    const double tokens = field(pre[i], "batch", raw_file, where) * field(pre[i], "seq_len", raw_file, where);
+    const double busy = field(pre[i], "time_s", raw_file, where) - kernel_overhead_s;
+    if (busy > 0.0) pre_pts.emplace_back(tokens, field(pre[i], "flops", raw_file, where) / (peaks.flops["bf16"] * busy));
+  }
+  eff["attention_prefill_compute_frac_by_kv_tokens"] = binned_table(pre_pts, 3);
+
+  // Host link: best pinned host-to-device bandwidth (cold start, KV swap).
+  double h2d = 0.0;
+  for (const auto& r : section(raw, "host_copy", raw_file)) {
+    if (r.value("direction", "") == "h2d" && r.value("pinned", false)) h2d = std::max(h2d, r.at("bytes").get<double>() / r.at("time_s").get<double>());
+  }
+  if (h2d > 0.0) profile["host_link"]["bandwidth_bytes_per_s"] = h2d;
+
+  // Contention: mean slowdown of the two kernels running together against each alone.
+  nlohmann::json contention = {{"copy_copy_slowdown", 1.0}, {"gemm_copy_slowdown", 1.0}};
+  for (const auto& r : section(raw, "contention", raw_file)) {
+    const auto& alone = r.at("alone_s");
+    const auto& together = r.at("together_s");
+    double s = 0.0;
+    for (std::size_t i = 0; i < alone.size(); ++i) s += together[i].get<double>() / alone[i].get<double>();
+    contention[r.at("case").get<std::string>() + "_slowdown"] = std::max(1.0, s / static_cast<double>(alone.size()));
+  }
+
+  // A straight line t = a + bytes / bw through all streaming kernels: the fixed cost of a small
+  // kernel and the asymptotic bandwidth, reported to compare against the copy benchmark.
+  std::vector<double> ew_bytes, ew_t;
+  for (const auto& r : elementwise) {
+    ew_bytes.push_back(r.at("bytes").get<double>());
+    ew_t.push_back(r.at("time_s").get<double>());
+  }
+  const auto [ew_fixed_s, ew_s_per_byte] = fit_line(ew_bytes, ew_t);
+  double copy_bw = 0.0;
+  if (raw.contains("bandwidth")) {
+    for (const auto& r : raw["bandwidth"]) {
+      if (r.value("op", "") == "copy") copy_bw = std::max(copy_bw, r.at("bytes_per_s").get<double>());
+    }
+  }
+
+  profile["calibration"] = {{"gemm", gemm_tables},
+                            {"attention_decode", {{"batch", batches}, {"context_tokens", contexts}, {"frac", frac_rows}}},
+                            {"contention", contention}};
+  profile["provenance"] = {{"kind", "measured"},
+                           {"method", "servesim calibrate fit over calibrate/run_all.sh results: GEMM and decode-attention "
+                                      "roofline fractions per calibrated shape, bandwidth fraction of streaming kernels "
+                                      "vs bytes, flash prefill compute fraction vs tokens, launch costs, contention; "
+                                      "datasheet peaks and interconnect from the base profile"},
+                           {"sources", nlohmann::json::array({raw_file, base_file})},
+                           {"gpu", gpu.at("name")},
+                           {"driver", gpu.at("driver")},
+                           {"cuda", gpu.at("cuda_runtime")},
+                           {"date", raw.at("date")},
+                           {"command", opt.command}};
+
+  // Check the profile through the real parser and cost model on the held-out GEMM points.
+  FitSummary summary;
+  const HwProfile fitted = parse_hw_profile(profile, opt.name + " (fitted)");
+  std::vector<double> errors;
+  for (const Held& h : held) {
+    const Dtype d = *parse_dtype(h.dtype);
+    const Op op = make_gemm_op("gemm", 1, static_cast<std::int64_t>(h.m), static_cast<std::int64_t>(h.n),
+                               static_cast<std::int64_t>(h.k), Precision{d, d, d});
+    errors.push_back(std::fabs(estimate(op, fitted, d).time_s - h.t) / h.t);
+  }
+  summary.gemm_holdout_points = static_cast<int>(errors.size());
+  summary.gemm_holdout_median_abs_err = median(errors);
+  summary.gemm_holdout_worst_abs_err = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
+  profile["fit_report"] = {{"streaming_kernel_fixed_s", ew_fixed_s},
+                           {"streaming_kernel_bytes_per_s", ew_s_per_byte > 0.0 ? 1.0 / ew_s_per_byte : 0.0},
+                           {"copy_peak_bytes_per_s", copy_bw},
+                           {"gemm_holdout_points", summary.gemm_holdout_points},
+                           {"gemm_holdout_median_abs_err", summary.gemm_holdout_median_abs_err},
+                           {"gemm_holdout_worst_abs_err", summary.gemm_holdout_worst_abs_err}};
+  summary.profile = profile;
+  return summary;
+}
+
+}  // namespace servesim

@@ -1,0 +1,31 @@
+// Calibration fit: raw microbenchmark results (calibrate/run_all.sh -> raw.json, schema
+// servesim-calibration-raw/1) plus a datasheet profile -> a measured hardware profile.
+// This is an I/O-layer tool (it reads and writes JSON); the numbers it produces are the tables
+// sim/hw/cost_model.cpp interpolates.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim {
+
+struct FitOptions {
+  std::string name;            // profile name to write
+  std::string command;         // command line recorded in provenance
+  int holdout_every = 3;       // every Nth GEMM M point (per shape, from the 2nd) is held out; 0 = none
+};
+
+struct FitSummary {
+  nlohmann::json profile;      // the hardware profile (schema servesim-hwprofile/1)
+  // Held-out GEMM points predicted through the fitted profile and the cost model.
+  int gemm_holdout_points = 0;
+  double gemm_holdout_median_abs_err = 0.0;
+  double gemm_holdout_worst_abs_err = 0.0;
+};
+
+// `raw` from raw_file, `base` (datasheet peaks, interconnect) from base_file; InputError naming
+// the file and key on malformed input.
+FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, const nlohmann::json& base,
+                       const std::string& base_file, const FitOptions& options);
+
+}  // namespace servesim
