@@ -14,6 +14,7 @@ namespace cal {
 constexpr int kHeadDim = 128;
 constexpr int kAttnThreads = 128;  // 4 warps
 constexpr int kMaxPart = 512;      // tokens per CTA at most (scores live in shared memory)
+constexpr int kUnroll = 4;         // tokens per 8-lane group per step: 4 warps x 4 groups x 4 = 64
 
 union B8 {
   uint4 u;
@@ -36,7 +37,7 @@ __device__ __forceinline__ void unpack16(const uint4& a, const uint4& b, float* 
 
 // One CTA per (partition of <= part_size tokens, kv head, sequence); it serves the G query heads
 // that share the kv head, so each K/V byte is read once. Lanes work in groups of 8 per token
-// (16 dims each, two 16-byte loads); 4 warps x 4 groups x 2 unrolled = 32 tokens per step.
+// (16 dims each, two 16-byte loads); 4 warps x 4 groups x kUnroll tokens per step.
 // K cache / V cache layout: [num_blocks, num_kv_heads, block_size, head_dim].
 template <int G>
 __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
@@ -74,37 +75,39 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
 #pragma unroll
       for (int j = 0; j < 16; ++j) qf[g][j] *= scale;
     }
-    for (int i0 = 0; i0 < n; i0 += 32) {
-      const int ia = i0 + warp * 4 + tg, ib = ia + 16;
-      const bool va = ia < n, vb = ib < n;
-      uint4 a0 = make_uint4(0, 0, 0, 0), a1 = a0, b0 = a0, b1 = a0;
-      if (va) { const uint4* pa = tok(kc, start + ia); a0 = pa[0]; a1 = pa[1]; }
-      if (vb) { const uint4* pb = tok(kc, start + ib); b0 = pb[0]; b1 = pb[1]; }
-      float ka[16], kb[16];
-      unpack16(a0, a1, ka);
-      unpack16(b0, b1, kb);
-      float da[G], db[G];
+    for (int i0 = 0; i0 < n; i0 += 16 * kUnroll) {
+      // All kUnroll tokens' loads are issued before any use: 4 x 32 B per lane in flight.
+      uint4 kv[kUnroll][2];
+      bool valid[kUnroll];
 #pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float x = 0.f, y = 0.f;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          x += qf[g][j] * ka[j];
-          y += qf[g][j] * kb[j];
+      for (int u = 0; u < kUnroll; ++u) {
+        const int i = i0 + u * 16 + warp * 4 + tg;
+        valid[u] = i < n;
+        kv[u][0] = kv[u][1] = make_uint4(0, 0, 0, 0);
+        if (valid[u]) {
+          const uint4* p = tok(kc, start + i);
+          kv[u][0] = p[0];
+          kv[u][1] = p[1];
         }
-#pragma unroll
-        for (int o = 4; o > 0; o >>= 1) {
-          x += __shfl_xor_sync(0xffffffffu, x, o);
-          y += __shfl_xor_sync(0xffffffffu, y, o);
-        }
-        da[g] = x;
-        db[g] = y;
       }
-      if (sl == 0) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        float kf[16];
+        unpack16(kv[u][0], kv[u][1], kf);
+        float dg[G];
 #pragma unroll
         for (int g = 0; g < G; ++g) {
-          if (va) sc[g][ia] = da[g];
-          if (vb) sc[g][ib] = db[g];
+          float x = 0.f;
+#pragma unroll
+          for (int j = 0; j < 16; ++j) x += qf[g][j] * kf[j];
+#pragma unroll
+          for (int o = 4; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+          dg[g] = x;
+        }
+        if (sl == 0 && valid[u]) {
+          const int i = i0 + u * 16 + warp * 4 + tg;
+#pragma unroll
+          for (int g = 0; g < G; ++g) sc[g][i] = dg[g];
         }
       }
     }
@@ -136,20 +139,31 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int j = 0; j < 16; ++j) acc[g][j] = 0.f;
-  for (int i0 = 0; i0 < n; i0 += 32) {
-    const int ia = i0 + warp * 4 + tg, ib = ia + 16;
-    const bool va = ia < n, vb = ib < n;
-    uint4 a0 = make_uint4(0, 0, 0, 0), a1 = a0, b0 = a0, b1 = a0;
-    if (va) { const uint4* pa = tok(vc, start + ia); a0 = pa[0]; a1 = pa[1]; }
-    if (vb) { const uint4* pb = tok(vc, start + ib); b0 = pb[0]; b1 = pb[1]; }
-    float xa[16], xb[16];
-    unpack16(a0, a1, xa);
-    unpack16(b0, b1, xb);
+  for (int i0 = 0; i0 < n; i0 += 16 * kUnroll) {
+    uint4 vv[kUnroll][2];
+    bool valid[kUnroll];
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const float pa = va ? sc[g][ia] : 0.f, pb = vb ? sc[g][ib] : 0.f;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + u * 16 + warp * 4 + tg;
+      valid[u] = i < n;
+      vv[u][0] = vv[u][1] = make_uint4(0, 0, 0, 0);
+      if (valid[u]) {
+        const uint4* p = tok(vc, start + i);
+        vv[u][0] = p[0];
+        vv[u][1] = p[1];
+      }
+    }
 #pragma unroll
-      for (int j = 0; j < 16; ++j) acc[g][j] += pa * xa[j] + pb * xb[j];
+    for (int u = 0; u < kUnroll; ++u) {
+      float xv[16];
+      unpack16(vv[u][0], vv[u][1], xv);
+      const int i = i0 + u * 16 + warp * 4 + tg;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float pg = valid[u] ? sc[g][i] : 0.f;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) acc[g][j] += pg * xv[j];
+      }
     }
   }
 #pragma unroll
@@ -349,7 +363,8 @@ void run_attention_decode(const Args& a) {
   std::vector<std::string> rec;
   std::mt19937 rng(99);
   std::printf("%5s %6s %3s %5s %11s %12s %8s\n", "batch", "ctx", "bs", "part", "time_us", "kv_bytes", "GB/s");
-  for (int bs : block_sizes)
+  for (int bs : block_sizes) {
+    write_section(a.out, "attention_decode", json_array(rec));  // partial results survive a later failure
     for (int B : batches)
       for (int C : contexts) {
         const size_t kv_bytes = (size_t)B * C * tok_bytes * 2;
@@ -388,6 +403,7 @@ void run_attention_decode(const Args& a) {
                     kv_bytes / t.per_op_s / 1e9);
         std::fflush(stdout);
       }
+  }
   CK(cudaStreamDestroy(s));
   for (void* p : {(void*)kc, (void*)vc, (void*)q, (void*)out, (void*)w.m, (void*)w.l, (void*)w.o}) CK(cudaFree(p));
   write_section(a.out, "attention_decode", json_array(rec));

@@ -84,23 +84,33 @@ __global__ void k_silu_mul(const uint4* __restrict__ in, uint4* __restrict__ out
 
 // NeoX-style RoPE in place on q [T, Hq, D] and k [T, Hkv, D], reading cos|sin from a
 // [max_pos, D] cache by position, as vLLM's rotary_embedding kernel does. One thread per
-// (token, head, rotation pair).
+// (token, head, 8 rotation pairs): 16-byte loads of x1, x2, cos and sin.
 __global__ void k_rope(__nv_bfloat16* __restrict__ q, __nv_bfloat16* __restrict__ k,
                        const __nv_bfloat16* __restrict__ cos_sin, const int* __restrict__ pos, int T, int hq,
                        int hkv, int d) {
-  const int half = d / 2;
-  const size_t total = (size_t)T * (hq + hkv) * half;
+  const int half = d / 2, vecs = half / 8;
+  const size_t total = (size_t)T * (hq + hkv) * vecs;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-    int p = (int)(i % half);
-    size_t th = i / half;
-    int head = (int)(th % (hq + hkv));
-    size_t t = th / (hq + hkv);
+    const int p = (int)(i % vecs) * 8;
+    const size_t th = i / vecs;
+    const int head = (int)(th % (hq + hkv));
+    const size_t t = th / (hq + hkv);
     __nv_bfloat16* base = head < hq ? q + (t * hq + head) * d : k + (t * hkv + (head - hq)) * d;
     const __nv_bfloat16* cs = cos_sin + (size_t)pos[t] * d;
-    float c = __bfloat162float(cs[p]), s = __bfloat162float(cs[half + p]);
-    float x1 = __bfloat162float(base[p]), x2 = __bfloat162float(base[p + half]);
-    base[p] = __float2bfloat16(x1 * c - x2 * s);
-    base[p + half] = __float2bfloat16(x2 * c + x1 * s);
+    V8 x1, x2, c, sn, o1, o2;
+    x1.u = *reinterpret_cast<const uint4*>(base + p);
+    x2.u = *reinterpret_cast<const uint4*>(base + p + half);
+    c.u = *reinterpret_cast<const uint4*>(cs + p);
+    sn.u = *reinterpret_cast<const uint4*>(cs + half + p);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 a = __bfloat1622float2(x1.h[j]), b = __bfloat1622float2(x2.h[j]);
+      const float2 cc = __bfloat1622float2(c.h[j]), ss = __bfloat1622float2(sn.h[j]);
+      o1.h[j] = __floats2bfloat162_rn(a.x * cc.x - b.x * ss.x, a.y * cc.y - b.y * ss.y);
+      o2.h[j] = __floats2bfloat162_rn(b.x * cc.x + a.x * ss.x, b.y * cc.y + a.y * ss.y);
+    }
+    *reinterpret_cast<uint4*>(base + p) = o1.u;
+    *reinterpret_cast<uint4*>(base + p + half) = o2.u;
   }
 }
 
@@ -180,7 +190,7 @@ void run_elementwise(const Args& a) {
           set_bytes = qk * 2;
           bytes = 2 * qk * 2 + (size_t)T * head_dim * 2 + (size_t)T * sizeof(int);
           f = [=](cudaStream_t st, char* p) {
-            size_t total = (size_t)T * (hq + n_kv) * (head_dim / 2);
+            size_t total = (size_t)T * (hq + n_kv) * (head_dim / 16);
             k_rope<<<ew_blocks(total), 256, 0, st>>>((__nv_bfloat16*)p, (__nv_bfloat16*)(p + (size_t)T * hq * head_dim * 2),
                                                      cos_sin, pos, T, hq, n_kv, head_dim);
           };
@@ -192,13 +202,13 @@ void run_elementwise(const Args& a) {
         std::printf("%-9s %7d %6d %12zu %10.2f %8.1f\n", opname, T, hidden, bytes, t.per_op_s * 1e6, bytes / t.per_op_s / 1e9);
       }
     }
+    write_section(a.out, "elementwise", json_array(rec));  // partial results survive a later failure
   }
   CK(cudaStreamDestroy(s));
   CK(cudaFree(buf));
   CK(cudaFree(w));
   CK(cudaFree(cos_sin));
   CK(cudaFree(pos));
-  write_section(a.out, "elementwise", json_array(rec));
 }
 
 }  // namespace cal

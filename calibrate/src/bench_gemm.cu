@@ -130,7 +130,10 @@ void run_gemm(const Args& a) {
 
   std::vector<std::string> rec;
   // Per-dtype wall budget keeps the whole sweep to ~2-3 min on an H200 even if a dtype is slow.
-  const double dtype_budget_s = a.quick ? 20 : 50;
+  const double dtype_budget_s = a.quick ? 20 : 40;
+  TimeOpts topt;
+  topt.budget_s = 0.12;
+  topt.max_reps = 15;
   for (GemmDtype dt : dts) {
     const char* dn = dtype_name(dt);
     double err = check_gemm(h, dt, one, ws, s);
@@ -160,7 +163,7 @@ void run_gemm(const Args& a) {
           continue;
         }
         TimeResult t = time_op(
-            s, [&](cudaStream_t st, int r) { g.run(A + r * ab, W + r * wb, C + r * cb, ws, st); }, nrot);
+            s, [&](cudaStream_t st, int r) { g.run(A + r * ab, W + r * wb, C + r * cb, ws, st); }, nrot, topt);
         const double flops = 2.0 * m * sh.n * sh.k;
         rec.push_back(JObj().add("dtype", dn).add("m", m).add("n", sh.n).add("k", sh.k).add("time_s", t.per_op_s)
                           .add("flops_per_s", flops / t.per_op_s).str());
@@ -170,6 +173,8 @@ void run_gemm(const Args& a) {
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     std::printf("dtype %s: %.1f s%s\n", dn, el,
                 skipped ? (", " + std::to_string(skipped) + " points skipped (time budget)").c_str() : "");
+    // Written after each dtype so a later failure keeps what was measured.
+    write_section(a.out, "gemm", json_array(rec));
     std::fflush(stdout);
   }
   CK(cudaFree(A));
@@ -179,7 +184,6 @@ void run_gemm(const Args& a) {
   CK(cudaFree(one));
   CK(cudaStreamDestroy(s));
   CKB(cublasLtDestroy(h));
-  write_section(a.out, "gemm", json_array(rec));
 }
 
 // ---------------------------------------------------------------- contention
