@@ -184,12 +184,13 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     if (r.at("block_size").get<double>() != block) continue;
     const std::string where = "attention_decode[" + std::to_string(i) + "]";
     const double b = field(r, "batch", raw_file, where), c = field(r, "context", raw_file, where);
+    const double units = b * field(r, "num_kv_heads", raw_file, where);
     const double q_w = field(r, "num_q_heads", raw_file, where) * field(r, "head_dim", raw_file, where);
     const double bytes = field(r, "kv_bytes", raw_file, where) + 2.0 * b * q_w * 2.0;
     const double flops = 4.0 * q_w * b * c;
     const double roofline = std::max(flops / peaks.flops["bf16"], bytes / peaks.bw);
     const double busy = field(r, "time_s", raw_file, where) - kernel_overhead_s;
-    grid[b][c] = clamp_frac(busy > 0.0 ? roofline / busy : 1.0);
+    grid[units][c] = clamp_frac(busy > 0.0 ? roofline / busy : 1.0);
     if (busy > 0.0) dec_bw_pts.emplace_back(bytes, bytes / (peaks.bw * busy));
   }
   std::vector<double> batches, contexts;
@@ -258,7 +259,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
   }
 
   profile["calibration"] = {{"gemm", gemm_tables},
-                            {"attention_decode", {{"batch", batches}, {"context_tokens", contexts}, {"frac", frac_rows}}},
+                            {"attention_decode", {{"batch_x_kv_heads", batches}, {"context_tokens", contexts}, {"frac", frac_rows}}},
                             {"contention", contention}};
   profile["provenance"] = {{"kind", "measured"},
                            {"method", "servesim calibrate fit over calibrate/run_all.sh results: GEMM and decode-attention "

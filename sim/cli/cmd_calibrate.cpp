@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/calib/fit.hpp"
+#include "sim/calib/vidur.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
@@ -14,8 +15,58 @@
 
 namespace servesim::cli {
 
+namespace {
+
+void write_profile(const std::string& out, const nlohmann::json& profile) {
+  std::ofstream f(out);
+  if (!f) throw InputError(out, "", "cannot write");
+  f << profile.dump(2) << "\n";
+}
+
+std::string command_line(const std::vector<std::string>& args) {
+  std::string c = "servesim calibrate";
+  for (const auto& a : args) c += " " + a;
+  return c;
+}
+
+// `calibrate vidur DIR --name NAME -o OUT --base PROFILE [--holdout-model M] [--attention CSV]`
+int cmd_calibrate_vidur(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim calibrate vidur", "Fit a hardware profile to vidur's measured operator timings");
+  opts.add_options()("dir", "vidur compute folder for one GPU (.../vidur/compute/a100)", cxxopts::value<std::string>())(
+      "name", "profile name", cxxopts::value<std::string>())("o,out", "output profile path", cxxopts::value<std::string>())(
+      "base", "profile with datasheet peaks (default: the bundled profile NAME)", cxxopts::value<std::string>())(
+      "holdout-model", "model folder left out of the fit to measure its error", cxxopts::value<std::string>()->default_value(""))(
+      "attention", "compute-legacy attention CSV (decode and prefill)", cxxopts::value<std::string>()->default_value(""))(
+      "h,help", "show help");
+  opts.parse_positional({"dir"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  for (const char* key : {"dir", "name", "out"}) {
+    if (!p.count(key)) throw InputError("servesim calibrate vidur", std::string("--") + key, "required");
+  }
+  VidurFitOptions fit;
+  fit.name = p["name"].as<std::string>();
+  fit.holdout_model = p["holdout-model"].as<std::string>();
+  fit.attention_csv = p["attention"].as<std::string>();
+  fit.command = command_line(args);
+  const std::string base_path = resolve_data_ref("hwprofiles", p.count("base") ? p["base"].as<std::string>() : fit.name,
+                                                 "servesim calibrate vidur", "--base");
+  const VidurFitSummary s = fit_vidur_profile(p["dir"].as<std::string>(), load_json_file(base_path), base_path, fit);
+  write_profile(p["out"].as<std::string>(), s.profile);
+  std::printf("wrote %s: held-out %s, %d op timings: median |error| %.1f%% (GEMMs %.1f%%), worst %.1f%%\n",
+              p["out"].as<std::string>().c_str(), fit.holdout_model.c_str(), s.holdout_points,
+              100 * s.holdout_median_abs_err, 100 * s.holdout_gemm_median_abs_err, 100 * s.holdout_worst_abs_err);
+  return kExitOk;
+}
+
+}  // namespace
+
 int cmd_calibrate(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] != "fit") throw InputError("servesim calibrate", "", "expected: calibrate fit RAW.json --name NAME -o OUT.json");
+  if (!args.empty() && args[0] == "vidur") return cmd_calibrate_vidur(args);
+  if (args.empty() || args[0] != "fit") throw InputError("servesim calibrate", "", "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ...)");
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(
       "name", "profile name", cxxopts::value<std::string>())("o,out", "output profile path", cxxopts::value<std::string>())(
@@ -35,17 +86,14 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   fit.name = p["name"].as<std::string>();
   fit.holdout_every = p["holdout-every"].as<int>();
   if (fit.holdout_every < 0) throw InputError("servesim calibrate fit", "--holdout-every", "must be >= 0");
-  fit.command = "servesim calibrate fit";
-  for (std::size_t i = 1; i < args.size(); ++i) fit.command += " " + args[i];
+  fit.command = command_line(args);
 
   const std::string raw_path = p["raw"].as<std::string>();
   const std::string base_path = resolve_data_ref("hwprofiles", p.count("base") ? p["base"].as<std::string>() : fit.name,
                                                  "servesim calibrate fit", "--base");
   const FitSummary s = fit_profile(load_json_file(raw_path), raw_path, load_json_file(base_path), base_path, fit);
   const std::string out = p["out"].as<std::string>();
-  std::ofstream f(out);
-  if (!f) throw InputError(out, "", "cannot write");
-  f << s.profile.dump(2) << "\n";
+  write_profile(out, s.profile);
   std::printf("wrote %s: GEMM held-out points %d, median |error| %.1f%%, worst %.1f%%\n", out.c_str(),
               s.gemm_holdout_points, 100 * s.gemm_holdout_median_abs_err, 100 * s.gemm_holdout_worst_abs_err);
   return kExitOk;

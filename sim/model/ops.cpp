@@ -89,6 +89,7 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
                            2.0 * static_cast<double>(b.prefill_tokens) * q_w * ab +
                                b.prefill_kv_tokens * 2.0 * kv_w * kvb);
     attn.attn_seqs = b.prefill_seqs;
+    attn.attn_kv_heads = m.num_kv_heads;
     attn.attn_kv_tokens = b.prefill_kv_tokens;
     out.push_back(attn);
   }
@@ -97,6 +98,7 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
                            4.0 * heads_x_dim * b.decode_kv_tokens,
                            2.0 * static_cast<double>(b.decode_seqs) * q_w * ab + b.decode_kv_tokens * 2.0 * kv_w * kvb);
     attn.attn_seqs = b.decode_seqs;
+    attn.attn_kv_heads = m.num_kv_heads;
     attn.attn_kv_tokens = b.decode_kv_tokens;
     out.push_back(attn);
   }

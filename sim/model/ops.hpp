@@ -22,8 +22,9 @@ struct Op {
   double bytes = 0.0;
   // GEMM shape (C[m,n] = A[m,k] * W[k,n]); zero for other kinds.
   std::int64_t m = 0, n = 0, k = 0;
-  // Attention: number of sequences and tokens of KV read, for efficiency lookups.
+  // Attention: number of sequences, KV heads and tokens of KV read, for efficiency lookups.
   std::int64_t attn_seqs = 0;
+  std::int64_t attn_kv_heads = 0;
   double attn_kv_tokens = 0.0;
 };
 

@@ -1,6 +1,8 @@
 // Closed-form validation: the simulator against answers derivable by hand.
 //  1. One request on an idle GPU: every iteration's time is the roofline sum of its kernels
 //     (recomputed here from the formula, not through the cost model) plus host overhead.
+//     Run on a derived profile (L40S), whose efficiencies are the generic curves; measured
+//     tables are checked against their calibration points in tests/unit/test_calibration.cpp.
 //  2. Very low load: throughput equals the arrival rate and TTFT equals the prefill time.
 #include <doctest/doctest.h>
 
@@ -17,6 +19,12 @@ using namespace servesim;
 using namespace servesim::test;
 
 namespace {
+
+nlohmann::json closed_form_scenario() {
+  auto doc = base_scenario();
+  doc["hardware"] = "l40s";
+  return doc;
+}
 
 // The roofline formula written out independently of cost_model.cpp.
 double roofline_kernel_s(const Op& op, const HwProfile& hw) {
@@ -52,11 +60,12 @@ double iteration_s(const Scenario& s, const BatchShape& b, bool graphs) {
 }  // namespace
 
 TEST_CASE("one request on an idle GPU: TTFT and E2E are the sums of roofline iteration times") {
-  auto doc = base_scenario();
+  auto doc = closed_form_scenario();
   doc["workload"] = nlohmann::json::parse(R"({"num_requests": 1, "arrival": {"impl": "all_at_once"},
       "prompt_tokens": {"impl": "fixed", "value_tokens": 700},
       "output_tokens": {"impl": "fixed", "value_tokens": 40}})");
   const Scenario s = scenario_from(doc);
+  REQUIRE(s.hw.provenance.kind == "derived");
   const SimResult r = simulate(s);
 
   BatchShape prefill;
@@ -79,7 +88,7 @@ TEST_CASE("one request on an idle GPU: TTFT and E2E are the sums of roofline ite
 }
 
 TEST_CASE("very low load: throughput equals the arrival rate, TTFT equals the prefill time") {
-  auto doc = base_scenario();
+  auto doc = closed_form_scenario();
   doc["workload"]["num_requests"] = 400;
   doc["workload"]["arrival"]["rate_per_s"] = 0.02;  // one request every 50 s; service takes ~0.4 s
   const Scenario s = scenario_from(doc);

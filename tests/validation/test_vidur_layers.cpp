@@ -1,5 +1,7 @@
 // Measured validation: one transformer layer's non-attention ops against the vidur operator
 // profiles for Llama-2-7B (public_cases.json VL-a100 and VL-h100). Prints the table, bounds the error.
+// The bundled A100/H100 profiles are fitted to vidur's timings of the OTHER models only
+// (`servesim calibrate vidur ... --holdout-model Llama-2-7b-hf`), so this is out of sample.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -65,7 +67,7 @@ TEST_CASE("vidur per-layer operator sums, Llama-2-7B, A100 and H100") {
   std::sort(errors.begin(), errors.end());
   const double median = errors[errors.size() / 2];
   std::printf("vidur layer sums: median |error| %.1f%%, worst %.1f%%\n", 100 * median, 100 * errors.back());
-  // Derived (hand-fitted) profiles, first cut: median 4.3%, worst 12.7% when written.
+  // Measured: median 3.8%, worst 12.8% (H100, 256 tokens) with the Llama-2-7B-held-out fit.
   CHECK(median <= 0.08);
   CHECK(errors.back() <= 0.20);
 }
