@@ -7,6 +7,11 @@
 #
 # Environment knobs: CAL_QUICK=1 (small sweeps, smoke test), CAL_SECTIONS="gpu gemm ..." (subset),
 # CAL_SKIP_REFERENCE=1, CAL_CUDA_ARCH=90 (default: this GPU's), CAL_BUILD_DIR, PYTHON.
+#
+# Optional section `reference_fused`: the Llama-3-8B reference built from the calibrated kernels
+# (reference/llama_step_fused.py -> OUTDIR/reference_steps_fused.json). It runs when CAL_SECTIONS
+# names it or CAL_REFERENCE_FUSED=1. Only it: CAL_SECTIONS=reference_fused calibrate/run_all.sh OUTDIR
+# (no CMake build, no raw.json merge, no plain reference).
 set -uo pipefail
 
 OUTDIR=${1:?usage: calibrate/run_all.sh OUTDIR}
@@ -18,10 +23,19 @@ QFLAG=""
 [ "$QUICK" = 1 ] && QFLAG="--quick"
 mkdir -p "$OUTDIR/parts"
 OUTDIR=$(cd "$OUTDIR" && pwd)
-COMMAND="calibrate/run_all.sh $*${CAL_QUICK:+ (CAL_QUICK=$QUICK)}"
+COMMAND="calibrate/run_all.sh $*${CAL_QUICK:+ (CAL_QUICK=$QUICK)}${CAL_SECTIONS:+ (CAL_SECTIONS=$CAL_SECTIONS)}"
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+
+CUDA_ALL="gpu launch bandwidth host_copy elementwise attention_decode quant_gemm gemm contention"
+SECTIONS=${CAL_SECTIONS:-$CUDA_ALL}
+CUDA_SECTIONS=""
+for s in $SECTIONS; do [[ " $CUDA_ALL " == *" $s "* ]] && CUDA_SECTIONS+="$s "; done
+RUN_FUSED=0
+{ [[ " $SECTIONS " == *" reference_fused "* ]] || [ "${CAL_REFERENCE_FUSED:-0}" = 1 ]; } && RUN_FUSED=1
+ONLY_FUSED=0   # CAL_SECTIONS names reference_fused and nothing else
+[ -n "${CAL_SECTIONS:-}" ] && [ -z "$(echo " $SECTIONS " | sed 's/ reference_fused / /g' | tr -d ' ')" ] && ONLY_FUSED=1
 
 # ---- build (only what changed; a fresh checkout builds from scratch in about a minute)
 ARCH=${CAL_CUDA_ARCH:-}
@@ -29,9 +43,11 @@ if [ -z "$ARCH" ] && command -v nvidia-smi >/dev/null; then
   ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 fi
 ARCH=${ARCH:-90}
-stamp "build for sm_$ARCH in $BUILD"
-cmake -S "$HERE" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >/dev/null \
-  && cmake --build "$BUILD" -j "$(nproc)" || { echo "BUILD FAILED"; exit 1; }
+if [ -n "$CUDA_SECTIONS" ]; then
+  stamp "build for sm_$ARCH in $BUILD"
+  cmake -S "$HERE" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >/dev/null \
+    && cmake --build "$BUILD" -j "$(nproc)" || { echo "BUILD FAILED"; exit 1; }
+fi
 BIN="$BUILD/servesim_calibrate"
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
@@ -40,11 +56,10 @@ DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null
 
 # ---- CUDA sections: one process each, so a crash or hang loses only that section.
 # Order: cheap and independent first; GEMM last among the CUDA ones (largest).
-SECTIONS=${CAL_SECTIONS:-"gpu launch bandwidth host_copy elementwise attention_decode quant_gemm gemm contention"}
 declare -A LIMIT=([gpu]=60 [launch]=60 [bandwidth]=120 [host_copy]=120 [elementwise]=120
                   [attention_decode]=150 [quant_gemm]=180 [gemm]=300 [contention]=60)
 FAILED=()
-for s in $SECTIONS; do
+for s in $CUDA_SECTIONS; do
   stamp "section $s"
   rm -f "$OUTDIR/parts/$s.json"
   if ! timeout "${LIMIT[$s]:-300}" "$BIN" --section "$s" --out "$OUTDIR/parts/$s.json" $QFLAG; then
@@ -61,11 +76,13 @@ if [ -z "${CAL_SECTIONS:-}" ] || [[ " $SECTIONS " == *" attention_prefill "* ]];
     || { echo "attention_prefill FAILED"; FAILED+=(attention_prefill); }
 fi
 
-stamp "merge -> $OUTDIR/raw.json"
-"$PY" "$HERE/merge_raw.py" "$OUTDIR" --command "$COMMAND" --driver "$DRIVER" || FAILED+=(merge)
+if [ "$ONLY_FUSED" != 1 ]; then
+  stamp "merge -> $OUTDIR/raw.json"
+  "$PY" "$HERE/merge_raw.py" "$OUTDIR" --command "$COMMAND" --driver "$DRIVER" || FAILED+=(merge)
+fi
 
 # ---- reference end-to-end steps (separate output)
-if [ "${CAL_SKIP_REFERENCE:-0}" != 1 ]; then
+if [ "${CAL_SKIP_REFERENCE:-0}" != 1 ] && [ "$ONLY_FUSED" != 1 ]; then
   stamp "reference/llama_step.py"
   if timeout 420 "$PY" "$HERE/reference/llama_step.py" --out "$OUTDIR/reference_steps.json" $QFLAG \
       --command "$COMMAND"; then
@@ -77,9 +94,22 @@ if [ "${CAL_SKIP_REFERENCE:-0}" != 1 ]; then
   fi
 fi
 
+# ---- optional: reference built from the calibrated kernels (builds reference/fused_ops.cu via
+# torch.utils.cpp_extension into $BUILD/fused_ops, a few seconds)
+if [ "$RUN_FUSED" = 1 ]; then
+  stamp "reference/llama_step_fused.py"
+  timeout 480 "$PY" "$HERE/reference/llama_step_fused.py" --out "$OUTDIR/reference_steps_fused.json" $QFLAG \
+      --build-dir "$BUILD/fused_ops" --command "$COMMAND" \
+    || { echo "reference/llama_step_fused.py FAILED"; FAILED+=(reference_fused); }
+fi
+
 stamp "done"
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "FAILED: ${FAILED[*]}"
   exit 1
 fi
-echo "all sections OK: $OUTDIR/raw.json $OUTDIR/reference_steps.json"
+if [ "$ONLY_FUSED" = 1 ]; then
+  echo "all sections OK: $OUTDIR/reference_steps_fused.json"
+else
+  echo "all sections OK: $OUTDIR/raw.json $OUTDIR/reference_steps.json"
+fi

@@ -3,6 +3,7 @@
 // attention time against batch x context x block_size, i.e. how close the KV stream gets to HBM
 // bandwidth. Prefill attention is measured separately with PyTorch SDPA (attention_prefill.py).
 #include "common.cuh"
+#include "kernels.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -11,223 +12,16 @@
 
 namespace cal {
 
-constexpr int kHeadDim = 128;
-constexpr int kAttnThreads = 128;  // 4 warps
-constexpr int kMaxPart = 512;      // tokens per CTA at most (scores live in shared memory)
-constexpr int kUnroll = 4;         // tokens per 8-lane group per step: 4 warps x 4 groups x 4 = 64
-
-union B8 {
-  uint4 u;
-  __nv_bfloat162 h[4];
-};
-
-__device__ __forceinline__ void unpack16(const uint4& a, const uint4& b, float* f) {
-  B8 x, y;
-  x.u = a;
-  y.u = b;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float2 p = __bfloat1622float2(x.h[i]), q = __bfloat1622float2(y.h[i]);
-    f[2 * i] = p.x;
-    f[2 * i + 1] = p.y;
-    f[8 + 2 * i] = q.x;
-    f[8 + 2 * i + 1] = q.y;
-  }
-}
-
-// One CTA per (partition of <= part_size tokens, kv head, sequence); it serves the G query heads
-// that share the kv head, so each K/V byte is read once. Lanes work in groups of 8 per token
-// (16 dims each, two 16-byte loads); 4 warps x 4 groups x kUnroll tokens per step.
-// K cache / V cache layout: [num_blocks, num_kv_heads, block_size, head_dim].
-template <int G>
-__global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kc, const __nv_bfloat16* __restrict__ vc,
-    const int* __restrict__ block_table, int max_blocks, const int* __restrict__ seq_lens, int hkv, int bs, int part_size,
-    float scale, __nv_bfloat16* __restrict__ out, float* __restrict__ part_m, float* __restrict__ part_l,
-    float* __restrict__ part_o, int max_parts) {
-  constexpr int D = kHeadDim, WARPS = kAttnThreads / 32;
-  const int p = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  const int len = seq_lens[b];
-  const int start = p * part_size;
-  if (start >= len) return;
-  const int n = min(len - start, part_size);
-  const int nparts = (len + part_size - 1) / part_size;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane >> 3, sl = lane & 7;
-  const int hq = hkv * G;
-
-  __shared__ float sc[G][kMaxPart];
-  __shared__ float red[WARPS][G][D];
-  __shared__ float s_max[G], s_sum[G];
-
-  const int* bt = block_table + (size_t)b * max_blocks;
-  auto tok = [&](const __nv_bfloat16* base, int t) {
-    const int blk = bt[t / bs], off = t % bs;
-    return reinterpret_cast<const uint4*>(base + (((size_t)blk * hkv + kvh) * bs + off) * D + sl * 16);
-  };
-
-  // Phase 1: scores q.k * scale for this partition.
-  {
-    float qf[G][16];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const uint4* qp = reinterpret_cast<const uint4*>(q + ((size_t)b * hq + kvh * G + g) * D + sl * 16);
-      unpack16(qp[0], qp[1], qf[g]);
-#pragma unroll
-      for (int j = 0; j < 16; ++j) qf[g][j] *= scale;
-    }
-    for (int i0 = 0; i0 < n; i0 += 16 * kUnroll) {
-      // All kUnroll tokens' loads are issued before any use: 4 x 32 B per lane in flight.
-      uint4 kv[kUnroll][2];
-      bool valid[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int i = i0 + u * 16 + warp * 4 + tg;
-        valid[u] = i < n;
-        kv[u][0] = kv[u][1] = make_uint4(0, 0, 0, 0);
-        if (valid[u]) {
-          const uint4* p = tok(kc, start + i);
-          kv[u][0] = p[0];
-          kv[u][1] = p[1];
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        float kf[16];
-        unpack16(kv[u][0], kv[u][1], kf);
-        float dg[G];
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          float x = 0.f;
-#pragma unroll
-          for (int j = 0; j < 16; ++j) x += qf[g][j] * kf[j];
-#pragma unroll
-          for (int o = 4; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-          dg[g] = x;
-        }
-        if (sl == 0 && valid[u]) {
-          const int i = i0 + u * 16 + warp * 4 + tg;
-#pragma unroll
-          for (int g = 0; g < G; ++g) sc[g][i] = dg[g];
-        }
-      }
-    }
-  }
-  __syncthreads();
-
-  // Phase 2: softmax statistics per head (one warp per head); scores become exp(s - max).
-  for (int g = warp; g < G; g += WARPS) {
-    float mx = -INFINITY;
-    for (int i = lane; i < n; i += 32) mx = fmaxf(mx, sc[g][i]);
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0.f;
-    for (int i = lane; i < n; i += 32) {
-      float e = __expf(sc[g][i] - mx);
-      sc[g][i] = e;
-      sum += e;
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) {
-      s_max[g] = mx;
-      s_sum[g] = sum;
-    }
-  }
-  __syncthreads();
-
-  // Phase 3: sum_t p[g][t] * V[t] over this partition.
-  float acc[G][16];
-#pragma unroll
-  for (int g = 0; g < G; ++g)
-#pragma unroll
-    for (int j = 0; j < 16; ++j) acc[g][j] = 0.f;
-  for (int i0 = 0; i0 < n; i0 += 16 * kUnroll) {
-    uint4 vv[kUnroll][2];
-    bool valid[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = i0 + u * 16 + warp * 4 + tg;
-      valid[u] = i < n;
-      vv[u][0] = vv[u][1] = make_uint4(0, 0, 0, 0);
-      if (valid[u]) {
-        const uint4* p = tok(vc, start + i);
-        vv[u][0] = p[0];
-        vv[u][1] = p[1];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float xv[16];
-      unpack16(vv[u][0], vv[u][1], xv);
-      const int i = i0 + u * 16 + warp * 4 + tg;
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float pg = valid[u] ? sc[g][i] : 0.f;
-#pragma unroll
-        for (int j = 0; j < 16; ++j) acc[g][j] += pg * xv[j];
-      }
-    }
-  }
-#pragma unroll
-  for (int g = 0; g < G; ++g)
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], 8);
-      acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], 16);
-    }
-  if (tg == 0) {
-#pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-      for (int j = 0; j < 16; ++j) red[warp][g][sl * 16 + j] = acc[g][j];
-  }
-  __syncthreads();
-  for (int idx = tid; idx < G * D; idx += kAttnThreads) {
-    const int g = idx / D, d = idx % D, h = kvh * G + g;
-    float o = 0.f;
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) o += red[w][g][d];
-    if (nparts == 1) {
-      out[((size_t)b * hq + h) * D + d] = __float2bfloat16(o / s_sum[g]);
-    } else {
-      const size_t pi = ((size_t)b * hq + h) * max_parts + p;
-      part_o[pi * D + d] = o;
-      if (d == 0) {
-        part_m[pi] = s_max[g];
-        part_l[pi] = s_sum[g];
-      }
-    }
-  }
-}
-
-// Combines the partitions of one (sequence, query head): rescale each by exp(m_p - max).
-__global__ void k_decode_reduce(const float* __restrict__ part_m, const float* __restrict__ part_l,
-                                const float* __restrict__ part_o, const int* __restrict__ seq_lens, int part_size,
-                                int hq, int max_parts, __nv_bfloat16* __restrict__ out) {
-  const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
-  const int np = (seq_lens[b] + part_size - 1) / part_size;
-  if (np <= 1) return;  // written directly by the main kernel
-  const size_t base = ((size_t)b * hq + h) * max_parts;
-  float mx = -INFINITY;
-  for (int p = 0; p < np; ++p) mx = fmaxf(mx, part_m[base + p]);
-  float l = 0.f, o = 0.f;
-  for (int p = 0; p < np; ++p) {
-    const float w = __expf(part_m[base + p] - mx);
-    l += w * part_l[base + p];
-    o += w * part_o[(base + p) * kHeadDim + d];
-  }
-  out[((size_t)b * hq + h) * kHeadDim + d] = __float2bfloat16(o / l);
-}
+// Kernels (k_paged_decode, k_decode_reduce, launch_paged_decode, choose_part) live in
+// kernels.cuh, shared with reference/fused_ops.cu.
 
 struct DecodeBufs {
   float *m = nullptr, *l = nullptr, *o = nullptr;
   size_t cap_parts_total = 0;  // B * hq * max_parts
 };
 
-// Splits a sequence only when the grid would otherwise leave SMs idle (flash-decoding heuristic).
-static int choose_part(int B, int hkv, int max_ctx) {
-  int part = kMaxPart;
-  while (part > 64 && (long long)B * hkv * ((max_ctx + part - 1) / part) < 2LL * device().sm_count) part /= 2;
-  return part;
-}
+// Splits a sequence only when the grid would otherwise leave SMs idle (kernels.cuh).
+static int choose_part(int B, int hkv, int max_ctx) { return choose_part(B, hkv, max_ctx, device().sm_count); }
 
 static void launch_decode(const __nv_bfloat16* q, const __nv_bfloat16* kc, const __nv_bfloat16* vc, const int* bt,
                           int max_blocks, const int* seq_lens, int B, int hq, int hkv, int bs, int max_ctx, int part,
@@ -237,15 +31,12 @@ static void launch_decode(const __nv_bfloat16* q, const __nv_bfloat16* kc, const
     std::fprintf(stderr, "decode workspace too small\n");
     std::exit(1);
   }
-  dim3 grid(max_parts, hkv, B);
-  const float scale = 1.f / std::sqrt((float)kHeadDim);
   if (hq / hkv != 4) {
     std::fprintf(stderr, "only 4 query heads per kv head are instantiated\n");
     std::exit(1);
   }
-  k_paged_decode<4><<<grid, kAttnThreads, 0, s>>>(q, kc, vc, bt, max_blocks, seq_lens, hkv, bs, part, scale, out, w.m, w.l,
-                                                   w.o, max_parts);
-  if (max_parts > 1) k_decode_reduce<<<dim3(hq, B), kHeadDim, 0, s>>>(w.m, w.l, w.o, seq_lens, part, hq, max_parts, out);
+  launch_paged_decode(q, (long long)hq * kHeadDim, kc, vc, bt, max_blocks, seq_lens, B, hq, hkv, bs, max_parts, part, out,
+                      w.m, w.l, w.o, s);
 }
 
 // Random block table: each sequence's blocks are a random permutation of [first, first + B*nb).

@@ -2,117 +2,14 @@
 // over token counts 1..16384: gives servesim the fixed cost + bytes/s of the non-GEMM kernels,
 // which dominate launch-bound small-batch decode.
 #include "common.cuh"
+#include "kernels.cuh"
 
 #include <cmath>
 
 namespace cal {
 
-// 8 bf16 per 16-byte access.
-union V8 {
-  uint4 u;
-  __nv_bfloat162 h[4];
-};
-
-__global__ void k_add(const uint4* __restrict__ a, const uint4* __restrict__ b, uint4* __restrict__ o, size_t n8) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8; i += (size_t)gridDim.x * blockDim.x) {
-    V8 x, y, z;
-    x.u = a[i];
-    y.u = b[i];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) z.h[j] = __hadd2(x.h[j], y.h[j]);
-    o[i] = z.u;
-  }
-}
-
-// One block per token; fp32 sum of squares, as vLLM/HF do.
-template <int THREADS>
-__global__ void k_rmsnorm(const uint4* __restrict__ x, const uint4* __restrict__ w, uint4* __restrict__ y, int h8,
-                          float eps) {
-  const uint4* xr = x + (size_t)blockIdx.x * h8;
-  uint4* yr = y + (size_t)blockIdx.x * h8;
-  float ss = 0.f;
-  for (int i = threadIdx.x; i < h8; i += THREADS) {
-    V8 v;
-    v.u = xr[i];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float2 f = __bfloat1622float2(v.h[j]);
-      ss += f.x * f.x + f.y * f.y;
-    }
-  }
-  __shared__ float red[THREADS / 32];
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = ss;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    float t = threadIdx.x < THREADS / 32 ? red[threadIdx.x] : 0.f;
-    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-    if (threadIdx.x == 0) red[0] = t;
-  }
-  __syncthreads();
-  const float r = rsqrtf(red[0] / (h8 * 8) + eps);
-  for (int i = threadIdx.x; i < h8; i += THREADS) {
-    V8 v, g, o;
-    v.u = xr[i];  // second read hits L1/L2: a 8-16 KB row
-    g.u = w[i];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float2 f = __bfloat1622float2(v.h[j]), gw = __bfloat1622float2(g.h[j]);
-      o.h[j] = __floats2bfloat162_rn(f.x * r * gw.x, f.y * r * gw.y);
-    }
-    yr[i] = o.u;
-  }
-}
-
-// in: [T, 2H] = [gate | up]; out: [T, H] = silu(gate) * up.
-__global__ void k_silu_mul(const uint4* __restrict__ in, uint4* __restrict__ out, int h8, size_t n8) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8; i += (size_t)gridDim.x * blockDim.x) {
-    size_t t = i / h8, c = i % h8;
-    V8 g, u, o;
-    g.u = in[t * 2 * h8 + c];
-    u.u = in[t * 2 * h8 + h8 + c];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float2 gf = __bfloat1622float2(g.h[j]), uf = __bfloat1622float2(u.h[j]);
-      float a = gf.x / (1.f + __expf(-gf.x)) * uf.x;
-      float b = gf.y / (1.f + __expf(-gf.y)) * uf.y;
-      o.h[j] = __floats2bfloat162_rn(a, b);
-    }
-    out[i] = o.u;
-  }
-}
-
-// NeoX-style RoPE in place on q [T, Hq, D] and k [T, Hkv, D], reading cos|sin from a
-// [max_pos, D] cache by position, as vLLM's rotary_embedding kernel does. One thread per
-// (token, head, 8 rotation pairs): 16-byte loads of x1, x2, cos and sin.
-__global__ void k_rope(__nv_bfloat16* __restrict__ q, __nv_bfloat16* __restrict__ k,
-                       const __nv_bfloat16* __restrict__ cos_sin, const int* __restrict__ pos, int T, int hq,
-                       int hkv, int d) {
-  const int half = d / 2, vecs = half / 8;
-  const size_t total = (size_t)T * (hq + hkv) * vecs;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-    const int p = (int)(i % vecs) * 8;
-    const size_t th = i / vecs;
-    const int head = (int)(th % (hq + hkv));
-    const size_t t = th / (hq + hkv);
-    __nv_bfloat16* base = head < hq ? q + (t * hq + head) * d : k + (t * hkv + (head - hq)) * d;
-    const __nv_bfloat16* cs = cos_sin + (size_t)pos[t] * d;
-    V8 x1, x2, c, sn, o1, o2;
-    x1.u = *reinterpret_cast<const uint4*>(base + p);
-    x2.u = *reinterpret_cast<const uint4*>(base + p + half);
-    c.u = *reinterpret_cast<const uint4*>(cs + p);
-    sn.u = *reinterpret_cast<const uint4*>(cs + half + p);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 a = __bfloat1622float2(x1.h[j]), b = __bfloat1622float2(x2.h[j]);
-      const float2 cc = __bfloat1622float2(c.h[j]), ss = __bfloat1622float2(sn.h[j]);
-      o1.h[j] = __floats2bfloat162_rn(a.x * cc.x - b.x * ss.x, a.y * cc.y - b.y * ss.y);
-      o2.h[j] = __floats2bfloat162_rn(b.x * cc.x + a.x * ss.x, b.y * cc.y + a.y * ss.y);
-    }
-    *reinterpret_cast<uint4*>(base + p) = o1.u;
-    *reinterpret_cast<uint4*>(base + p + half) = o2.u;
-  }
-}
+// Kernels (k_add, k_rmsnorm, k_silu_mul, k_rope) live in kernels.cuh, shared with
+// reference/fused_ops.cu.
 
 static unsigned ew_blocks(size_t n) {
   size_t b = (n + 255) / 256;
@@ -192,7 +89,8 @@ void run_elementwise(const Args& a) {
           f = [=](cudaStream_t st, char* p) {
             size_t total = (size_t)T * (hq + n_kv) * (head_dim / 16);
             k_rope<<<ew_blocks(total), 256, 0, st>>>((__nv_bfloat16*)p, (__nv_bfloat16*)(p + (size_t)T * hq * head_dim * 2),
-                                                     cos_sin, pos, T, hq, n_kv, head_dim);
+                                                     cos_sin, pos, T, hq, n_kv, head_dim, (long long)hq * head_dim,
+                                                     (long long)n_kv * head_dim);
           };
         }
         const size_t stride = round_up(set_bytes, 256);

@@ -84,6 +84,23 @@ struct Peaks {
 
 }  // namespace
 
+nlohmann::json decode_attention_json(const std::map<double, std::map<double, std::vector<double>>>& by_context_units) {
+  std::vector<std::pair<double, std::vector<std::pair<double, double>>>> by_context;
+  for (const auto& [context, by_units] : by_context_units) {
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& [units, fracs] : by_units) pts.emplace_back(units, clamp_frac(median(fracs)));
+    by_context.emplace_back(context, std::move(pts));
+  }
+  const LogGrid2D grid = decode_grid_by_work(by_context);
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t i = 0; i < grid.xs().size(); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (std::size_t j = 0; j < grid.ys().size(); ++j) row.push_back(grid.value(i, j));
+    rows.push_back(row);
+  }
+  return {{"kv_head_tokens", grid.xs()}, {"context_tokens", grid.ys()}, {"frac", rows}};
+}
+
 FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, const nlohmann::json& base,
                        const std::string& base_file, const FitOptions& opt) {
   if (raw.value("schema", "") != "servesim-calibration-raw/1") {
@@ -171,13 +188,12 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     if (!table.empty()) eff["gemm_compute_frac_by_m"] = table;
   }
 
-  // Decode attention over a paged cache: roofline fraction on the (batch, context) grid at the
-  // smallest block size measured (vLLM's default 16 when present). Missing cells (too large to
-  // measure) take the nearest measured context in the same batch row.
+  // Decode attention over a paged cache: roofline fraction per (context, sequences x KV heads)
+  // at the smallest block size measured (vLLM's default 16 when present).
   const auto& dec = section(raw, "attention_decode", raw_file);
   double block = 1e30;
   for (const auto& r : dec) block = std::min(block, r.at("block_size").get<double>());
-  std::map<double, std::map<double, double>> grid;
+  std::map<double, std::map<double, std::vector<double>>> decode;  // context -> units -> fracs
   std::vector<std::pair<double, double>> dec_bw_pts;
   for (std::size_t i = 0; i < dec.size(); ++i) {
     const auto& r = dec[i];
@@ -190,28 +206,8 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     const double flops = 4.0 * q_w * b * c;
     const double roofline = std::max(flops / peaks.flops["bf16"], bytes / peaks.bw);
     const double busy = field(r, "time_s", raw_file, where) - kernel_overhead_s;
-    grid[units][c] = clamp_frac(busy > 0.0 ? roofline / busy : 1.0);
+    decode[c][units].push_back(clamp_frac(busy > 0.0 ? roofline / busy : 1.0));
     if (busy > 0.0) dec_bw_pts.emplace_back(bytes, bytes / (peaks.bw * busy));
-  }
-  std::vector<double> batches, contexts;
-  for (const auto& [b, row] : grid) {
-    batches.push_back(b);
-    for (const auto& [c, f] : row) contexts.push_back(c);
-  }
-  std::sort(contexts.begin(), contexts.end());
-  contexts.erase(std::unique(contexts.begin(), contexts.end()), contexts.end());
-  nlohmann::json frac_rows = nlohmann::json::array();
-  for (const double b : batches) {
-    nlohmann::json row = nlohmann::json::array();
-    for (const double c : contexts) {
-      const auto& r = grid[b];
-      auto best = r.begin();
-      for (auto it = r.begin(); it != r.end(); ++it) {
-        if (std::fabs(std::log(it->first / c)) < std::fabs(std::log(best->first / c))) best = it;
-      }
-      row.push_back(best->second);
-    }
-    frac_rows.push_back(row);
   }
   eff["attention_decode_bw_frac_by_bytes"] = binned_table(dec_bw_pts, 2);
 
@@ -259,7 +255,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
   }
 
   profile["calibration"] = {{"gemm", gemm_tables},
-                            {"attention_decode", {{"batch_x_kv_heads", batches}, {"context_tokens", contexts}, {"frac", frac_rows}}},
+                            {"attention_decode", decode_attention_json(decode)},
                             {"contention", contention}};
   profile["provenance"] = {{"kind", "measured"},
                            {"method", "servesim calibrate fit over calibrate/run_all.sh results: GEMM and decode-attention "

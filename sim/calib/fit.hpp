@@ -3,7 +3,9 @@
 // This is an I/O-layer tool (it reads and writes JSON); the numbers it produces are the tables
 // sim/hw/cost_model.cpp interpolates.
 #pragma once
+#include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,10 @@ struct FitSummary {
   double gemm_holdout_median_abs_err = 0.0;
   double gemm_holdout_worst_abs_err = 0.0;
 };
+
+// Decode-attention measurements (context -> parallel units -> roofline fractions, medians taken
+// here) as the profile's calibration.attention_decode object, over (KV head-tokens, context).
+nlohmann::json decode_attention_json(const std::map<double, std::map<double, std::vector<double>>>& by_context_units);
 
 // `raw` from raw_file, `base` (datasheet peaks, interconnect) from base_file; InputError naming
 // the file and key on malformed input.

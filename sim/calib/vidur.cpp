@@ -189,7 +189,7 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
   if (!opt.attention_csv.empty()) {
     const Csv csv = read_csv(opt.attention_csv);
     sources.push_back(opt.attention_csv);
-    std::map<double, std::map<double, std::vector<double>>> decode;  // batch -> context -> frac
+    std::map<double, std::map<double, std::vector<double>>> decode;  // context -> units -> fracs
     std::map<double, std::vector<double>> prefill;                    // kv tokens -> compute frac
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       const double tp = csv.num(r, "num_tensor_parallel_workers");
@@ -203,7 +203,7 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
         const double t = csv.num(r, "time_stats.attn_decode.median") * 1e-3;
         const double bytes = b * ctx * 2 * kv_w * 2 + 2 * b * q_heads * hd * 2;
         const double flops = 4 * q_heads * hd * b * ctx;
-        decode[b * std::max(1.0, csv.num(r, "n_kv_head") / tp)][ctx].push_back(std::max(flops / hw.peak_flops(Dtype::fp16), bytes / hw.hbm_bandwidth_bytes_per_s) / t);
+        decode[ctx][b * std::max(1.0, csv.num(r, "n_kv_head") / tp)].push_back(std::max(flops / hw.peak_flops(Dtype::fp16), bytes / hw.hbm_bandwidth_bytes_per_s) / t);
       } else {
         if (csv.empty_cell(r, "time_stats.attn_prefill.median")) continue;
         const double n = csv.num(r, "prefill_chunk_size");
@@ -212,21 +212,7 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
         prefill[ctx + n].push_back(flops / (hw.peak_flops(Dtype::fp16) * t));
       }
     }
-    // A rectangular (batch, context) grid on the values every batch row has.
-    std::vector<double> batches, contexts;
-    for (const auto& [b, row] : decode) batches.push_back(b);
-    for (const auto& [c, v] : decode.begin()->second) {
-      bool everywhere = true;
-      for (const auto& [b, row] : decode) everywhere = everywhere && row.count(c);
-      if (everywhere) contexts.push_back(c);
-    }
-    nlohmann::json rows = nlohmann::json::array();
-    for (const double b : batches) {
-      nlohmann::json row = nlohmann::json::array();
-      for (const double c : contexts) row.push_back(std::clamp(median(decode[b][c]), 1e-3, 1.0));
-      rows.push_back(row);
-    }
-    calibration["attention_decode"] = {{"batch_x_kv_heads", batches}, {"context_tokens", contexts}, {"frac", rows}};
+    calibration["attention_decode"] = decode_attention_json(decode);
     profile["efficiency"]["attention_prefill_compute_frac_by_kv_tokens"] = increasing_table(prefill);
   }
   profile["calibration"] = calibration;

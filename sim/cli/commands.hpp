@@ -11,6 +11,7 @@ int cmd_step(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
 int cmd_op(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
 
 // Runs a subcommand by name with error handling (used by main and by tests).
 int dispatch(const std::vector<std::string>& argv);

@@ -14,6 +14,7 @@ void usage(std::ostream& os) {
         "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
         "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8 --hw H [--json]\n"
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
+        "  validate CASES.json [--json]\n"
         "  list models|hardware|policies\n"
         "  version\n";
 }
@@ -32,6 +33,7 @@ int dispatch(const std::vector<std::string>& argv) {
     if (cmd == "list") return cmd_list(rest);
     if (cmd == "op") return cmd_op(rest);
     if (cmd == "calibrate") return cmd_calibrate(rest);
+    if (cmd == "validate") return cmd_validate(rest);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "servesim " << SERVESIM_VERSION << "\n";
       return kExitOk;

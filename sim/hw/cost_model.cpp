@@ -56,9 +56,9 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   } else if (op.kind == OpKind::attention_decode && !hw.attention_decode_frac.empty() && op.attn_seqs > 0) {
     // Parallel work units (sequence x KV head) and context per sequence: what decides how well
     // a decode kernel fills the GPU, whatever the model's head count.
-    const double seqs = static_cast<double>(op.attn_seqs);
-    return hw.attention_decode_frac.at(seqs * static_cast<double>(std::max<std::int64_t>(1, op.attn_kv_heads)),
-                                       op.attn_kv_tokens / seqs);
+    const double units = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
+    const double context = op.attn_kv_tokens / static_cast<double>(op.attn_seqs);
+    return hw.attention_decode_frac.at(units * context, context);
   }
   return 0.0;
 }

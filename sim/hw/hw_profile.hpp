@@ -44,7 +44,7 @@ struct HwProfile {
   // Measured tables (calibrated profiles only; empty in derived ones). When present they replace
   // the generic curves above for their op kind: see cost_model.cpp.
   std::array<GemmTable, 5> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
-  LogGrid2D attention_decode_frac;        // roofline fraction over (batch x KV heads, context tokens)
+  LogGrid2D attention_decode_frac;        // roofline fraction over (KV head-tokens per launch, context)
 
   // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).
   double contention_copy_copy_slowdown = 0.0;  // two bandwidth-bound kernels; 0 = not measured

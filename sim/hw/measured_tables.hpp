@@ -46,6 +46,15 @@ class GemmTable {
   std::vector<GemmShapeCurve> shapes_;
 };
 
+// Decode-attention efficiency measured on a (parallel units = sequences x KV heads, context)
+// grid, re-expressed over (units x context = KV head-tokens per launch, context). Why: at one
+// context, efficiency grows with the work in the launch and saturates; indexing by total work
+// lets a launch with far more units than were measured take the saturated value instead of the
+// value at the largest measured unit count (which, at short contexts, is a small launch).
+// `by_units[context]` holds (units, frac) points; the x axis is log-spaced, 4 per decade.
+class LogGrid2D;
+LogGrid2D decode_grid_by_work(const std::vector<std::pair<double, std::vector<std::pair<double, double>>>>& by_context);
+
 // A value over a rectangular grid (x, y), bilinear in (log x, log y), clamped at the edges.
 class LogGrid2D {
  public:
@@ -82,4 +91,26 @@ class LogGrid2D {
   std::vector<double> xs_, ys_, values_;
 };
 
+inline LogGrid2D decode_grid_by_work(
+    const std::vector<std::pair<double, std::vector<std::pair<double, double>>>>& by_context) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+  for (const auto& [context, pts] : by_context) {
+    for (const auto& [units, frac] : pts) {
+      lo = std::min(lo, units * context);
+      hi = std::max(hi, units * context);
+    }
+  }
+  std::vector<double> xs;
+  for (double e = std::floor(std::log10(lo) * 4.0); e <= std::ceil(std::log10(hi) * 4.0); e += 1.0) xs.push_back(std::pow(10.0, e / 4.0));
+  std::vector<double> ys, values(xs.size() * by_context.size());
+  for (std::size_t j = 0; j < by_context.size(); ++j) {
+    const auto& [context, pts] = by_context[j];
+    ys.push_back(context);
+    const EfficiencyTable by_units(pts);
+    for (std::size_t i = 0; i < xs.size(); ++i) values[i * by_context.size() + j] = by_units.at(xs[i] / context);
+  }
+  return LogGrid2D(std::move(xs), std::move(ys), std::move(values));
+}
+
 }  // namespace servesim
+

@@ -66,7 +66,7 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
     gemm->finish();
   }
   if (auto attn = r.object_if("attention_decode")) {
-    std::vector<double> batch = positive_list(*attn, "batch_x_kv_heads");
+    std::vector<double> batch = positive_list(*attn, "kv_head_tokens");
     std::vector<double> context = positive_list(*attn, "context_tokens");
     const auto& rows = attn->raw("frac");
     if (!rows.is_array() || rows.size() != batch.size()) attn->fail("frac", "must have one row per batch value");
