@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/hw/cost_model.hpp"
 #include "sim/hw/hw_profile.hpp"
@@ -25,16 +26,57 @@ struct ArrivalConfig {
   double rate_per_s = 0.0;
 };
 
+// System prompts shared by many requests: each request draws one of num_prefixes uniformly and
+// its prompt is prefix_tokens of that prefix followed by its own prompt_tokens.
+struct SharedPrefixConfig {
+  std::int64_t num_prefixes = 0;  // 0: no shared prefix
+  std::int64_t prefix_tokens = 0;
+};
+
+// Multi-turn chat (closed loop): the arrival process starts sessions; each later turn arrives
+// think_time_s after the previous turn completes, and its prompt is the whole conversation so far
+// (shared prefix, earlier prompts and answers) plus a new prompt_tokens draw.
+struct SessionConfig {
+  std::int64_t turns = 1;  // 1: every request is its own conversation
+  double think_time_s = 0.0;
+};
+
 struct WorkloadConfig {
-  std::int64_t num_requests = 0;
+  std::int64_t num_requests = 0;  // all requests, later turns of sessions included
   ArrivalConfig arrival;
   LengthDist prompt_tokens;
   LengthDist output_tokens;
+  SharedPrefixConfig shared_prefix;
+  SessionConfig sessions;
+  // Relative frequency of each priority class (class 0 is the most urgent); empty: one class.
+  std::vector<double> priority_class_weights;
 };
 
+// Batching policy and its parameters (`servesim list policies`). Policy-specific keys are only
+// accepted for the policy that reads them.
 struct SchedulerConfig {
   std::string impl = "continuous";
+  enum class Order { fcfs, priority } order = Order::fcfs;  // key scheduling_policy, as vLLM
+  std::int64_t max_queue_size = 0;     // 0: unbounded; else arrivals beyond it are rejected
+  double max_waiting_time_s = 0.0;     // 0: none; else requests not started by then are dropped
+  // static
+  std::int64_t batch_size = 8;
+  double batch_timeout_s = 0.1;
+  // dynamic (Triton dynamic batcher)
+  std::int64_t max_batch_size = 8;
+  double max_queue_delay_s = 0.01;
+  // chunked-prefill: 0 means no cap beyond max_num_batched_tokens
+  std::int64_t long_prefill_token_threshold = 0;
+  // token-level: output tokens assumed for each request at admission (LightLLM's max_new_tokens)
+  std::int64_t expected_output_tokens = 512;
 };
+
+enum class KvReservation { paged, contiguous, token };
+enum class PreemptionMode { recompute, swap };
+inline const char* kv_reservation_name(KvReservation r) {
+  return r == KvReservation::paged ? "paged" : r == KvReservation::contiguous ? "contiguous" : "token";
+}
+inline const char* preemption_mode_name(PreemptionMode m) { return m == PreemptionMode::swap ? "swap" : "recompute"; }
 
 struct EngineConfig {
   std::int64_t max_num_seqs = 256;
@@ -43,6 +85,12 @@ struct EngineConfig {
   double gpu_memory_utilization = 0.9;
   std::int64_t max_model_len = 0;           // 0 in the file means the model's maximum context
   double watermark_frac = 0.01;             // KV blocks kept free when admitting prompts (vLLM)
+  // paged: blocks on demand; contiguous: max_model_len per sequence at admission (static-cache
+  // engines); token: one-token allocation units (LightLLM's token attention).
+  KvReservation kv_reservation = KvReservation::paged;
+  bool enable_prefix_caching = false;
+  PreemptionMode preemption_mode = PreemptionMode::recompute;
+  double swap_space_bytes = 4.0 * (1ull << 30);  // host memory for swapped-out KV (vLLM: 4 GiB)
   double runtime_overhead_bytes = 1.0 * (1ull << 30);  // CUDA context, cuBLAS workspace, graphs
   LaunchConfig launch;
   SchedulerConfig scheduler;

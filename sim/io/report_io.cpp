@@ -46,23 +46,48 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   j["requests"] = {{"arrived", m.arrived},
                    {"completed", m.completed},
                    {"rejected", m.rejected},
+                   {"rejected_queue_full", m.rejected_queue_full},
+                   {"rejected_timeout", m.rejected_timeout},
                    {"preempted", m.preempted_requests},
                    {"preemptions", m.preemptions},
-                   {"recomputed_tokens", m.recomputed_tokens}};
+                   {"recomputed_tokens", m.recomputed_tokens},
+                   {"swapped_out", m.swap_outs},
+                   {"mean_waiting", ratio(m.waiting_request_seconds, duration_s)}};
   j["latency"] = {{"ttft_s", summarize(m.ttft_s)}, {"tpot_s", summarize(m.tpot_s)},
-                  {"itl_s", summarize(m.itl_s)}, {"e2e_s", summarize(m.e2e_s)}};
+                  {"itl_s", summarize(m.itl_s)}, {"e2e_s", summarize(m.e2e_s)},
+                  {"queue_s", summarize(m.queue_s)}};
   j["throughput"] = {{"requests_per_s", ratio(static_cast<double>(m.completed), duration_s)},
                      {"output_tokens_per_s", ratio(static_cast<double>(m.output_tokens), duration_s)},
                      {"total_tokens_per_s", ratio(static_cast<double>(m.output_tokens + m.prompt_tokens), duration_s)}};
+  nlohmann::json usage = nlohmann::json::array();
+  for (const auto& [t, v] : m.kv_usage.points()) usage.push_back({ns_to_seconds(t), v});
   j["kv_cache"] = {{"capacity_blocks", m.kv_capacity_blocks},
                    {"block_size", s.engine.block_size},
-                   {"capacity_tokens", m.kv_capacity_blocks * s.engine.block_size},
+                   {"allocation_unit_tokens", m.kv_unit_tokens},
+                   {"reservation", kv_reservation_name(s.engine.kv_reservation)},
+                   {"capacity_tokens", m.kv_capacity_blocks * m.kv_unit_tokens},
                    {"peak_used_frac", ratio(static_cast<double>(m.kv_peak_used_blocks), capacity)},
-                   {"mean_used_frac", ratio(m.kv_used_block_seconds, capacity * duration_s)}};
+                   {"mean_used_frac", ratio(m.kv_used_block_seconds, capacity * duration_s)},
+                   {"internal_fragmentation_frac", ratio(m.kv_frag_slot_seconds, m.kv_used_slot_seconds)},
+                   {"internal_fragmentation_peak_frac", m.kv_frag_peak_frac},
+                   {"reservation_waste_frac", ratio(static_cast<double>(m.kv_released_unwritten_slots),
+                                                    static_cast<double>(m.kv_released_reserved_slots))},
+                   {"prefix_hit_ratio", ratio(static_cast<double>(m.prefix_hit_tokens), static_cast<double>(m.prefix_query_tokens))},
+                   {"prefix_hit_tokens", m.prefix_hit_tokens},
+                   {"prefix_evicted_blocks", m.prefix_evictions},
+                   {"swap_out_bytes", m.swap_out_bytes},
+                   {"swap_in_bytes", m.swap_in_bytes},
+                   {"swap_s", m.swap_s},
+                   {"usage_series_step_s", ns_to_seconds(m.kv_usage.step_ns())},
+                   {"usage_series", usage}};
   j["batch"] = {{"mean_size", ratio(m.batch_seqs_sum, iterations)},
                 {"max_size", m.max_batch_seqs},
                 {"iterations", m.iterations},
-                {"prefill_iterations", m.prefill_iterations}};
+                {"prefill_iterations", m.prefill_iterations},
+                {"padding_tokens", m.padding_tokens},
+                {"padding_waste_frac", ratio(static_cast<double>(m.padding_tokens), static_cast<double>(m.computed_tokens))},
+                {"saturation_size", res.saturation.batch_size},
+                {"saturation_context_tokens", res.saturation.context_tokens}};
   j["gpu"] = {{"busy_frac", ratio(m.busy_s, duration_s)},
               {"launch_bound_frac", ratio(static_cast<double>(m.launch_bound_iterations), iterations)},
               {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * s.hw.hbm_bandwidth_bytes_per_s)}};
@@ -97,6 +122,10 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
   std::snprintf(line, sizeof line, "  kv cache   %lld blocks x %lld tokens, peak %.1f%%, mean %.1f%% used\n",
                 kv["capacity_blocks"].get<long long>(), kv["block_size"].get<long long>(),
                 100.0 * kv["peak_used_frac"].get<double>(), 100.0 * kv["mean_used_frac"].get<double>());
+  os << line;
+  std::snprintf(line, sizeof line, "  kv waste   internal fragmentation %.1f%%, reservation waste %.1f%%, prefix hits %.1f%%\n",
+                100.0 * kv["internal_fragmentation_frac"].get<double>(), 100.0 * kv["reservation_waste_frac"].get<double>(),
+                100.0 * kv["prefix_hit_ratio"].get<double>());
   os << line;
   const auto& b = r["batch"];
   const auto& g = r["gpu"];

@@ -8,6 +8,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/sched/scheduler.hpp"
 
 namespace servesim {
 
@@ -61,8 +62,61 @@ WorkloadConfig parse_workload(JsonReader r) {
   w.arrival = parse_arrival(r.object("arrival"));
   w.prompt_tokens = parse_length(r.object("prompt_tokens"));
   w.output_tokens = parse_length(r.object("output_tokens"));
+  if (auto p = r.object_if("shared_prefix")) {
+    w.shared_prefix.num_prefixes = p->positive_integer("num_prefixes");
+    w.shared_prefix.prefix_tokens = p->positive_integer("prefix_tokens");
+    p->finish();
+  }
+  if (auto p = r.object_if("sessions")) {
+    w.sessions.turns = p->positive_integer("turns");
+    w.sessions.think_time_s = p->number_in_or("think_time_s", 0.0, 1e6, 0.0);
+    p->finish();
+  }
+  if (r.has("priority_class_weights")) {
+    const auto& a = r.raw("priority_class_weights");
+    const std::string key = "priority_class_weights";
+    if (!a.is_array() || a.empty() || a.size() > 16) r.fail(key, "must be an array of 1 to 16 positive numbers");
+    for (const auto& v : a) {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0.0) {
+        r.fail(key, "must be an array of 1 to 16 positive numbers, got " + v.dump());
+      }
+      w.priority_class_weights.push_back(v.get<double>());
+    }
+  }
   r.finish();
   return w;
+}
+
+// Common keys for every policy, then only the keys the chosen policy reads.
+SchedulerConfig parse_scheduler(JsonReader& s) {
+  SchedulerConfig c;
+  c.impl = s.string("impl");
+  std::string names;
+  bool known = false;
+  for (const auto& p : list_policies()) {
+    names += (names.empty() ? "" : ", ") + p.name;
+    known = known || p.name == c.impl;
+  }
+  if (!known) s.fail("impl", "unknown scheduler '" + c.impl + "' (" + names + ")");
+  const std::string order = s.string_or("scheduling_policy", "fcfs");
+  if (order == "fcfs") c.order = SchedulerConfig::Order::fcfs;
+  else if (order == "priority") c.order = SchedulerConfig::Order::priority;
+  else s.fail("scheduling_policy", "must be fcfs or priority, got '" + order + "'");
+  c.max_queue_size = s.positive_integer_or("max_queue_size", 0);
+  c.max_waiting_time_s = s.has("max_waiting_time_s") ? s.positive("max_waiting_time_s") : 0.0;
+  if (c.impl == "static") {
+    c.batch_size = s.positive_integer_or("batch_size", c.batch_size);
+    c.batch_timeout_s = s.number_in_or("batch_timeout_s", 0.0, 1e6, c.batch_timeout_s);
+  } else if (c.impl == "dynamic") {
+    c.max_batch_size = s.positive_integer_or("max_batch_size", c.max_batch_size);
+    c.max_queue_delay_s = s.number_in_or("max_queue_delay_s", 0.0, 1e6, c.max_queue_delay_s);
+  } else if (c.impl == "chunked-prefill") {
+    c.long_prefill_token_threshold = s.positive_integer_or("long_prefill_token_threshold", 0);
+  } else if (c.impl == "token-level") {
+    c.expected_output_tokens = s.positive_integer_or("expected_output_tokens", c.expected_output_tokens);
+  }
+  s.finish();
+  return c;
 }
 
 EngineConfig parse_engine(JsonReader r) {
@@ -77,11 +131,21 @@ EngineConfig parse_engine(JsonReader r) {
   e.launch.cuda_graphs = r.boolean_or("cuda_graphs", true);
   e.launch.host_overhead_per_step_s = r.number_in_or("host_overhead_per_step_s", 0.0, 10.0, 4e-4);
   e.launch.host_overhead_per_seq_s = r.number_in_or("host_overhead_per_seq_s", 0.0, 1.0, 5e-6);
-  if (auto s = r.object_if("scheduler")) {
-    e.scheduler.impl = s->string("impl");
-    if (e.scheduler.impl != "continuous") s->fail("impl", "unknown scheduler '" + e.scheduler.impl + "' (continuous)");
-    s->finish();
+  const std::string reservation = r.string_or("kv_reservation", "paged");
+  if (reservation == "paged") e.kv_reservation = KvReservation::paged;
+  else if (reservation == "contiguous") e.kv_reservation = KvReservation::contiguous;
+  else if (reservation == "token") e.kv_reservation = KvReservation::token;
+  else r.fail("kv_reservation", "must be paged, contiguous or token, got '" + reservation + "'");
+  e.enable_prefix_caching = r.boolean_or("enable_prefix_caching", false);
+  if (e.enable_prefix_caching && e.kv_reservation != KvReservation::paged) {
+    r.fail("enable_prefix_caching", "needs kv_reservation paged (cached blocks are shared pages)");
   }
+  const std::string mode = r.string_or("preemption_mode", "recompute");
+  if (mode == "recompute") e.preemption_mode = PreemptionMode::recompute;
+  else if (mode == "swap") e.preemption_mode = PreemptionMode::swap;
+  else r.fail("preemption_mode", "must be recompute or swap, got '" + mode + "'");
+  e.swap_space_bytes = r.number_in_or("swap_space_bytes", 0.0, 1e15, e.swap_space_bytes);
+  if (auto s = r.object_if("scheduler")) e.scheduler = parse_scheduler(*s);
   r.finish();
   return e;
 }
@@ -124,12 +188,18 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
                                                        std::to_string(e.max_model_len));
   }
   if (e.max_num_batched_tokens == 0) e.max_num_batched_tokens = std::max<std::int64_t>(e.max_model_len, 2048);
-  if (e.max_num_batched_tokens < e.max_model_len) {
+  const bool chunked = e.scheduler.impl == "chunked-prefill";
+  if (e.max_num_batched_tokens < e.max_model_len && !chunked) {
     // vLLM refuses this too: without chunked prefill a prompt must fit one iteration.
     throw InputError(file, "engine.max_num_batched_tokens",
                      "must be >= max_model_len (" + std::to_string(e.max_model_len) +
-                         ") for continuous batching without chunked prefill, got " +
+                         ") without chunked prefill (scheduler impl chunked-prefill), got " +
                          std::to_string(e.max_num_batched_tokens));
+  }
+  const std::int64_t rows = e.scheduler.impl == "static" ? e.scheduler.batch_size : e.scheduler.impl == "dynamic" ? e.scheduler.max_batch_size : 0;
+  if (rows > e.max_num_seqs) {
+    throw InputError(file, e.scheduler.impl == "static" ? "engine.scheduler.batch_size" : "engine.scheduler.max_batch_size",
+                     "must be <= engine.max_num_seqs (" + std::to_string(e.max_num_seqs) + "), got " + std::to_string(rows));
   }
   if (e.max_num_batched_tokens < e.max_num_seqs) {
     throw InputError(file, "engine.max_num_batched_tokens", "must be >= max_num_seqs (" + std::to_string(e.max_num_seqs) + ")");
@@ -156,11 +226,43 @@ nlohmann::json length_to_json(const LengthDist& d) {
 }
 }  // namespace
 
+namespace {
+nlohmann::json scheduler_to_json(const SchedulerConfig& c) {
+  nlohmann::json j = {{"impl", c.impl},
+                      {"scheduling_policy", c.order == SchedulerConfig::Order::priority ? "priority" : "fcfs"}};
+  if (c.max_queue_size > 0) j["max_queue_size"] = c.max_queue_size;
+  if (c.max_waiting_time_s > 0.0) j["max_waiting_time_s"] = c.max_waiting_time_s;
+  if (c.impl == "static") {
+    j["batch_size"] = c.batch_size;
+    j["batch_timeout_s"] = c.batch_timeout_s;
+  } else if (c.impl == "dynamic") {
+    j["max_batch_size"] = c.max_batch_size;
+    j["max_queue_delay_s"] = c.max_queue_delay_s;
+  } else if (c.impl == "chunked-prefill") {
+    if (c.long_prefill_token_threshold > 0) j["long_prefill_token_threshold"] = c.long_prefill_token_threshold;
+  } else if (c.impl == "token-level") {
+    j["expected_output_tokens"] = c.expected_output_tokens;
+  }
+  return j;
+}
+}  // namespace
+
 nlohmann::json scenario_to_json(const Scenario& s) {
   nlohmann::json arrival = s.workload.arrival.kind == ArrivalConfig::Kind::poisson
                                ? nlohmann::json{{"impl", "poisson"}, {"rate_per_s", s.workload.arrival.rate_per_s}}
                                : nlohmann::json{{"impl", "all_at_once"}};
   const EngineConfig& e = s.engine;
+  const WorkloadConfig& w = s.workload;
+  nlohmann::json workload = {{"num_requests", w.num_requests},
+                             {"arrival", arrival},
+                             {"prompt_tokens", length_to_json(w.prompt_tokens)},
+                             {"output_tokens", length_to_json(w.output_tokens)}};
+  if (w.shared_prefix.num_prefixes > 0) {
+    workload["shared_prefix"] = {{"num_prefixes", w.shared_prefix.num_prefixes},
+                                 {"prefix_tokens", w.shared_prefix.prefix_tokens}};
+  }
+  if (w.sessions.turns > 1) workload["sessions"] = {{"turns", w.sessions.turns}, {"think_time_s", w.sessions.think_time_s}};
+  if (!w.priority_class_weights.empty()) workload["priority_class_weights"] = w.priority_class_weights;
   return {{"name", s.name},
           {"seed", s.seed},
           {"model", s.model_ref},
@@ -177,12 +279,12 @@ nlohmann::json scenario_to_json(const Scenario& s) {
             {"cuda_graphs", e.launch.cuda_graphs},
             {"host_overhead_per_step_s", e.launch.host_overhead_per_step_s},
             {"host_overhead_per_seq_s", e.launch.host_overhead_per_seq_s},
-            {"scheduler", {{"impl", e.scheduler.impl}}}}},
-          {"workload",
-           {{"num_requests", s.workload.num_requests},
-            {"arrival", arrival},
-            {"prompt_tokens", length_to_json(s.workload.prompt_tokens)},
-            {"output_tokens", length_to_json(s.workload.output_tokens)}}}};
+            {"kv_reservation", kv_reservation_name(e.kv_reservation)},
+            {"enable_prefix_caching", e.enable_prefix_caching},
+            {"preemption_mode", preemption_mode_name(e.preemption_mode)},
+            {"swap_space_bytes", e.swap_space_bytes},
+            {"scheduler", scheduler_to_json(e.scheduler)}}},
+          {"workload", workload}};
 }
 
 }  // namespace servesim

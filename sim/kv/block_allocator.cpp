@@ -1,4 +1,5 @@
-// Paged KV allocator: LIFO free list of block ids, one block table per sequence.
+// Paged KV allocator: LIFO free list of never-cached blocks, an LRU list of free cached blocks
+// (evicted when the free list is empty), refcounted block tables and a hash -> block index.
 #include "sim/kv/block_allocator.hpp"
 
 #include <stdexcept>
@@ -9,10 +10,15 @@ namespace servesim {
 BlockAllocator::BlockAllocator(std::int64_t capacity_blocks, std::int64_t block_size_tokens)
     : capacity_blocks_(capacity_blocks), block_size_(block_size_tokens) {
   if (capacity_blocks < 0 || block_size_tokens <= 0) throw std::logic_error("BlockAllocator: bad sizes");
-  free_list_.reserve(static_cast<std::size_t>(capacity_blocks));
+  const auto n = static_cast<std::size_t>(capacity_blocks);
+  free_list_.reserve(n);
   // Lowest ids on top of the stack so a fresh allocator hands out 0, 1, 2, ...
   for (std::int64_t b = capacity_blocks - 1; b >= 0; --b) free_list_.push_back(static_cast<std::int32_t>(b));
-  owned_.assign(static_cast<std::size_t>(capacity_blocks), 0);
+  refcount_.assign(n, 0);
+  hashed_.assign(n, 0);
+  hash_.assign(n, 0);
+  prev_.assign(n, -1);
+  next_.assign(n, -1);
 }
 
 std::int64_t BlockAllocator::blocks_of(SeqId seq) const {
@@ -24,15 +30,51 @@ std::int64_t BlockAllocator::extra_blocks_for(SeqId seq, std::int64_t tokens) co
   return need > 0 ? need : 0;
 }
 
+void BlockAllocator::lru_push_back(std::int32_t b) {
+  const auto i = static_cast<std::size_t>(b);
+  prev_[i] = lru_tail_;
+  next_[i] = -1;
+  if (lru_tail_ >= 0) next_[static_cast<std::size_t>(lru_tail_)] = b;
+  else lru_head_ = b;
+  lru_tail_ = b;
+  ++evictable_;
+}
+
+void BlockAllocator::lru_remove(std::int32_t b) {
+  const auto i = static_cast<std::size_t>(b);
+  if (prev_[i] >= 0) next_[static_cast<std::size_t>(prev_[i])] = next_[i];
+  else lru_head_ = next_[i];
+  if (next_[i] >= 0) prev_[static_cast<std::size_t>(next_[i])] = prev_[i];
+  else lru_tail_ = prev_[i];
+  prev_[i] = next_[i] = -1;
+  --evictable_;
+}
+
+// A fresh block: an uncached one if any, else the least recently freed cached block, whose hash
+// is forgotten (evicted).
+std::int32_t BlockAllocator::take_block() {
+  if (!free_list_.empty()) {
+    const std::int32_t b = free_list_.back();
+    free_list_.pop_back();
+    return b;
+  }
+  const std::int32_t b = lru_head_;
+  lru_remove(b);
+  const auto i = static_cast<std::size_t>(b);
+  index_.erase(hash_[i]);
+  hashed_[i] = 0;
+  ++evictions_;
+  return b;
+}
+
 bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   const std::int64_t extra = extra_blocks_for(seq, tokens);
   if (extra > free_blocks()) return false;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
   auto& table = tables_[seq];
   for (std::int64_t i = 0; i < extra; ++i) {
-    const std::int32_t b = free_list_.back();
-    free_list_.pop_back();
-    owned_[static_cast<std::size_t>(b)] = 1;
+    const std::int32_t b = take_block();
+    refcount_[static_cast<std::size_t>(b)] = 1;
     table.push_back(b);
   }
   return true;
@@ -41,30 +83,80 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
 void BlockAllocator::free(SeqId seq) {
   if (seq >= tables_.size()) return;
   auto& table = tables_[seq];
-  for (const std::int32_t b : table) {
-    if (!owned_[static_cast<std::size_t>(b)]) throw std::logic_error("BlockAllocator: block freed twice");
-    owned_[static_cast<std::size_t>(b)] = 0;
-    free_list_.push_back(b);
+  // Last block first, so that under LRU a sequence's tail is evicted before its (more widely
+  // shared) head, as vLLM does.
+  for (auto it = table.rbegin(); it != table.rend(); ++it) {
+    const std::int32_t b = *it;
+    auto& rc = refcount_[static_cast<std::size_t>(b)];
+    if (rc <= 0) throw std::logic_error("BlockAllocator: block freed twice");
+    if (--rc > 0) continue;
+    if (hashed_[static_cast<std::size_t>(b)]) lru_push_back(b);
+    else free_list_.push_back(b);
   }
-  table.clear();
-  table.shrink_to_fit();
+  table.clear();  // capacity kept: slots are reused, so no allocation per request
+}
+
+std::int32_t BlockAllocator::cached_block(std::uint64_t hash) const {
+  const auto it = index_.find(hash);
+  return it == index_.end() ? -1 : it->second;
+}
+
+void BlockAllocator::append_cached(SeqId seq, std::int32_t block) {
+  const auto i = static_cast<std::size_t>(block);
+  if (!hashed_[i]) throw std::logic_error("BlockAllocator: append_cached on an uncached block");
+  if (refcount_[i] == 0) lru_remove(block);
+  refcount_[i] += 1;
+  if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
+  tables_[seq].push_back(block);
+}
+
+void BlockAllocator::publish(SeqId seq, std::int64_t index, std::uint64_t hash) {
+  const std::int32_t b = tables_.at(seq).at(static_cast<std::size_t>(index));
+  const auto i = static_cast<std::size_t>(b);
+  if (hashed_[i] || index_.count(hash)) return;
+  hashed_[i] = 1;
+  hash_[i] = hash;
+  index_.emplace(hash, b);
 }
 
 void BlockAllocator::check_invariants() const {
-  std::vector<std::int8_t> seen(static_cast<std::size_t>(capacity_blocks_), 0);
-  std::int64_t owned = 0;
+  const auto n = static_cast<std::size_t>(capacity_blocks_);
+  std::vector<std::int32_t> refs(n, 0);
   for (const auto& table : tables_) {
     for (const std::int32_t b : table) {
       if (b < 0 || b >= capacity_blocks_) throw std::logic_error("BlockAllocator: block id out of range");
-      if (seen[static_cast<std::size_t>(b)]++) throw std::logic_error("BlockAllocator: block owned twice");
-      ++owned;
+      ++refs[static_cast<std::size_t>(b)];
     }
   }
+  std::vector<std::int8_t> free_seen(n, 0);
   for (const std::int32_t b : free_list_) {
-    if (seen[static_cast<std::size_t>(b)]++)
+    const auto i = static_cast<std::size_t>(b);
+    if (free_seen[i]++ || refs[i] > 0)
       throw std::logic_error("BlockAllocator: block both free and owned, or free twice (block " + std::to_string(b) + ")");
+    if (hashed_[i]) throw std::logic_error("BlockAllocator: cached block on the uncached free list");
   }
-  if (owned + free_blocks() != capacity_blocks_) throw std::logic_error("BlockAllocator: blocks lost");
+  std::int64_t lru = 0;
+  for (std::int32_t b = lru_head_, prev = -1; b >= 0; prev = b, b = next_[static_cast<std::size_t>(b)]) {
+    const auto i = static_cast<std::size_t>(b);
+    if (prev_[i] != prev) throw std::logic_error("BlockAllocator: LRU list links broken");
+    if (free_seen[i]++ || refs[i] > 0 || !hashed_[i]) throw std::logic_error("BlockAllocator: LRU block not free-cached");
+    if (++lru > capacity_blocks_) throw std::logic_error("BlockAllocator: LRU list cycles");
+  }
+  if (lru != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
+  std::int64_t used = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (refs[i] != refcount_[i]) throw std::logic_error("BlockAllocator: refcount differs from table references");
+    if (refs[i] > 0) ++used;
+    else if (!free_seen[i]) throw std::logic_error("BlockAllocator: block lost (block " + std::to_string(i) + ")");
+  }
+  std::int64_t hashed = 0;
+  for (std::size_t i = 0; i < n; ++i) hashed += hashed_[i];
+  if (hashed != static_cast<std::int64_t>(index_.size())) throw std::logic_error("BlockAllocator: hash index size differs");
+  for (const auto& [h, b] : index_) {
+    if (!hashed_[static_cast<std::size_t>(b)] || hash_[static_cast<std::size_t>(b)] != h)
+      throw std::logic_error("BlockAllocator: hash index points at the wrong block");
+  }
+  if (used + free_blocks() != capacity_blocks_) throw std::logic_error("BlockAllocator: blocks lost");
 }
 
 }  // namespace servesim

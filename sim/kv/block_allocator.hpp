@@ -1,9 +1,13 @@
-// Paged KV-cache allocator (PagedAttention style): a mechanism only. Schedulers ask it whether
-// blocks are free and grow or free a sequence's block table; policies live in sim/sched.
-// Invariants (checked by check_invariants and the unit tests): every block is either free or
-// owned by exactly one sequence; used + free == capacity.
+// Paged KV-cache allocator (PagedAttention style) with a prefix cache: a mechanism only.
+// Schedulers ask it whether blocks are free and grow, share or free a sequence's block table;
+// policies (reservation, admission, preemption) live in sim/sched.
+// Invariants (checked by check_invariants and the unit tests): every block is exactly one of
+// free-uncached, free-cached (evictable, in LRU order) or referenced; a block's refcount equals
+// the number of block tables holding it; the hash index maps each cached hash to one block that
+// carries that hash; used + free == capacity.
 #pragma once
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace servesim {
@@ -16,8 +20,12 @@ class BlockAllocator {
 
   std::int64_t capacity_blocks() const { return capacity_blocks_; }
   std::int64_t block_size_tokens() const { return block_size_; }
-  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_list_.size()); }
+  // Allocatable blocks: never-used or freed blocks plus cached blocks no sequence holds (these
+  // are evicted, least recently freed first, when nothing else is left).
+  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_list_.size()) + evictable_; }
   std::int64_t used_blocks() const { return capacity_blocks_ - free_blocks(); }
+  std::int64_t cached_free_blocks() const { return evictable_; }
+  std::int64_t evictions() const { return evictions_; }
   std::int64_t blocks_for_tokens(std::int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 
   // Blocks `seq` holds now, and the extra blocks it needs to hold `tokens` in total.
@@ -25,22 +33,44 @@ class BlockAllocator {
   std::int64_t extra_blocks_for(SeqId seq, std::int64_t tokens) const;
   bool can_grow_to(SeqId seq, std::int64_t tokens) const { return extra_blocks_for(seq, tokens) <= free_blocks(); }
 
-  // Grows seq's block table so it holds `tokens` tokens. Returns false (and changes nothing)
-  // when not enough blocks are free.
+  // Grows seq's block table with fresh blocks so it holds `tokens` tokens. Returns false (and
+  // changes nothing) when not enough blocks are free.
   bool grow_to(SeqId seq, std::int64_t tokens);
-  // Returns all of seq's blocks to the free list. Freeing a sequence without blocks is a no-op;
-  // a block freed twice is a logic error (throws).
+  // Drops one reference to each of seq's blocks, last block first; a block nobody holds becomes
+  // free (evictable, most recently used, if it is cached). Freeing an empty table is a no-op.
   void free(SeqId seq);
+
+  // Prefix cache. A block is identified by a chained hash of its content (see sched/prefix_hash).
+  // The cached block with this hash, or -1.
+  std::int32_t cached_block(std::uint64_t hash) const;
+  // Whether a block is free (so sharing it takes one block of free capacity).
+  bool is_free(std::int32_t block) const { return refcount_[static_cast<std::size_t>(block)] == 0; }
+  // Appends a cached block to seq's table (refcount + 1; leaves the LRU list if it was free).
+  void append_cached(SeqId seq, std::int32_t block);
+  // Registers block `index` of seq's table, whose content is final, under `hash`. No-op when the
+  // hash is already cached (an identical copy stays uncached) or the block already has a hash.
+  void publish(SeqId seq, std::int64_t index, std::uint64_t hash);
 
   // Throws std::logic_error when an invariant is broken. O(capacity); for tests and debug builds.
   void check_invariants() const;
 
  private:
+  std::int32_t take_block();
+  void lru_push_back(std::int32_t b);
+  void lru_remove(std::int32_t b);
+
   std::int64_t capacity_blocks_;
   std::int64_t block_size_;
-  std::vector<std::int32_t> free_list_;
-  std::vector<std::vector<std::int32_t>> tables_;  // indexed by SeqId
-  std::vector<std::int8_t> owned_;                // per block: 1 = owned by a sequence
+  std::vector<std::int32_t> free_list_;             // free, uncached (LIFO)
+  std::vector<std::vector<std::int32_t>> tables_;   // indexed by SeqId; capacity kept for reuse
+  std::vector<std::int32_t> refcount_;              // per block
+  std::vector<std::uint8_t> hashed_;                // per block: 1 = carries hash_[b]
+  std::vector<std::uint64_t> hash_;
+  std::vector<std::int32_t> prev_, next_;           // LRU list of free cached blocks
+  std::int32_t lru_head_ = -1, lru_tail_ = -1;
+  std::int64_t evictable_ = 0;
+  std::int64_t evictions_ = 0;
+  std::unordered_map<std::uint64_t, std::int32_t> index_;
 };
 
 }  // namespace servesim

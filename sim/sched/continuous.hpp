@@ -4,9 +4,14 @@
 
 namespace servesim {
 
-class ContinuousScheduler final : public BatchScheduler {
+class ContinuousScheduler : public BatchScheduler {
  public:
   void schedule(ReplicaState& state, IterationPlan& plan) override;
+
+ protected:
+  // Extra admission test for the head of the queue, after the token budget, max_num_seqs and
+  // free-block checks passed. Continuous batching needs none.
+  virtual bool admit_ok(ReplicaState& /*state*/, const Sequence& /*head*/) { return true; }
 };
 
 }  // namespace servesim

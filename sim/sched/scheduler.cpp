@@ -1,14 +1,70 @@
-// ReplicaState helpers and the one place where scheduling policies are registered by name.
+// The toolkit every policy shares (ReplicaState) and the one place where scheduling policies are
+// registered by name.
 #include "sim/sched/scheduler.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include "sim/kv/prefix_hash.hpp"
+#include "sim/sched/chunked_prefill.hpp"
 #include "sim/sched/continuous.hpp"
+#include "sim/sched/run_to_completion.hpp"
+#include "sim/sched/token_level.hpp"
 
 namespace servesim {
 
-ReplicaState::ReplicaState(const EngineConfig& cfg, std::int64_t kv_capacity_blocks, std::vector<Request>& table)
-    : config(cfg), kv(kv_capacity_blocks, cfg.block_size), requests(table) {}
+Sequence& WaitQueue::front() {
+  for (auto& q : queues_) {
+    if (!q.empty()) return q.front();
+  }
+  throw std::logic_error("WaitQueue::front on an empty queue");
+}
+
+void WaitQueue::pop_front() {
+  for (auto& q : queues_) {
+    if (!q.empty()) {
+      q.pop_front();
+      --size_;
+      return;
+    }
+  }
+}
+
+void WaitQueue::push_back(const Sequence& s, std::size_t cls) {
+  queues_[cls].push_back(s);
+  ++size_;
+}
+
+void WaitQueue::push_front(const Sequence& s, std::size_t cls) {
+  queues_[cls].push_front(s);
+  ++size_;
+}
+
+void IterationPlan::add_prefill(std::size_t index, std::int64_t tokens, const Sequence& seq) {
+  items.push_back({static_cast<std::uint32_t>(index), tokens, true});
+  shape.add_prefill(tokens, seq.computed_tokens, seq.computed_tokens + tokens >= seq.target_tokens);
+}
+
+namespace {
+constexpr std::size_t kPriorityClasses = 16;  // the parser caps priority_class_weights at 16
+}
+
+ReplicaState::ReplicaState(const EngineConfig& cfg, std::int64_t kv_capacity_blocks, double block_bytes,
+                           std::vector<Request>& table)
+    : config(cfg),
+      kv(kv_capacity_blocks, cfg.kv_reservation == KvReservation::token ? 1 : cfg.block_size),
+      requests(table),
+      waiting(cfg.scheduler.order == SchedulerConfig::Order::priority ? kPriorityClasses : 1),
+      kv_block_bytes(block_bytes) {
+  watermark_blocks = static_cast<std::int64_t>(std::floor(cfg.watermark_frac * static_cast<double>(kv_capacity_blocks)));
+  if (block_bytes > 0.0) swap_capacity_blocks = static_cast<std::int64_t>(std::floor(cfg.swap_space_bytes / block_bytes));
+}
+
+std::size_t ReplicaState::class_of(const Sequence& s) const {
+  if (waiting.classes() == 1) return 0;
+  return std::min<std::size_t>(requests[s.request].priority, waiting.classes() - 1);
+}
 
 std::uint32_t ReplicaState::take_slot() {
   if (free_slots.empty()) return slots_created++;
@@ -17,39 +73,261 @@ std::uint32_t ReplicaState::take_slot() {
   return s;
 }
 
-void ReplicaState::release(const Sequence& seq) {
-  kv.free(seq.slot);
-  free_slots.push_back(seq.slot);
+std::int64_t ReplicaState::reserve_target(std::int64_t tokens) const {
+  return config.kv_reservation == KvReservation::contiguous ? std::max(tokens, config.max_model_len) : tokens;
 }
 
-void ReplicaState::preempt_to_waiting_front(Sequence seq) {
-  release(seq);
+void ReplicaState::set_kv_tokens(Sequence& seq, std::int64_t tokens) {
+  const std::int64_t b = kv.block_size_tokens();
+  const auto unused = [&](std::int64_t t) { return kv.blocks_for_tokens(t) * b - t; };
+  frag_slots += unused(tokens) - unused(seq.kv_tokens);
+  seq.kv_tokens = tokens;
+}
+
+void ReplicaState::publish_full_blocks(Sequence& seq) {
+  if (!config.enable_prefix_caching) return;
+  const Request& r = requests[seq.request];
+  const TokenSource src{r.prefix_id, r.prefix_tokens, r.stream_id};
+  const std::int64_t b = kv.block_size_tokens();
+  const std::int64_t full = seq.kv_tokens / b;
+  for (std::int64_t i = seq.hashed_blocks; i < full; ++i) {
+    seq.chain_hash = chain_block_hash(seq.chain_hash, src, i, b);
+    kv.publish(seq.slot, i, seq.chain_hash);
+  }
+  seq.hashed_blocks = static_cast<std::int32_t>(std::max<std::int64_t>(seq.hashed_blocks, full));
+}
+
+PrefixProbe ReplicaState::probe_prefix(const Sequence& seq) const {
+  PrefixProbe p;
+  if (!config.enable_prefix_caching) return p;
+  const Request& r = requests[seq.request];
+  const TokenSource src{r.prefix_id, r.prefix_tokens, r.stream_id};
+  const std::int64_t b = kv.block_size_tokens();
+  const std::int64_t max_blocks = (seq.target_tokens - 1) / b;
+  std::uint64_t h = 0;
+  for (std::int64_t i = 0; i < max_blocks; ++i) {
+    h = chain_block_hash(h, src, i, b);
+    const std::int32_t block = kv.cached_block(h);
+    if (block < 0) break;
+    p.hit_blocks += 1;
+    if (kv.is_free(block)) p.free_hit_blocks += 1;
+    p.chain_hash = h;
+  }
+  return p;
+}
+
+std::int64_t ReplicaState::admission_blocks(const Sequence& seq, const PrefixProbe& probe, std::int64_t chunk_tokens) const {
+  (void)seq;
+  const std::int64_t hit_tokens = probe.hit_blocks * kv.block_size_tokens();
+  return kv.blocks_for_tokens(reserve_target(hit_tokens + chunk_tokens)) - probe.hit_blocks + probe.free_hit_blocks;
+}
+
+std::size_t ReplicaState::admit_front(const PrefixProbe& probe, std::int64_t chunk_tokens) {
+  Sequence seq = waiting.front();
+  waiting.pop_front();
+  seq.slot = take_slot();
+  const std::int64_t b = kv.block_size_tokens();
+  if (config.enable_prefix_caching) {
+    const Request& r = requests[seq.request];
+    const TokenSource src{r.prefix_id, r.prefix_tokens, r.stream_id};
+    std::uint64_t h = 0;
+    for (std::int64_t i = 0; i < probe.hit_blocks; ++i) {
+      h = chain_block_hash(h, src, i, b);
+      kv.append_cached(seq.slot, kv.cached_block(h));
+    }
+    prefix_query_tokens += seq.target_tokens;
+    prefix_hit_tokens += probe.hit_blocks * b;
+  }
+  seq.computed_tokens = probe.hit_blocks * b;
+  seq.chain_hash = probe.chain_hash;
+  seq.hashed_blocks = static_cast<std::int32_t>(probe.hit_blocks);
+  seq.kv_tokens = 0;
+  const std::int64_t tokens = seq.computed_tokens + chunk_tokens;
+  if (!kv.grow_to(seq.slot, reserve_target(tokens))) throw std::logic_error("admit_front: blocks were checked");
+  set_kv_tokens(seq, tokens);
+  publish_full_blocks(seq);
+  requests[seq.request].state = RequestState::running;
+  running.push_back(seq);
+  return running.size() - 1;
+}
+
+bool ReplicaState::grow(std::size_t i, std::int64_t tokens) {
+  Sequence& seq = running[i];
+  if (!kv.grow_to(seq.slot, reserve_target(tokens))) return false;
+  set_kv_tokens(seq, tokens);
+  publish_full_blocks(seq);
+  return true;
+}
+
+bool ReplicaState::grow_or_preempt(std::size_t i, std::int64_t tokens) {
+  while (!grow(i, tokens)) {
+    // vLLM preempts from the back of the running queue (the youngest); under priority
+    // scheduling, the youngest of the least urgent class.
+    std::size_t victim = running.size() - 1;
+    if (waiting.classes() > 1) {
+      for (std::size_t j = running.size(); j-- > i;) {
+        if (requests[running[j].request].priority > requests[running[victim].request].priority) victim = j;
+      }
+    }
+    preempt(victim);
+    if (victim == i) return false;
+  }
+  return true;
+}
+
+void ReplicaState::preempt(std::size_t index) {
+  Sequence seq = running[index];
+  running.erase(running.begin() + static_cast<std::ptrdiff_t>(index));
   Request& r = requests[seq.request];
   r.state = RequestState::waiting;
   r.preemptions += 1;
   preemptions += 1;
+  const std::int64_t blocks = kv.blocks_for_tokens(seq.computed_tokens);
+  release(seq);
+  if (config.preemption_mode == PreemptionMode::swap && swap_used_blocks + blocks <= swap_capacity_blocks) {
+    // Swap: the written KV goes to host memory over the host link; nothing is recomputed.
+    const double bytes = static_cast<double>(blocks) * kv_block_bytes;
+    swap_out_bytes += bytes;
+    pending_swap_bytes += bytes;
+    swap_used_blocks += blocks;
+    swap_outs += 1;
+    seq.kv_tokens = seq.computed_tokens;
+    swapped.push_back(seq);
+    return;
+  }
+  // Recompute (also the fallback when swap space is full): the prompt and every token generated
+  // so far are prefilled again.
   recomputed_tokens += seq.computed_tokens;
-  // Recompute: the prompt and every token generated so far are prefilled again.
   seq.target_tokens = r.prompt_tokens + r.generated_tokens;
   seq.computed_tokens = 0;
-  waiting.push_front(seq);
+  seq.kv_tokens = 0;
+  seq.chain_hash = 0;
+  seq.hashed_blocks = 0;
+  waiting.push_front(seq, class_of(seq));
+}
+
+std::size_t ReplicaState::swap_in() {
+  std::size_t n = 0;
+  while (!swapped.empty() && static_cast<std::int64_t>(running.size()) < config.max_num_seqs) {
+    const Sequence& front = swapped.front();
+    if (!fits_with_watermark(kv.blocks_for_tokens(reserve_target(front.computed_tokens + 1)))) break;
+    Sequence seq = front;
+    swapped.pop_front();
+    const std::int64_t blocks = kv.blocks_for_tokens(seq.computed_tokens);
+    const double bytes = static_cast<double>(blocks) * kv_block_bytes;
+    swap_used_blocks -= blocks;
+    swap_in_bytes += bytes;
+    pending_swap_bytes += bytes;
+    seq.slot = take_slot();
+    kv.grow_to(seq.slot, reserve_target(seq.computed_tokens));
+    seq.kv_tokens = 0;
+    set_kv_tokens(seq, seq.computed_tokens);
+    // Copies come back uncached: later blocks still chain from the sequence's own hashes.
+    seq.hashed_blocks = static_cast<std::int32_t>(std::max<std::int64_t>(seq.hashed_blocks, seq.computed_tokens / kv.block_size_tokens()));
+    requests[seq.request].state = RequestState::running;
+    running.push_back(seq);
+    ++n;
+  }
+  return n;
+}
+
+void ReplicaState::decode_all(IterationPlan& plan) {
+  const std::int64_t preemptions_before = preemptions;
+  std::size_t i = 0;
+  while (i < running.size()) {
+    if (grow_or_preempt(i, running[i].computed_tokens + 1)) ++i;
+  }
+  // vLLM swaps sequences back in only in a step that preempted nothing.
+  if (preemptions == preemptions_before && !swapped.empty()) {
+    const std::size_t first = running.size();
+    swap_in();
+    for (std::size_t j = first; j < running.size(); ++j) grow(j, running[j].computed_tokens + 1);
+  }
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    plan.items.push_back({static_cast<std::uint32_t>(j), 1, false});
+    plan.shape.add_decode(running[j].computed_tokens);
+  }
+}
+
+void ReplicaState::drop_expired() {
+  if (config.scheduler.max_waiting_time_s <= 0.0) return;
+  const TimeNs limit = seconds_to_ns(config.scheduler.max_waiting_time_s);
+  for (std::size_t c = 0; c < waiting.classes(); ++c) {
+    auto& q = waiting.queue(c);
+    while (!q.empty()) {
+      Request& r = requests[q.front().request];
+      // Only requests that never started: dropping a preempted one would waste its tokens.
+      if (r.started_ns >= 0 || now_ns - r.arrival_ns <= limit) break;
+      r.state = RequestState::rejected;
+      q.pop_front();
+      waiting.removed_one();
+      dropped_timeout += 1;
+    }
+  }
+}
+
+void ReplicaState::release(const Sequence& seq) {
+  const std::int64_t reserved = kv.blocks_of(seq.slot) * kv.block_size_tokens();
+  released_reserved_slots += reserved;
+  released_unwritten_slots += reserved - seq.kv_tokens;
+  frag_slots -= kv.blocks_for_tokens(seq.kv_tokens) * kv.block_size_tokens() - seq.kv_tokens;
+  kv.free(seq.slot);
+  free_slots.push_back(seq.slot);
 }
 
 std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config) {
   if (config.impl == "continuous") return std::make_unique<ContinuousScheduler>();
+  if (config.impl == "static") return std::make_unique<RunToCompletionScheduler>(RunToCompletionScheduler::Mode::static_padded, config);
+  if (config.impl == "dynamic") return std::make_unique<RunToCompletionScheduler>(RunToCompletionScheduler::Mode::dynamic, config);
+  if (config.impl == "chunked-prefill") return std::make_unique<ChunkedPrefillScheduler>(config);
+  if (config.impl == "token-level") return std::make_unique<TokenLevelScheduler>(config);
   throw std::logic_error("unknown scheduler " + config.impl);  // the parser rejects unknown names first
 }
 
 std::vector<PolicyInfo> list_policies() {
+  const std::vector<PolicyParam> common = {
+      {"engine.max_num_seqs", "integer", "256", "most sequences in one iteration"},
+      {"engine.max_num_batched_tokens", "integer", "max(max_model_len, 2048)", "most tokens in one iteration"},
+      {"engine.block_size", "integer", "16", "tokens per KV block"},
+      {"engine.gpu_memory_utilization", "number", "0.9", "fraction of GPU memory for weights, activations and KV"},
+      {"engine.watermark_frac", "number", "0.01", "KV blocks kept free when admitting prompts"},
+      {"engine.kv_reservation", "paged|contiguous|token", "paged",
+       "KV reservation: blocks on demand, max_model_len per sequence at admission, or one-token units"},
+      {"engine.enable_prefix_caching", "boolean", "false", "share full blocks by chained content hash (paged only)"},
+      {"engine.preemption_mode", "recompute|swap", "recompute", "what preemption does with a victim's KV"},
+      {"engine.swap_space_bytes", "number", "4 GiB", "host memory for swapped KV (full: recompute instead)"},
+      {"engine.scheduler.scheduling_policy", "fcfs|priority", "fcfs", "queue order: arrival, or priority class then arrival"},
+      {"engine.scheduler.max_queue_size", "integer", "unbounded", "arrivals finding this many waiting are rejected"},
+      {"engine.scheduler.max_waiting_time_s", "number", "none", "requests not started by then are dropped (rejected)"}};
+  const auto with = [&](std::vector<PolicyParam> own) {
+    own.insert(own.end(), common.begin(), common.end());
+    return own;
+  };
   return {
+      {"static",
+       "static batching: a fixed batch of batch_size rows starts when full or when the oldest request has waited "
+       "batch_timeout_s; prompts are padded to the longest, rows decode until the longest output is done "
+       "(finished and empty rows compute padding); nothing joins a running batch",
+       with({{"engine.scheduler.batch_size", "integer", "8", "rows in every batch (<= max_num_seqs)"},
+             {"engine.scheduler.batch_timeout_s", "number", "0.1", "longest wait for a full batch"}})},
+      {"dynamic",
+       "Triton-style dynamic batching: a batch of up to max_batch_size requests forms when full or when the oldest "
+       "has waited max_queue_delay_s, then runs to completion without padding (finished rows leave)",
+       with({{"engine.scheduler.max_batch_size", "integer", "8", "most requests in one batch (<= max_num_seqs)"},
+             {"engine.scheduler.max_queue_delay_s", "number", "0.01", "batching window after the oldest arrival"}})},
       {"continuous",
-       "vLLM-style continuous batching: admit waiting prompts FCFS while limits and free KV blocks allow; "
-       "prefill-prioritised iterations; preemption by recompute when blocks run out",
-       {{"engine.max_num_seqs", "integer", "256", "most sequences in one iteration"},
-        {"engine.max_num_batched_tokens", "integer", "max(max_model_len, 2048)", "most tokens in one iteration"},
-        {"engine.block_size", "integer", "16", "tokens per KV block"},
-        {"engine.gpu_memory_utilization", "number", "0.9", "fraction of GPU memory for weights, activations and KV"},
-        {"engine.watermark_frac", "number", "0.01", "KV blocks kept free when admitting prompts"}}},
+       "vLLM-style continuous batching: admit waiting prompts while limits and free KV blocks allow; "
+       "prefill-prioritised iterations; preemption of the youngest when blocks run out",
+       with({})},
+      {"chunked-prefill",
+       "Sarathi / vLLM v1 chunked prefill: one token budget (max_num_batched_tokens) per iteration, decodes first, "
+       "then running prompts' chunks, then new prompts' chunks fill the rest",
+       with({{"engine.scheduler.long_prefill_token_threshold", "integer", "none", "largest chunk one prompt takes per iteration"}})},
+      {"token-level",
+       "LightLLM-style: admit a prompt only if the KV tokens of all running requests, each grown to its estimated "
+       "final length, never exceed capacity at any future step; prefill-prioritised like continuous",
+       with({{"engine.scheduler.expected_output_tokens", "integer", "512",
+              "output length assumed per request at admission (LightLLM: max_new_tokens)"}})},
   };
 }
 

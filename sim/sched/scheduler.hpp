@@ -1,6 +1,8 @@
 // Batch scheduling policies: each decides, before every iteration, which sequences run and how
 // many tokens each computes, using the KV allocator (a mechanism) to reserve blocks and to
-// preempt. Policies are registered by name in make_scheduler/list_policies.
+// preempt. ReplicaState carries the toolkit every policy shares (queue order, reservation,
+// prefix cache lookups, preemption by recompute or swap, KV accounting). Policies are registered
+// by name in make_scheduler/list_policies.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -15,25 +17,101 @@
 
 namespace servesim {
 
+// Waiting sequences, one FIFO per priority class (a single class under fcfs). front() is the
+// oldest sequence of the most urgent non-empty class; preempted sequences re-enter at the front.
+class WaitQueue {
+ public:
+  explicit WaitQueue(std::size_t classes) : queues_(classes) {}
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  Sequence& front();
+  void pop_front();
+  void push_back(const Sequence& s, std::size_t cls);
+  void push_front(const Sequence& s, std::size_t cls);
+  std::deque<Sequence>& queue(std::size_t cls) { return queues_[cls]; }
+  std::size_t classes() const { return queues_.size(); }
+  void removed_one() { --size_; }
+
+ private:
+  std::vector<std::deque<Sequence>> queues_;
+  std::size_t size_ = 0;
+};
+
+// Cached leading blocks of a waiting sequence's prompt.
+struct PrefixProbe {
+  std::int64_t hit_blocks = 0;
+  std::int64_t free_hit_blocks = 0;  // of those, blocks no one holds: sharing them uses free capacity
+  std::uint64_t chain_hash = 0;      // hash of the last hit block
+};
+
+struct IterationPlan;
+
 // What a policy may read and change. The replica owns it.
 struct ReplicaState {
-  ReplicaState(const EngineConfig& config, std::int64_t kv_capacity_blocks, std::vector<Request>& request_table);
+  // kv_block_bytes: bytes of one allocation unit (for swap traffic).
+  ReplicaState(const EngineConfig& config, std::int64_t kv_capacity_blocks, double kv_block_bytes,
+               std::vector<Request>& request_table);
 
   const EngineConfig& config;
-  BlockAllocator kv;
+  BlockAllocator kv;  // allocation unit: block_size tokens, or 1 token under token reservation
   std::vector<Request>& requests;
-  std::deque<Sequence> waiting;   // FCFS; preempted sequences go back to the front
+  WaitQueue waiting;
   std::vector<Sequence> running;  // in admission order (oldest first)
+  std::deque<Sequence> swapped;   // preempted by swap, oldest first; KV in host memory
   std::vector<std::uint32_t> free_slots;
   std::uint32_t slots_created = 0;
-  std::int64_t preemptions = 0;
-  std::int64_t recomputed_tokens = 0;
+  TimeNs now_ns = 0;
+  double kv_block_bytes = 0.0;
+  std::int64_t swap_capacity_blocks = 0, swap_used_blocks = 0;
+  std::int64_t watermark_blocks = 0;
 
+  // Counters read by the replica's metrics.
+  std::int64_t preemptions = 0, recomputed_tokens = 0, swap_outs = 0;
+  double swap_out_bytes = 0.0, swap_in_bytes = 0.0;
+  double pending_swap_bytes = 0.0;  // swapped this iteration: the replica adds the transfer time
+  std::int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  std::int64_t dropped_timeout = 0;
+  std::int64_t frag_slots = 0;  // unused slots in the partly filled last block of each running sequence
+  std::int64_t released_reserved_slots = 0, released_unwritten_slots = 0;
+
+  std::size_t class_of(const Sequence& s) const;
   std::uint32_t take_slot();
+  // Tokens to reserve for a sequence that must hold `tokens` (contiguous: max_model_len at once).
+  std::int64_t reserve_target(std::int64_t tokens) const;
+
+  // Prefix-cache lookup for a waiting sequence (nothing when caching is off). At least one
+  // prompt token is always computed, so the last token never comes from the cache.
+  PrefixProbe probe_prefix(const Sequence& seq) const;
+  // Free blocks the waiting sequence `seq` needs to hold hit + `chunk_tokens` tokens.
+  std::int64_t admission_blocks(const Sequence& seq, const PrefixProbe& probe, std::int64_t chunk_tokens) const;
+  // Whether admission keeps the watermark free.
+  bool fits_with_watermark(std::int64_t blocks) const { return kv.free_blocks() - blocks >= watermark_blocks; }
+  // Moves waiting.front() to running: shares the cached prefix and reserves blocks for its first
+  // `chunk_tokens` computed tokens (the caller checked they fit). Returns the running index; the
+  // caller plans the chunk.
+  std::size_t admit_front(const PrefixProbe& probe, std::int64_t chunk_tokens);
+  // Grows running[i]'s reservation to hold `tokens`; false (no change) when blocks are short.
+  bool grow(std::size_t i, std::int64_t tokens);
+  // Grows running[i] to `tokens`, preempting (by preemption_mode) the least urgent, youngest
+  // sequence at index >= i until it fits. False when running[i] itself was preempted.
+  bool grow_or_preempt(std::size_t i, std::int64_t tokens);
+  // Brings swapped sequences back (oldest first) while their blocks fit above the watermark;
+  // each is appended to `running` ready to decode. Returns how many came back.
+  std::size_t swap_in();
+  // Every running sequence decodes one token (making room by preemption); then, if nothing was
+  // preempted, swapped sequences come back and decode too. The continuous decode step.
+  void decode_all(IterationPlan& plan);
+  // Drops waiting requests (never started) that have waited longer than max_waiting_time_s.
+  void drop_expired();
   // Frees a running sequence's blocks and slot (the caller removes it from `running`).
   void release(const Sequence& seq);
-  // Preempts by recompute: blocks freed, the sequence must prefill prompt + generated tokens again.
-  void preempt_to_waiting_front(Sequence seq);
+  // Removes running[index] and preempts it: to host memory (swap mode, while swap space lasts)
+  // or back to the front of the waiting queue to be recomputed.
+  void preempt(std::size_t index);
+
+ private:
+  void set_kv_tokens(Sequence& seq, std::int64_t tokens);
+  void publish_full_blocks(Sequence& seq);
 };
 
 // One sequence's share of an iteration.
@@ -46,17 +124,24 @@ struct PlannedItem {
 struct IterationPlan {
   std::vector<PlannedItem> items;
   BatchShape shape;
+  std::int64_t padding_tokens = 0;  // computed for padding only (static batches)
+  TimeNs wake_at_ns = -1;           // an idle policy asks to be scheduled again at this time
   void clear() {
     items.clear();
     shape = BatchShape{};
+    padding_tokens = 0;
+    wake_at_ns = -1;
   }
+  // Adds running[index]'s next `tokens` tokens after `context` cached ones as a prefill chunk.
+  void add_prefill(std::size_t index, std::int64_t tokens, const Sequence& seq);
 };
 
 class BatchScheduler {
  public:
   virtual ~BatchScheduler() = default;
-  // Fills `plan` (cleared by the caller) for the next iteration; an empty plan means idle.
-  // May admit from `waiting`, allocate KV blocks and preempt running sequences.
+  // Fills `plan` (cleared by the caller) for the next iteration at state.now_ns; an empty plan
+  // means idle (until plan.wake_at_ns, if set, or the next arrival or completion). May admit
+  // from `waiting`, allocate KV blocks and preempt running sequences.
   virtual void schedule(ReplicaState& state, IterationPlan& plan) = 0;
 };
 

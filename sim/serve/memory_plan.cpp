@@ -33,15 +33,16 @@ MemoryPlan plan_memory(const Scenario& s) {
   p.runtime_bytes = e.runtime_overhead_bytes;
   p.kv_bytes = p.budget_bytes - p.weight_bytes - p.activation_bytes - p.runtime_bytes;
   p.kv_bytes_per_token = m.kv_bytes_per_token(s.precision.kv_cache);
-  const double block_bytes = p.kv_bytes_per_token * static_cast<double>(e.block_size);
+  p.kv_unit_tokens = e.kv_reservation == KvReservation::token ? 1 : e.block_size;
+  const double block_bytes = p.kv_block_bytes();
   p.kv_blocks = p.kv_bytes > 0.0 ? static_cast<std::int64_t>(std::floor(p.kv_bytes / block_bytes)) : 0;
 
-  if (p.kv_blocks * e.block_size < e.max_model_len) {
+  if (p.kv_blocks * p.kv_unit_tokens < e.max_model_len) {
     std::ostringstream os;
     os << "model " << m.name << " does not fit on " << s.hw.name << ": " << gb(p.budget_bytes) << " usable ("
        << e.gpu_memory_utilization << " x " << gb(s.hw.memory_bytes) << ") minus weights " << gb(p.weight_bytes)
        << ", activations " << gb(p.activation_bytes) << " and runtime " << gb(p.runtime_bytes)
-       << " leaves KV cache for " << p.kv_blocks * e.block_size << " tokens, fewer than max_model_len "
+       << " leaves KV cache for " << p.kv_blocks * p.kv_unit_tokens << " tokens, fewer than max_model_len "
        << e.max_model_len;
     throw InputError(s.file, "model", os.str());
   }

@@ -14,7 +14,9 @@ struct MemoryPlan {
   double runtime_bytes = 0.0;     // CUDA context, workspaces, graphs
   double kv_bytes = 0.0;
   double kv_bytes_per_token = 0.0;
-  std::int64_t kv_blocks = 0;
+  std::int64_t kv_unit_tokens = 0;  // allocation unit: block_size, or 1 under token reservation
+  std::int64_t kv_blocks = 0;       // allocation units that fit
+  double kv_block_bytes() const { return kv_bytes_per_token * static_cast<double>(kv_unit_tokens); }
 };
 
 // Throws InputError (naming the scenario's model/hardware keys) when the model does not fit.

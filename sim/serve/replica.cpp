@@ -1,47 +1,95 @@
-// Replica iteration cycle: schedule -> cost model -> commit.
+// Replica iteration cycle: schedule -> cost model (+ swap transfers over the host link) -> commit.
 #include "sim/serve/replica.hpp"
 
 #include <algorithm>
 
 namespace servesim {
 
-Replica::Replica(const Scenario& scenario, std::int64_t kv_blocks, std::vector<Request>& requests, RunMetrics& metrics)
+Replica::Replica(const Scenario& scenario, const MemoryPlan& memory, std::vector<Request>& requests, RunMetrics& metrics)
     : scenario_(scenario),
-      state_(scenario.engine, kv_blocks, requests),
+      state_(scenario.engine, memory.kv_blocks, memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
       metrics_(metrics) {
-  metrics_.kv_capacity_blocks += kv_blocks;
+  metrics_.kv_capacity_blocks += memory.kv_blocks;
+  metrics_.kv_unit_tokens = memory.kv_unit_tokens;
 }
 
-void Replica::enqueue(std::uint32_t request_index, TimeNs /*now*/) {
+Replica::Admission Replica::enqueue(std::uint32_t request_index, TimeNs now) {
   const Request& r = state_.requests[request_index];
+  const std::int64_t total = static_cast<std::int64_t>(r.prompt_tokens) + r.output_tokens;
+  const auto& kv = state_.kv;
+  if (total > scenario_.engine.max_model_len ||
+      kv.blocks_for_tokens(state_.reserve_target(total)) > kv.capacity_blocks() - state_.watermark_blocks) {
+    return Admission::too_long;
+  }
+  const std::int64_t limit = scenario_.engine.scheduler.max_queue_size;
+  if (limit > 0 && static_cast<std::int64_t>(state_.waiting.size()) >= limit) return Admission::queue_full;
   Sequence seq;
   seq.request = request_index;
   seq.target_tokens = r.prompt_tokens;
-  state_.waiting.push_back(seq);
+  state_.waiting.push_back(seq, state_.class_of(seq));
+  note_waiting(now, +1);
+  return Admission::queued;
+}
+
+void Replica::note_waiting(TimeNs now, std::int64_t delta) {
+  metrics_.waiting_request_seconds += static_cast<double>(waiting_new_) * ns_to_seconds(now - waiting_since_ns_);
+  waiting_since_ns_ = now;
+  waiting_new_ += delta;
 }
 
 void Replica::note_kv_usage(TimeNs now) {
-  metrics_.kv_used_block_seconds += static_cast<double>(kv_used_) * ns_to_seconds(now - kv_since_ns_);
+  const double dt = ns_to_seconds(now - kv_since_ns_);
+  const double unit = static_cast<double>(state_.kv.block_size_tokens());
+  metrics_.kv_used_block_seconds += static_cast<double>(kv_used_) * dt;
+  metrics_.kv_used_slot_seconds += static_cast<double>(kv_used_) * unit * dt;
+  metrics_.kv_frag_slot_seconds += static_cast<double>(kv_frag_) * dt;
   kv_since_ns_ = now;
   kv_used_ = state_.kv.used_blocks();
+  kv_frag_ = state_.frag_slots;
   metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
+  if (kv_used_ > 0) {
+    metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(kv_frag_) / (static_cast<double>(kv_used_) * unit));
+  }
+  const double capacity = static_cast<double>(state_.kv.capacity_blocks());
+  metrics_.kv_usage.set(now, capacity > 0.0 ? static_cast<double>(kv_used_) / capacity : 0.0);
 }
 
 std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
   plan_.clear();
+  state_.now_ns = now;
+  state_.pending_swap_bytes = 0.0;
   const std::int64_t preemptions_before = state_.preemptions;
   scheduler_->schedule(state_, plan_);
   metrics_.preemptions += state_.preemptions - preemptions_before;
+  if (state_.dropped_timeout != dropped_seen_) {
+    const std::int64_t dropped = state_.dropped_timeout - dropped_seen_;
+    dropped_seen_ = state_.dropped_timeout;
+    metrics_.rejected += dropped;
+    metrics_.rejected_timeout += dropped;
+    note_waiting(now, -dropped);
+  }
+  for (const PlannedItem& item : plan_.items) {
+    if (!item.prefill) continue;  // a decoding request has started already
+    Request& r = state_.requests[state_.running[item.running_index].request];
+    if (r.started_ns < 0) {
+      r.started_ns = now;
+      metrics_.queue_s.add(ns_to_seconds(now - r.arrival_ns));
+      note_waiting(now, -1);
+    }
+  }
   note_kv_usage(now);
-  if (plan_.items.empty()) return std::nullopt;
+  if (plan_.shape.total_tokens() == 0) return std::nullopt;
 
   build_iteration_ops(scenario_.model, plan_.shape, scenario_.precision, ops_);
   // CUDA graphs are captured for decode only (vLLM); prefill iterations launch kernels eagerly.
   LaunchConfig launch = scenario_.engine.launch;
   if (plan_.shape.prefill_seqs > 0) launch.cuda_graphs = false;
   const StepTime step = estimate_step(ops_, scenario_.hw, scenario_.precision.weights, launch, plan_.shape.total_seqs());
+  // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
+  // add their host-link time to the step.
+  const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
 
   const auto seqs = static_cast<std::int64_t>(plan_.items.size());
   metrics_.iterations += 1;
@@ -49,12 +97,15 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (step.launch_bound) metrics_.launch_bound_iterations += 1;
   metrics_.batch_seqs_sum += static_cast<double>(seqs);
   metrics_.max_batch_seqs = std::max(metrics_.max_batch_seqs, seqs);
-  metrics_.busy_s += step.time_s;
+  metrics_.busy_s += step.time_s + swap_s;
   metrics_.gpu_s += step.gpu_s;
   metrics_.bytes_moved += step.bytes;
+  metrics_.swap_s += swap_s;
+  metrics_.padding_tokens += plan_.padding_tokens;
+  metrics_.computed_tokens += plan_.shape.total_tokens();
   busy_ = true;
   // At least 1 ns so time always advances.
-  return std::max<TimeNs>(1, seconds_to_ns(step.time_s));
+  return std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s));
 }
 
 void Replica::emit_token(Request& r, TimeNs now) {
@@ -70,6 +121,7 @@ void Replica::emit_token(Request& r, TimeNs now) {
 
 void Replica::finish_iteration(TimeNs now) {
   busy_ = false;
+  completed_.clear();
   auto& running = state_.running;
   for (const PlannedItem& item : plan_.items) {
     Sequence& seq = running[item.running_index];
@@ -83,6 +135,7 @@ void Replica::finish_iteration(TimeNs now) {
     if (r.generated_tokens >= r.output_tokens) {
       r.state = RequestState::completed;
       state_.release(running[i]);
+      completed_.push_back(running[i].request);
       metrics_.completed += 1;
       metrics_.prompt_tokens += r.prompt_tokens;
       metrics_.output_tokens += r.output_tokens;
@@ -99,6 +152,20 @@ void Replica::finish_iteration(TimeNs now) {
   running.resize(kept);
   metrics_.recomputed_tokens = state_.recomputed_tokens;
   note_kv_usage(now);
+}
+
+void Replica::finish_run(TimeNs end) {
+  note_kv_usage(end);
+  note_waiting(end, 0);
+  metrics_.kv_usage.finish(end);
+  metrics_.swap_outs = state_.swap_outs;
+  metrics_.swap_out_bytes = state_.swap_out_bytes;
+  metrics_.swap_in_bytes = state_.swap_in_bytes;
+  metrics_.prefix_query_tokens = state_.prefix_query_tokens;
+  metrics_.prefix_hit_tokens = state_.prefix_hit_tokens;
+  metrics_.prefix_evictions = state_.kv.evictions();
+  metrics_.kv_released_reserved_slots = state_.released_reserved_slots;
+  metrics_.kv_released_unwritten_slots = state_.released_unwritten_slots;
 }
 
 }  // namespace servesim

@@ -10,26 +10,38 @@
 #include "sim/hw/cost_model.hpp"
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/sched/scheduler.hpp"
+#include "sim/serve/memory_plan.hpp"
 
 namespace servesim {
 
 class Replica {
  public:
-  Replica(const Scenario& scenario, std::int64_t kv_blocks, std::vector<Request>& requests, RunMetrics& metrics);
+  Replica(const Scenario& scenario, const MemoryPlan& memory, std::vector<Request>& requests, RunMetrics& metrics);
+
+  enum class Admission { queued, too_long, queue_full };
 
   bool busy() const { return busy_; }
-  bool has_work() const { return !state_.waiting.empty() || !state_.running.empty(); }
-  void enqueue(std::uint32_t request_index, TimeNs now);
+  bool has_work() const { return !state_.waiting.empty() || !state_.running.empty() || !state_.swapped.empty(); }
+  // Queues a new request, or says why it is rejected: longer than max_model_len or than the KV
+  // cache could ever hold, or the waiting queue is at max_queue_size.
+  Admission enqueue(std::uint32_t request_index, TimeNs now);
 
-  // Plans the next iteration at `now`; returns its duration, or nothing (the replica stays idle).
+  // Plans the next iteration at `now`; returns its duration, or nothing (the replica stays idle,
+  // until wake_at_ns() if that is set).
   std::optional<TimeNs> start_iteration(TimeNs now);
-  // Commits the running iteration at `now`: tokens are produced, finished requests leave.
+  TimeNs wake_at_ns() const { return plan_.wake_at_ns; }
+  // Commits the running iteration at `now`: tokens are produced, finished requests leave
+  // (listed in completed() until the next call).
   void finish_iteration(TimeNs now);
+  const std::vector<std::uint32_t>& completed() const { return completed_; }
+  // Copies the scheduler's counters into the metrics and closes the time integrals at `end`.
+  void finish_run(TimeNs end);
 
   const ReplicaState& state() const { return state_; }
 
  private:
   void note_kv_usage(TimeNs now);
+  void note_waiting(TimeNs now, std::int64_t delta);
   void emit_token(Request& r, TimeNs now);
 
   const Scenario& scenario_;
@@ -38,9 +50,13 @@ class Replica {
   RunMetrics& metrics_;
   IterationPlan plan_;
   std::vector<Op> ops_;  // reused each iteration
+  std::vector<std::uint32_t> completed_;
   bool busy_ = false;
   TimeNs kv_since_ns_ = 0;
-  std::int64_t kv_used_ = 0;
+  std::int64_t kv_used_ = 0, kv_frag_ = 0;
+  TimeNs waiting_since_ns_ = 0;
+  std::int64_t waiting_new_ = 0;  // queued requests that have not started
+  std::int64_t dropped_seen_ = 0;
 };
 
 }  // namespace servesim

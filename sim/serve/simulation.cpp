@@ -9,6 +9,7 @@
 
 #include "sim/core/event_queue.hpp"
 #include "sim/serve/replica.hpp"
+#include "sim/serve/saturation.hpp"
 #include "sim/workload/workload.hpp"
 
 namespace servesim {
@@ -20,14 +21,28 @@ struct ArrivalEvent {
 };
 struct IterationDoneEvent {};
 struct ScheduleEvent {};
-using Payload = std::variant<ArrivalEvent, IterationDoneEvent, ScheduleEvent>;
+struct WakeEvent {};  // a policy waiting for a batch window or timeout to expire
+using Payload = std::variant<ArrivalEvent, IterationDoneEvent, ScheduleEvent, WakeEvent>;
+
+RequestSpec spec_of(const Request& r) {
+  RequestSpec s;
+  s.arrival_ns = r.arrival_ns;
+  s.prompt_tokens = r.prompt_tokens;
+  s.output_tokens = r.output_tokens;
+  s.prefix_id = r.prefix_id;
+  s.prefix_tokens = r.prefix_tokens;
+  s.stream_id = r.stream_id;
+  s.turn = r.turn;
+  s.priority = r.priority;
+  return s;
+}
 
 class Engine {
  public:
   explicit Engine(const Scenario& s)
       : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed) {
     requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
-    replica_.emplace(s, memory_.kv_blocks, requests_, metrics_);
+    replica_.emplace(s, memory_, requests_, metrics_);
   }
 
   SimResult run() {
@@ -41,8 +56,9 @@ class Engine {
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
     }
     metrics_.end_ns = now_;
+    replica_->finish_run(now_);
     SimResult result{std::move(metrics_), memory_, events,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count()};
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(), Saturation{}};
     return result;
   }
 
@@ -59,30 +75,42 @@ class Engine {
   }
 
   void handle(ArrivalEvent& a) {
-    push_next_arrival();
+    // Later turns of a session come from completions, not from the arrival process.
+    if (a.spec.turn == 0) push_next_arrival();
     metrics_.arrived += 1;
     Request r;
     r.arrival_ns = a.spec.arrival_ns;
     r.prompt_tokens = static_cast<std::int32_t>(a.spec.prompt_tokens);
     r.output_tokens = static_cast<std::int32_t>(a.spec.output_tokens);
+    r.prefix_id = a.spec.prefix_id;
+    r.prefix_tokens = static_cast<std::int32_t>(a.spec.prefix_tokens);
+    r.stream_id = a.spec.stream_id;
+    r.turn = a.spec.turn;
+    r.priority = a.spec.priority;
     const auto index = static_cast<std::uint32_t>(requests_.size());
     requests_.push_back(r);
     // A request longer than max_model_len, or one the KV cache could never hold even alone, is
-    // rejected at once (vLLM does the same) rather than waiting forever.
-    const std::int64_t total = a.spec.prompt_tokens + a.spec.output_tokens;
-    const auto& kv = replica_->state().kv;
-    const auto watermark = static_cast<std::int64_t>(scenario_.engine.watermark_frac * static_cast<double>(kv.capacity_blocks()));
-    if (total > scenario_.engine.max_model_len || kv.blocks_for_tokens(total) > kv.capacity_blocks() - watermark) {
+    // rejected at once (vLLM does the same) rather than waiting forever; so is one that finds
+    // the queue full. A rejected turn ends its session.
+    const Replica::Admission admission = replica_->enqueue(index, now_);
+    if (admission != Replica::Admission::queued) {
       requests_.back().state = RequestState::rejected;
       metrics_.rejected += 1;
+      if (admission == Replica::Admission::queue_full) metrics_.rejected_queue_full += 1;
       return;
     }
-    replica_->enqueue(index, now_);
     request_schedule();
   }
 
   void handle(IterationDoneEvent&) {
     replica_->finish_iteration(now_);
+    if (sessions_) {
+      for (const std::uint32_t i : replica_->completed()) {
+        if (auto next = workload_.next_turn(spec_of(requests_[i]), now_)) {
+          queue_.push(next->arrival_ns, Phase::Arrival, ArrivalEvent{*next});
+        }
+      }
+    }
     request_schedule();
   }
 
@@ -90,8 +118,13 @@ class Engine {
     schedule_pending_ = false;
     if (auto duration = replica_->start_iteration(now_)) {
       queue_.push(now_ + *duration, Phase::Completion, IterationDoneEvent{});
+    } else if (const TimeNs wake = replica_->wake_at_ns(); wake > now_ && wake != wake_pending_ns_) {
+      wake_pending_ns_ = wake;
+      queue_.push(wake, Phase::Schedule, WakeEvent{});
     }
   }
+
+  void handle(WakeEvent&) { request_schedule(); }
 
   const Scenario& scenario_;
   MemoryPlan memory_;
@@ -102,13 +135,17 @@ class Engine {
   EventQueue<Payload> queue_;
   TimeNs now_ = 0;
   bool schedule_pending_ = false;
+  bool sessions_ = scenario_.workload.sessions.turns > 1;
+  TimeNs wake_pending_ns_ = -1;
 };
 
 }  // namespace
 
 SimResult simulate(const Scenario& scenario) {
   Engine engine(scenario);
-  return engine.run();
+  SimResult result = engine.run();
+  result.saturation = decode_saturation(scenario);
+  return result;
 }
 
 }  // namespace servesim

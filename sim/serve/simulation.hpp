@@ -5,6 +5,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/serve/memory_plan.hpp"
+#include "sim/serve/saturation.hpp"
 
 namespace servesim {
 
@@ -13,6 +14,7 @@ struct SimResult {
   MemoryPlan memory;
   std::uint64_t events = 0;
   double wall_s = 0.0;
+  Saturation saturation;
 };
 
 // Runs the scenario to completion. Throws InputError when the model does not fit.

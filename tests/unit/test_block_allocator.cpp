@@ -59,3 +59,115 @@ TEST_CASE("random workload: no leak, invariants hold throughout") {
   CHECK(kv.free_blocks() == kv.capacity_blocks());
   kv.check_invariants();
 }
+
+// Prefix cache: refcounted sharing, LRU eviction of free cached blocks, and the hash chain.
+#include "sim/kv/prefix_hash.hpp"
+
+TEST_CASE("prefix cache: published blocks are shared by refcount and survive their owner as free cached blocks") {
+  BlockAllocator kv(8, 16);
+  REQUIRE(kv.grow_to(0, 40));  // blocks 0,1,2; two full
+  kv.publish(0, 0, 111);
+  kv.publish(0, 1, 222);
+  CHECK(kv.cached_block(111) == 0);
+  CHECK(kv.cached_block(222) == 1);
+  kv.publish(0, 1, 333);  // a block keeps its first hash
+  CHECK(kv.cached_block(333) == -1);
+  // A second sequence shares both: no new blocks used.
+  kv.append_cached(1, kv.cached_block(111));
+  kv.append_cached(1, kv.cached_block(222));
+  CHECK(kv.used_blocks() == 3);
+  kv.check_invariants();
+  kv.free(0);
+  CHECK(kv.used_blocks() == 2);  // the shared two stay held by seq 1; block 2 (uncached) is free
+  CHECK(kv.cached_free_blocks() == 0);
+  kv.free(1);
+  CHECK(kv.used_blocks() == 0);
+  CHECK(kv.cached_free_blocks() == 2);  // free but still findable
+  CHECK(kv.free_blocks() == 8);
+  CHECK(kv.cached_block(111) == 0);
+  kv.check_invariants();
+  // Taking a free cached block back uses free capacity and leaves the LRU list.
+  CHECK(kv.is_free(0));
+  kv.append_cached(2, 0);
+  CHECK(kv.cached_free_blocks() == 1);
+  CHECK(kv.used_blocks() == 1);
+  kv.check_invariants();
+}
+
+TEST_CASE("prefix cache: uncached blocks go first, then the least recently freed cached block is evicted") {
+  BlockAllocator kv(4, 16);
+  REQUIRE(kv.grow_to(0, 32));  // blocks 0, 1
+  kv.publish(0, 0, 10);
+  kv.publish(0, 1, 11);
+  REQUIRE(kv.grow_to(1, 32));  // blocks 2, 3
+  kv.publish(1, 0, 20);
+  kv.publish(1, 1, 21);
+  kv.free(1);  // freed first: 21 (tail first), then 20
+  kv.free(0);  // then 11, 10
+  CHECK(kv.cached_free_blocks() == 4);
+  REQUIRE(kv.grow_to(2, 16));  // nothing uncached is left: evicts the LRU head, hash 21
+  CHECK(kv.evictions() == 1);
+  CHECK(kv.cached_block(21) == -1);
+  CHECK(kv.cached_block(20) >= 0);
+  REQUIRE(kv.grow_to(2, 48));  // evicts 20, then 11
+  CHECK(kv.cached_block(20) == -1);
+  CHECK(kv.cached_block(11) == -1);
+  CHECK(kv.cached_block(10) >= 0);
+  CHECK(kv.evictions() == 3);
+  kv.check_invariants();
+  CHECK_FALSE(kv.grow_to(3, 32));  // one block left (cached 10): two do not fit
+  kv.check_invariants();
+}
+
+TEST_CASE("prefix hash chain: equal token sources give equal chains; any earlier difference changes every later block") {
+  const TokenSource a{3, 40, 7}, b{3, 40, 8}, c{4, 40, 7};
+  std::uint64_t ha = 0, hb = 0, hc = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::uint64_t na = chain_block_hash(ha, a, i, 16), nb = chain_block_hash(hb, b, i, 16), nc = chain_block_hash(hc, c, i, 16);
+    // Blocks 0 and 1 lie inside the 40-token prefix: the stream does not matter. Block 2 holds
+    // tokens 32..47, partly the stream's.
+    if (i < 2) CHECK(na == nb);
+    else CHECK(na != nb);
+    CHECK(na != nc);
+    CHECK(na == chain_block_hash(ha, a, i, 16));  // a pure function
+    ha = na, hb = nb, hc = nc;
+  }
+  // Same tokens at a different position are a different block.
+  CHECK(chain_block_hash(0, a, 0, 16) != chain_block_hash(0, a, 1, 16));
+}
+
+TEST_CASE("prefix cache random workload: refcounts, LRU and the hash index stay consistent") {
+  BlockAllocator kv(64, 4);
+  RngStream rng(5, "prefix");
+  std::vector<std::int64_t> tokens(12, 0);
+  for (int step = 0; step < 20000; ++step) {
+    const auto seq = static_cast<SeqId>(rng.uniform_int(0, 11));
+    const double u = rng.uniform();
+    if (u < 0.15) {
+      kv.free(seq);
+      tokens[seq] = 0;
+    } else if (u < 0.3 && tokens[seq] == 0) {
+      // Share a chain of cached blocks named by small hashes 1..k, as far as they exist.
+      std::int64_t n = 0;
+      for (std::uint64_t h = 1; h <= 6; ++h) {
+        const std::int32_t b = kv.cached_block(h * 1000 + static_cast<std::uint64_t>(n));
+        if (b < 0) break;
+        kv.append_cached(seq, b);
+        ++n;
+      }
+      tokens[seq] = n * 4;
+    } else {
+      const std::int64_t want = tokens[seq] + rng.uniform_int(1, 9);
+      if (kv.grow_to(seq, want)) {
+        tokens[seq] = want;
+        for (std::int64_t i = 0; i < want / 4 && i < 6; ++i) kv.publish(seq, i, static_cast<std::uint64_t>(i + 1) * 1000 + static_cast<std::uint64_t>(i));
+      }
+    }
+    if (step % 500 == 0) kv.check_invariants();
+  }
+  kv.check_invariants();
+  for (SeqId s = 0; s < 12; ++s) kv.free(s);
+  CHECK(kv.used_blocks() == 0);
+  CHECK(kv.free_blocks() == kv.capacity_blocks());
+  kv.check_invariants();
+}

@@ -124,3 +124,48 @@ TEST_CASE("Hugging Face config.json files of each supported family parse") {
   const auto unsupported = nlohmann::json::parse(R"({"model_type":"mamba"})");
   CHECK_THROWS_WITH_AS(parse_model(unsupported, "x/config.json"), doctest::Contains("unsupported model_type 'mamba'"), InputError);
 }
+
+TEST_CASE("policy keys: unknown policy lists the registered ones; a key of another policy is unknown") {
+  auto doc = base_scenario();
+  doc["engine"]["scheduler"] = {{"impl", "magic"}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.impl: unknown scheduler 'magic' (static, dynamic, continuous, chunked-prefill, token-level)"));
+  doc["engine"]["scheduler"] = {{"impl", "continuous"}, {"batch_size", 8}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.batch_size: unknown key"));
+  doc["engine"]["scheduler"] = {{"impl", "static"}, {"batch_size", 0}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.batch_size: must be"));
+  doc["engine"]["scheduler"] = {{"impl", "static"}, {"batch_size", 65}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.batch_size: must be <= engine.max_num_seqs (64)"));
+  doc["engine"]["scheduler"] = {{"impl", "dynamic"}, {"max_queue_delay_s", -1}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.max_queue_delay_s"));
+  doc["engine"]["scheduler"] = {{"impl", "continuous"}, {"scheduling_policy", "lifo"}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.scheduling_policy: must be fcfs or priority"));
+  doc["engine"]["scheduler"] = {{"impl", "continuous"}, {"max_waiting_time_s", 0}};
+  CHECK(contains(parse_error(doc), "engine.scheduler.max_waiting_time_s: must be > 0"));
+}
+
+TEST_CASE("KV and workload keys of batching studies are checked") {
+  auto doc = base_scenario();
+  doc["engine"]["kv_reservation"] = "chunky";
+  CHECK(contains(parse_error(doc), "engine.kv_reservation: must be paged, contiguous or token"));
+  doc = base_scenario();
+  doc["engine"]["kv_reservation"] = "contiguous";
+  doc["engine"]["enable_prefix_caching"] = true;
+  CHECK(contains(parse_error(doc), "engine.enable_prefix_caching: needs kv_reservation paged"));
+  doc = base_scenario();
+  doc["engine"]["preemption_mode"] = "drop";
+  CHECK(contains(parse_error(doc), "engine.preemption_mode: must be recompute or swap"));
+  doc = base_scenario();
+  doc["engine"]["max_num_batched_tokens"] = 512;
+  CHECK(contains(parse_error(doc), "engine.max_num_batched_tokens: must be >= max_model_len"));
+  doc["engine"]["scheduler"] = {{"impl", "chunked-prefill"}, {"long_prefill_token_threshold", 256}};
+  CHECK(parse_error(doc) == "");  // chunked prefill may split prompts
+  doc = base_scenario();
+  doc["workload"]["shared_prefix"] = {{"num_prefixes", 0}, {"prefix_tokens", 10}};
+  CHECK(contains(parse_error(doc), "workload.shared_prefix.num_prefixes: must be"));
+  doc = base_scenario();
+  doc["workload"]["sessions"] = {{"turns", 3}, {"think_s", 1}};
+  CHECK(contains(parse_error(doc), "workload.sessions.think_s: unknown key"));
+  doc = base_scenario();
+  doc["workload"]["priority_class_weights"] = {1, -2};
+  CHECK(contains(parse_error(doc), "workload.priority_class_weights: must be an array of 1 to 16 positive numbers"));
+}

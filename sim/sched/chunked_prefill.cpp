@@ -1,0 +1,85 @@
+// Chunked prefill, as Sarathi-Serve and vLLM v1 schedule it: every iteration has one token budget
+// (max_num_batched_tokens). Running decodes come first (one token each; growth may preempt the
+// youngest), then the next chunks of prompts already running, oldest first, then new prompts in
+// queue order, each chunk capped by long_prefill_token_threshold and by what is left of the budget.
+// Prefill and decode share iterations, so a long prompt no longer stalls every decode behind it.
+#include "sim/sched/chunked_prefill.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace servesim {
+
+ChunkedPrefillScheduler::ChunkedPrefillScheduler(const SchedulerConfig& c)
+    : threshold_(c.long_prefill_token_threshold > 0 ? c.long_prefill_token_threshold
+                                                    : std::numeric_limits<std::int64_t>::max()) {}
+
+void ChunkedPrefillScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
+  const EngineConfig& cfg = st.config;
+  st.drop_expired();
+  st.swap_in();
+  auto& running = st.running;
+
+  // 1. Decodes.
+  std::size_t i = 0;
+  while (i < running.size()) {
+    if (!running[i].prefilled() || st.grow_or_preempt(i, running[i].computed_tokens + 1)) ++i;
+  }
+  tokens_.assign(running.size(), 0);
+  std::int64_t budget = cfg.max_num_batched_tokens;
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    if (running[j].prefilled()) {
+      tokens_[j] = 1;
+      budget -= 1;
+    }
+  }
+
+  // 2. Chunks of prompts already running. A chunk without blocks preempts the youngest running
+  // prompt (not a decode: those are planned); with none younger, it waits for decodes to finish.
+  for (std::size_t j = 0; j < running.size() && budget > 0; ++j) {
+    if (running[j].prefilled()) continue;
+    const std::int64_t chunk = std::min({running[j].target_tokens - running[j].computed_tokens, threshold_, budget});
+    bool grown = st.grow(j, running[j].computed_tokens + chunk);
+    while (!grown) {
+      std::size_t victim = running.size();
+      for (std::size_t k = running.size(); k-- > j + 1;) {
+        if (!running[k].prefilled()) {
+          victim = k;
+          break;
+        }
+      }
+      if (victim == running.size()) break;
+      st.preempt(victim);
+      tokens_.erase(tokens_.begin() + static_cast<std::ptrdiff_t>(victim));
+      grown = st.grow(j, running[j].computed_tokens + chunk);
+    }
+    if (!grown) continue;
+    tokens_[j] = chunk;
+    budget -= chunk;
+  }
+
+  // 3. New prompts (none while sequences wait in swap space).
+  while (budget > 0 && st.swapped.empty() && !st.waiting.empty() &&
+         static_cast<std::int64_t>(running.size()) < cfg.max_num_seqs) {
+    const Sequence& head = st.waiting.front();
+    const PrefixProbe probe = st.probe_prefix(head);
+    const std::int64_t remaining = head.target_tokens - probe.hit_blocks * st.kv.block_size_tokens();
+    const std::int64_t chunk = std::min({remaining, threshold_, budget});
+    if (!st.fits_with_watermark(st.admission_blocks(head, probe, chunk))) break;
+    st.admit_front(probe, chunk);
+    tokens_.push_back(chunk);
+    budget -= chunk;
+  }
+
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    if (tokens_[j] == 0) continue;
+    if (running[j].prefilled()) {
+      plan.items.push_back({static_cast<std::uint32_t>(j), 1, false});
+      plan.shape.add_decode(running[j].computed_tokens);
+    } else {
+      plan.add_prefill(j, tokens_[j], running[j]);
+    }
+  }
+}
+
+}  // namespace servesim

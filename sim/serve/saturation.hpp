@@ -1,0 +1,25 @@
+// Saturation batch size from the cost model: the decode batch size beyond which one doubling of
+// the batch raises decode throughput (tokens/s) by less than 5% for this model, GPU and context.
+#pragma once
+#include <cstdint>
+
+#include "sim/config/scenario.hpp"
+
+namespace servesim {
+
+struct Saturation {
+  std::int64_t batch_size = 0;
+  double context_tokens = 0.0;  // KV tokens per sequence assumed in each decode step
+};
+
+// Expected value of a length distribution (lognormal: its mean before clamping).
+double mean_tokens(const LengthDist& d);
+
+// Decode throughput b / step_time(b) at powers of two b = 1, 2, 4, ...; the answer is the first b
+// whose doubling gains less than 5% (capped at 65536). Context: the workload's mean prompt
+// (shared prefix included) plus half its mean output, i.e. the mean context over a request's
+// decode steps; later turns of sessions are not counted.
+Saturation decode_saturation(const Scenario& s);
+Saturation decode_saturation(const Scenario& s, double context_tokens);
+
+}  // namespace servesim
