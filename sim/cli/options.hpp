@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+// `--set key=[1,3]` and `--set key={"a":1,"b":2}` are one value each: never split repeatable
+// options at commas (cxxopts' default). Every use of cxxopts comes through this header.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
 namespace servesim::cli {

@@ -169,3 +169,13 @@ TEST_CASE("KV and workload keys of batching studies are checked") {
   doc["workload"]["priority_class_weights"] = {1, -2};
   CHECK(contains(parse_error(doc), "workload.priority_class_weights: must be an array of 1 to 16 positive numbers"));
 }
+
+TEST_CASE("--set takes JSON arrays and objects with commas as one value") {
+  const std::string path = write_temp("commas.json", base_scenario().dump());
+  const auto r = run_cli("run " + path + " --quiet --out /tmp/servesim_test_commas --set 'workload.priority_class_weights=[1,3]' "
+                         "--set 'engine.scheduler={\"impl\":\"dynamic\",\"max_batch_size\":4}'");
+  CHECK_MESSAGE(r.exit_code == 0, r.output);
+  const auto report = load_json_file("/tmp/servesim_test_commas/report.json");
+  CHECK(report["scenario"]["workload"]["priority_class_weights"] == nlohmann::json::array({1.0, 3.0}));
+  CHECK(report["scenario"]["engine"]["scheduler"]["max_batch_size"] == 4);
+}

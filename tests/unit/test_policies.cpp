@@ -16,6 +16,8 @@ struct Harness {
   std::unique_ptr<BatchScheduler> sched;
   IterationPlan plan;
 
+  Harness(const Harness&) = delete;  // st refers to cfg and requests
+  Harness& operator=(const Harness&) = delete;
   Harness(EngineConfig c, std::int64_t capacity_blocks) : cfg(std::move(c)) {
     requests.reserve(1000);
     st = std::make_unique<ReplicaState>(cfg, capacity_blocks, 1000.0, requests);
@@ -111,16 +113,26 @@ TEST_CASE("continuous: when blocks run out the youngest is preempted and recompu
   h.st->kv.check_invariants();
 }
 
-TEST_CASE("swap preemption: the victim's KV goes to host memory and comes back without recompute") {
+namespace {
+// Two 96-token prompts in 13 blocks (of 1000 bytes) under swap preemption; the second is the
+// victim on the first decode step.
+std::unique_ptr<Harness> swap_case(double swap_space_bytes, std::int32_t first_output) {
   EngineConfig e = engine("continuous");
   e.preemption_mode = PreemptionMode::swap;
-  e.swap_space_bytes = 1e6;  // 1000 blocks of 1000 bytes
-  Harness h(e, 13);
-  h.add(96, 3);
-  h.add(96, 50);
-  h.step();
-  h.commit();
-  h.step();
+  e.swap_space_bytes = swap_space_bytes;
+  auto h = std::make_unique<Harness>(e, 13);
+  h->add(96, first_output);
+  h->add(96, 50);
+  h->step();
+  h->commit();
+  h->step();
+  return h;
+}
+}  // namespace
+
+TEST_CASE("swap preemption: the victim's KV goes to host memory and comes back without recompute") {
+  auto hp = swap_case(1e6, 3);  // room for 1000 blocks
+  Harness& h = *hp;
   CHECK(h.st->preemptions == 1);
   CHECK(h.st->recomputed_tokens == 0);
   REQUIRE(h.st->swapped.size() == 1);
@@ -141,15 +153,8 @@ TEST_CASE("swap preemption: the victim's KV goes to host memory and comes back w
 }
 
 TEST_CASE("swap preemption falls back to recompute when swap space is full") {
-  EngineConfig e = engine("continuous");
-  e.preemption_mode = PreemptionMode::swap;
-  e.swap_space_bytes = 5000.0;  // 5 blocks: the victim needs 6
-  Harness h(e, 13);
-  h.add(96, 50);
-  h.add(96, 50);
-  h.step();
-  h.commit();
-  h.step();
+  auto hp = swap_case(5000.0, 50);  // 5 blocks: the victim needs 6
+  Harness& h = *hp;
   CHECK(h.st->swapped.empty());
   CHECK(h.st->recomputed_tokens == 96);
 }
