@@ -10,6 +10,10 @@ namespace servesim {
 BlockAllocator::BlockAllocator(std::int64_t capacity_blocks, std::int64_t block_size_tokens)
     : capacity_blocks_(capacity_blocks), block_size_(block_size_tokens) {
   if (capacity_blocks < 0 || block_size_tokens <= 0) throw std::logic_error("BlockAllocator: bad sizes");
+  if ((block_size_tokens & (block_size_tokens - 1)) == 0) {
+    block_shift_ = 0;
+    while ((std::int64_t{1} << block_shift_) < block_size_tokens) ++block_shift_;
+  }
   const auto n = static_cast<std::size_t>(capacity_blocks);
   free_list_.reserve(n);
   // Lowest ids on top of the stack so a fresh allocator hands out 0, 1, 2, ...
@@ -69,6 +73,7 @@ std::int32_t BlockAllocator::take_block() {
 
 bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   const std::int64_t extra = extra_blocks_for(seq, tokens);
+  if (extra == 0) return true;
   if (extra > free_blocks()) return false;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
   auto& table = tables_[seq];

@@ -26,7 +26,10 @@ class BlockAllocator {
   std::int64_t used_blocks() const { return capacity_blocks_ - free_blocks(); }
   std::int64_t cached_free_blocks() const { return evictable_; }
   std::int64_t evictions() const { return evictions_; }
-  std::int64_t blocks_for_tokens(std::int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+  // A shift for power-of-two block sizes: this runs for every sequence in every iteration.
+  std::int64_t blocks_for_tokens(std::int64_t tokens) const {
+    return block_shift_ >= 0 ? (tokens + block_size_ - 1) >> block_shift_ : (tokens + block_size_ - 1) / block_size_;
+  }
 
   // Blocks `seq` holds now, and the extra blocks it needs to hold `tokens` in total.
   std::int64_t blocks_of(SeqId seq) const;
@@ -61,6 +64,7 @@ class BlockAllocator {
 
   std::int64_t capacity_blocks_;
   std::int64_t block_size_;
+  int block_shift_ = -1;  // log2(block_size_) when it is a power of two
   std::vector<std::int32_t> free_list_;             // free, uncached (LIFO)
   std::vector<std::vector<std::int32_t>> tables_;   // indexed by SeqId; capacity kept for reuse
   std::vector<std::int32_t> refcount_;              // per block

@@ -155,7 +155,7 @@ bool ReplicaState::grow(std::size_t i, std::int64_t tokens) {
   Sequence& seq = running[i];
   if (!kv.grow_to(seq.slot, reserve_target(tokens))) return false;
   set_kv_tokens(seq, tokens);
-  publish_full_blocks(seq);
+  if (config.enable_prefix_caching) publish_full_blocks(seq);
   return true;
 }
 

@@ -146,7 +146,8 @@ void Replica::finish_iteration(TimeNs now) {
         metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
       }
     } else {
-      running[kept++] = running[i];
+      if (kept != i) running[kept] = running[i];  // no self-copy: it stalls on store forwarding
+      ++kept;
     }
   }
   running.resize(kept);
