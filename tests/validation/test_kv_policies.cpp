@@ -49,11 +49,12 @@ TEST_CASE("internal fragmentation with fixed lengths equals the block-size close
     CHECK(std::fabs(peak - analytic) < 1e-9);
   }
   // One sequence decoding alone: it holds n = p .. p+o-1 tokens, one iteration each. With
-  // equally long decode iterations the time-weighted fraction is
-  // sum_n (ceil(n/B)B - n) / sum_n ceil(n/B)B. Iterations differ slightly (prefill is longer,
-  // attention grows with n), so the bound is 1%.
+  // equally long iterations the time-weighted fraction is sum_n (ceil(n/B)B - n) / sum_n ceil(n/B)B.
+  // A 5 s host overhead per step makes every iteration equally long to within the GPU time's
+  // variation (~20 ms of 5 s: prefill is longer, attention grows with n), hence the 0.1% bound.
   const int p = 100, o = 1500, block = 16;
   auto doc = base_scenario();
+  doc["engine"]["host_overhead_per_step_s"] = 5.0;
   doc["workload"] = fixed_workload(1, 1.0, p, o);
   const auto r = run(doc);
   double unused = 0.0, held = 0.0;
@@ -71,7 +72,7 @@ TEST_CASE("internal fragmentation with fixed lengths equals the block-size close
   const double peak = r["kv_cache"]["internal_fragmentation_peak_frac"];
   std::printf("closed form, fragmentation, one decoding sequence (p=%d, o=%d, B=%d): sim %.6f vs analytic %.6f (%.3f%%); peak %.6f vs %.6f\n",
               p, o, block, sim, analytic, 100 * err, peak, worst);
-  CHECK(err < 0.01);
+  CHECK(err < 0.001);
   CHECK(std::fabs(peak - worst) < 1e-12);
 }
 
