@@ -28,6 +28,7 @@ void ReplicaState::preempt_to_waiting_front(Sequence seq) {
   r.state = RequestState::waiting;
   r.preemptions += 1;
   preemptions += 1;
+  preempted_ids.push_back(seq.request);
   recomputed_tokens += seq.computed_tokens;
   // Recompute: the prompt and every token generated so far are prefilled again.
   seq.target_tokens = r.prompt_tokens + r.generated_tokens;

@@ -28,6 +28,7 @@ struct ReplicaState {
   std::uint32_t slots_created = 0;
   std::int64_t preemptions = 0;
   std::int64_t recomputed_tokens = 0;
+  std::vector<std::uint32_t> preempted_ids;  // requests preempted since the replica last cleared it
 
   std::uint32_t take_slot();
   // Frees a running sequence's blocks and slot (the caller removes it from `running`).

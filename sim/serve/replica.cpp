@@ -32,10 +32,24 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
   plan_.clear();
   const std::int64_t preemptions_before = state_.preemptions;
+  state_.preempted_ids.clear();
   scheduler_->schedule(state_, plan_);
   metrics_.preemptions += state_.preemptions - preemptions_before;
   note_kv_usage(now);
+  if (observer_) {
+    for (const std::uint32_t id : state_.preempted_ids) observer_->on_preempted(id, now);
+  }
   if (plan_.items.empty()) return std::nullopt;
+  if (plan_.shape.prefill_seqs > 0) {
+    // A prefill from token 0 is an admission: the first one, or a recompute after preemption.
+    for (const PlannedItem& item : plan_.items) {
+      const Sequence& seq = state_.running[item.running_index];
+      if (!item.prefill || seq.computed_tokens != 0) continue;
+      Request& r = state_.requests[seq.request];
+      if (r.scheduled_ns < 0) r.scheduled_ns = now;
+      if (observer_) observer_->on_admitted(seq.request, now);
+    }
+  }
 
   build_iteration_ops(scenario_.model, plan_.shape, scenario_.precision, ops_);
   // CUDA graphs are captured for decode only (vLLM); prefill iterations launch kernels eagerly.
@@ -54,7 +68,25 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   metrics_.bytes_moved += step.bytes;
   busy_ = true;
   // At least 1 ns so time always advances.
-  return std::max<TimeNs>(1, seconds_to_ns(step.time_s));
+  const TimeNs duration_ns = std::max<TimeNs>(1, seconds_to_ns(step.time_s));
+  if (observer_) {
+    IterationRecord it;
+    it.replica = index_;
+    it.start_ns = now;
+    it.end_ns = now + duration_ns;
+    it.seqs = seqs;
+    it.prefill_seqs = plan_.shape.prefill_seqs;
+    it.prefill_tokens = plan_.shape.prefill_tokens;
+    it.decode_seqs = plan_.shape.decode_seqs;
+    it.sampled_seqs = plan_.shape.sampled_seqs();
+    it.decode_kv_tokens = plan_.shape.decode_kv_tokens;
+    it.kv_used_blocks = state_.kv.used_blocks();
+    it.kv_capacity_blocks = state_.kv.capacity_blocks();
+    it.waiting = static_cast<std::int64_t>(state_.waiting.size());
+    it.launch_bound = step.launch_bound;
+    observer_->on_iteration(it);
+  }
+  return duration_ns;
 }
 
 void Replica::emit_token(Request& r, TimeNs now) {
@@ -74,7 +106,10 @@ void Replica::finish_iteration(TimeNs now) {
   for (const PlannedItem& item : plan_.items) {
     Sequence& seq = running[item.running_index];
     seq.computed_tokens += item.new_tokens;
-    if (seq.prefilled()) emit_token(state_.requests[seq.request], now);
+    if (seq.prefilled()) {
+      emit_token(state_.requests[seq.request], now);
+      if (item.prefill && observer_) observer_->on_prefill_done(seq.request, now);
+    }
   }
   // Stable compaction: finished sequences leave, the rest keep admission order.
   std::size_t kept = 0;
@@ -92,6 +127,7 @@ void Replica::finish_iteration(TimeNs now) {
       if (r.output_tokens > 1) {
         metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
       }
+      if (observer_) observer_->on_finished(running[i].request, r, now);
     } else {
       running[kept++] = running[i];
     }

@@ -9,6 +9,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/metrics/run_metrics.hpp"
+#include "sim/metrics/run_observer.hpp"
 #include "sim/sched/scheduler.hpp"
 
 namespace servesim {
@@ -27,6 +28,11 @@ class Replica {
   void finish_iteration(TimeNs now);
 
   const ReplicaState& state() const { return state_; }
+  // Reports request transitions and iterations to `observer` (not owned; null = none).
+  void set_observer(RunObserver* observer, std::int32_t replica_index) {
+    observer_ = observer;
+    index_ = replica_index;
+  }
 
  private:
   void note_kv_usage(TimeNs now);
@@ -39,6 +45,8 @@ class Replica {
   IterationPlan plan_;
   std::vector<Op> ops_;  // reused each iteration
   bool busy_ = false;
+  RunObserver* observer_ = nullptr;
+  std::int32_t index_ = 0;
   TimeNs kv_since_ns_ = 0;
   std::int64_t kv_used_ = 0;
 };

@@ -24,10 +24,11 @@ using Payload = std::variant<ArrivalEvent, IterationDoneEvent, ScheduleEvent>;
 
 class Engine {
  public:
-  explicit Engine(const Scenario& s)
-      : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed) {
+  Engine(const Scenario& s, const SimHooks& hooks)
+      : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed), hooks_(hooks) {
     requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
     replica_.emplace(s, memory_.kv_blocks, requests_, metrics_);
+    replica_->set_observer(hooks.observer, 0);
   }
 
   SimResult run() {
@@ -39,14 +40,22 @@ class Engine {
       now_ = ev.time_ns;
       ++events;
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
+      if ((events & 0xfff) == 0 && hooks_.progress) report_progress();
     }
     metrics_.end_ns = now_;
+    if (hooks_.progress) report_progress();
+    if (hooks_.observer) hooks_.observer->on_end(now_);
     SimResult result{std::move(metrics_), memory_, events,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count()};
     return result;
   }
 
  private:
+  void report_progress() {
+    hooks_.progress(Progress{metrics_.arrived, metrics_.completed + metrics_.rejected,
+                             scenario_.workload.num_requests, ns_to_seconds(now_)});
+  }
+
   void push_next_arrival() {
     if (auto spec = workload_.next()) queue_.push(spec->arrival_ns, Phase::Arrival, ArrivalEvent{*spec});
   }
@@ -67,6 +76,7 @@ class Engine {
     r.output_tokens = static_cast<std::int32_t>(a.spec.output_tokens);
     const auto index = static_cast<std::uint32_t>(requests_.size());
     requests_.push_back(r);
+    if (hooks_.observer) hooks_.observer->on_arrival(index, r, now_);
     // A request longer than max_model_len, or one the KV cache could never hold even alone, is
     // rejected at once (vLLM does the same) rather than waiting forever.
     const std::int64_t total = a.spec.prompt_tokens + a.spec.output_tokens;
@@ -75,6 +85,7 @@ class Engine {
     if (total > scenario_.engine.max_model_len || kv.blocks_for_tokens(total) > kv.capacity_blocks() - watermark) {
       requests_.back().state = RequestState::rejected;
       metrics_.rejected += 1;
+      if (hooks_.observer) hooks_.observer->on_rejected(index, requests_.back(), now_);
       return;
     }
     replica_->enqueue(index, now_);
@@ -96,6 +107,7 @@ class Engine {
   const Scenario& scenario_;
   MemoryPlan memory_;
   WorkloadGenerator workload_;
+  const SimHooks& hooks_;
   std::vector<Request> requests_;
   RunMetrics metrics_;
   std::optional<Replica> replica_;
@@ -106,8 +118,8 @@ class Engine {
 
 }  // namespace
 
-SimResult simulate(const Scenario& scenario) {
-  Engine engine(scenario);
+SimResult simulate(const Scenario& scenario, const SimHooks& hooks) {
+  Engine engine(scenario, hooks);
   return engine.run();
 }
 
