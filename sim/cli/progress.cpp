@@ -5,18 +5,22 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace servesim::cli {
 
 ProgressBar::ProgressBar(bool wanted)
-    : enabled_(wanted && ::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : enabled_(wanted && ::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()), last_(start_) {
+  // Tests set SERVESIM_PROGRESS_DELAY_MS=0 to see the bar on short runs.
+  if (const char* env = std::getenv("SERVESIM_PROGRESS_DELAY_MS")) delay_ = std::chrono::milliseconds(std::atoi(env));
+}
 
 void ProgressBar::update(double fraction, const std::string& detail) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
   // Short runs finish before the bar is worth drawing.
-  if (!drawn_ && now - start_ < std::chrono::milliseconds(300)) return;
+  if (!drawn_ && now - start_ < delay_) return;
   last_ = now;
   drawn_ = true;
   fraction = std::clamp(fraction, 0.0, 1.0);

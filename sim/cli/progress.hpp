@@ -22,6 +22,7 @@ class ProgressBar {
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
+  std::chrono::milliseconds delay_{300};  // short runs finish before a bar is worth drawing
 };
 
 }  // namespace servesim::cli

@@ -297,3 +297,36 @@ TEST_CASE("same scenario and seed: byte-identical requests.csv, trace.json and r
     CHECK(x == slurp(b + "/" + f));
   }
 }
+
+TEST_CASE("progress bar: drawn on a terminal only, silenced by --quiet") {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 3000;
+  doc["workload"]["arrival"]["rate_per_s"] = 20.0;
+  const std::string scen = write_temp("progress.json", doc.dump());
+  const std::string dir = "/tmp/servesim_progress_" + std::to_string(::getpid());
+  // Not a terminal (a pipe): no bar, no carriage returns.
+  const auto piped = run_cli("run " + scen + " --out " + dir);
+  REQUIRE(piped.exit_code == 0);
+  CHECK(piped.output.find('\r') == std::string::npos);
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    MESSAGE("*** SKIPPED the terminal half: `script` (util-linux) not found ***");
+    return;
+  }
+  // `script` gives the command a pseudo-terminal; only stderr's bar reaches our pipe.
+  auto on_tty = [&](const std::string& extra) {
+    const std::string cmd = "SERVESIM_PROGRESS_DELAY_MS=0 script -qec \"" + std::string(SERVESIM_BINARY) + " run " + scen + " --out " + dir +
+                            " " + extra + " >/dev/null\" /dev/null 2>&1";
+    std::string out;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    REQUIRE(pipe);
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+    CHECK(pclose(pipe) == 0);
+    return out;
+  };
+  const std::string bar = on_tty("");
+  CHECK(bar.find("requests,") != std::string::npos);
+  CHECK(bar.find("%") != std::string::npos);
+  CHECK(bar.find("\r\033[K") != std::string::npos);  // drawn in place, erased at the end
+  CHECK(on_tty("--quiet").find("requests,") == std::string::npos);
+}
