@@ -175,53 +175,26 @@ std::string timeline_charts(const RunRecorder& rec) {
     kv_mean.points.push_back({x, n > 0 ? 100.0 * b[i].kv_frac_sum / n : 0.0});
     kv_max.points.push_back({x, 100.0 * b[i].kv_frac_max});
   }
-  std::string out;
-  svg::Chart c;
-  c.id = "chart-throughput";
-  c.title = "Throughput over time";
-  c.subtitle = "tokens sampled per second, " + per;
-  c.x.label = "simulated time (s)";
-  c.y.label = "output tokens/s";
-  c.series = {tok};
-  out += svg::render(c);
-
-  c = svg::Chart{};
-  c.id = "chart-requests";
-  c.title = "Arrivals and completions over time";
-  c.subtitle = "requests per second, " + per;
-  c.x.label = "simulated time (s)";
-  c.y.label = "requests/s";
-  c.series = {arr, req};
-  out += svg::render(c);
-
-  c = svg::Chart{};
-  c.id = "chart-queue";
-  c.title = "Queue length over time";
-  c.subtitle = "waiting requests after each scheduling step, " + per;
-  c.x.label = "simulated time (s)";
-  c.y.label = "requests waiting";
-  c.series = {q_mean, q_max};
-  out += svg::render(c);
-
-  c = svg::Chart{};
-  c.id = "chart-batch";
-  c.title = "Batch size over time";
-  c.subtitle = "sequences per iteration, " + per;
-  c.x.label = "simulated time (s)";
-  c.y.label = "sequences";
-  c.series = {bs_mean, bs_max};
-  out += svg::render(c);
-
-  c = svg::Chart{};
-  c.id = "chart-kv";
-  c.title = "KV-cache usage over time";
-  c.subtitle = "blocks in use after each scheduling step, " + per;
-  c.x.label = "simulated time (s)";
-  c.y.label = "% of KV blocks";
-  c.y.max = 100.0;
-  c.series = {kv_mean, kv_max};
-  out += svg::render(c);
-  return out;
+  // All timeline charts share the time axis; `y_max` pins percentages to 100.
+  auto chart = [&](const char* id, const char* title, const std::string& what, const char* y_label,
+                   std::vector<svg::Series> series, std::optional<double> y_max = std::nullopt) {
+    svg::Chart c;
+    c.id = id;
+    c.title = title;
+    c.subtitle = what + ", " + per;
+    c.x.label = "simulated time (s)";
+    c.y.label = y_label;
+    c.y.max = y_max;
+    c.series = std::move(series);
+    return svg::render(c);
+  };
+  return chart("chart-throughput", "Throughput over time", "tokens sampled per second", "output tokens/s", {tok}) +
+         chart("chart-requests", "Arrivals and completions over time", "requests per second", "requests/s", {arr, req}) +
+         chart("chart-queue", "Queue length over time", "waiting requests after each scheduling step", "requests waiting",
+               {q_mean, q_max}) +
+         chart("chart-batch", "Batch size over time", "sequences per iteration", "sequences", {bs_mean, bs_max}) +
+         chart("chart-kv", "KV-cache usage over time", "blocks in use after each scheduling step", "% of KV blocks", {kv_mean, kv_max},
+               100.0);
 }
 
 const char* phase_color(RequestPhase p) {

@@ -41,6 +41,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// The base scenario with `requests` Poisson arrivals at `rate_per_s`, written to a temporary file.
+std::string temp_scenario(const std::string& name, int requests, double rate_per_s) {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = requests;
+  doc["workload"]["arrival"]["rate_per_s"] = rate_per_s;
+  return write_temp(name, doc.dump());
+}
+
 }  // namespace
 
 TEST_CASE("timeline: bucket count stays bounded and widening keeps every count") {
@@ -282,10 +290,7 @@ TEST_CASE("run writes trace.json in the trace event format, sampled as asked") {
 }
 
 TEST_CASE("same scenario and seed: byte-identical requests.csv, trace.json and report.html") {
-  auto doc = base_scenario();
-  doc["workload"]["num_requests"] = 150;
-  doc["workload"]["arrival"]["rate_per_s"] = 30.0;
-  const std::string scen = write_temp("det.json", doc.dump());
+  const std::string scen = temp_scenario("det.json", 150, 30.0);
   const std::string a = "/tmp/servesim_outdet_a_" + std::to_string(::getpid());
   const std::string b = "/tmp/servesim_outdet_b_" + std::to_string(::getpid());
   REQUIRE(run_cli("run " + scen + " --quiet --out " + a).exit_code == 0);
@@ -299,10 +304,7 @@ TEST_CASE("same scenario and seed: byte-identical requests.csv, trace.json and r
 }
 
 TEST_CASE("progress bar: drawn on a terminal only, silenced by --quiet") {
-  auto doc = base_scenario();
-  doc["workload"]["num_requests"] = 3000;
-  doc["workload"]["arrival"]["rate_per_s"] = 20.0;
-  const std::string scen = write_temp("progress.json", doc.dump());
+  const std::string scen = temp_scenario("progress.json", 3000, 20.0);
   const std::string dir = "/tmp/servesim_progress_" + std::to_string(::getpid());
   // Not a terminal (a pipe): no bar, no carriage returns.
   const auto piped = run_cli("run " + scen + " --out " + dir);
