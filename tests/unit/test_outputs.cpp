@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "../support.hpp"
+#include "sim/io/html_report.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/report_io.hpp"
 #include "sim/io/svg_chart.hpp"
 #include "sim/metrics/run_recorder.hpp"
 #include "sim/serve/simulation.hpp"
@@ -331,4 +333,26 @@ TEST_CASE("progress bar: drawn on a terminal only, silenced by --quiet") {
   CHECK(bar.find("%") != std::string::npos);
   CHECK(bar.find("\r\033[K") != std::string::npos);  // drawn in place, erased at the end
   CHECK(on_tty("--quiet").find("requests,") == std::string::npos);
+}
+
+TEST_CASE("report.html: SLO rows and lines, when the caller has SLOs") {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 60;
+  const Scenario s = scenario_from(doc);
+  RunRecorder rec(60);
+  SimHooks hooks;
+  hooks.observer = &rec;
+  const SimResult r = simulate(s, hooks);
+  const auto report = make_report(s, r);
+  std::ostringstream page;
+  write_run_html(page, s, r, report, rec, {{"ttft_s", 99, 1e-6}, {"e2e_s", 50, 1e6}});
+  const std::string html = page.str();
+  CHECK(html.find("SLO TTFT p99") != std::string::npos);
+  CHECK(html.find("misses</span>") != std::string::npos);  // no TTFT is a microsecond
+  CHECK(html.find("SLO E2E p50") != std::string::npos);
+  CHECK(html.find("meets</span>") != std::string::npos);   // every E2E is under 11 days
+  CHECK(html.find("SLO p99 1 µs") != std::string::npos);    // the threshold line on the TTFT CDF
+  std::ostringstream plain;
+  write_run_html(plain, s, r, report, rec);
+  CHECK(plain.str().find("none in this scenario") != std::string::npos);
 }
