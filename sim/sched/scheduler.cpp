@@ -182,6 +182,7 @@ void ReplicaState::preempt(std::size_t index) {
   r.state = RequestState::waiting;
   r.preemptions += 1;
   preemptions += 1;
+  preempted_ids.push_back(seq.request);
   const std::int64_t blocks = kv.blocks_for_tokens(seq.computed_tokens);
   release(seq);
   if (config.preemption_mode == PreemptionMode::swap && swap_used_blocks + blocks <= swap_capacity_blocks) {
@@ -259,6 +260,7 @@ void ReplicaState::drop_expired() {
       // Only requests that never started: dropping a preempted one would waste its tokens.
       if (r.started_ns >= 0 || now_ns - r.arrival_ns <= limit) break;
       r.state = RequestState::rejected;
+      dropped_ids.push_back(q.front().request);
       q.pop_front();
       waiting.removed_one();
       dropped_timeout += 1;

@@ -64,6 +64,8 @@ struct ReplicaState {
   double kv_block_bytes = 0.0;
   std::int64_t swap_capacity_blocks = 0, swap_used_blocks = 0;
   std::int64_t watermark_blocks = 0;
+  std::vector<std::uint32_t> preempted_ids;  // requests preempted since the replica last cleared it
+  std::vector<std::uint32_t> dropped_ids;    // requests dropped by max_waiting_time_s, likewise
 
   // Counters read by the replica's metrics.
   std::int64_t preemptions = 0, recomputed_tokens = 0, swap_outs = 0;

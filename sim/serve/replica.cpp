@@ -61,6 +61,8 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   state_.now_ns = now;
   state_.pending_swap_bytes = 0.0;
   const std::int64_t preemptions_before = state_.preemptions;
+  state_.preempted_ids.clear();
+  state_.dropped_ids.clear();
   scheduler_->schedule(state_, plan_);
   metrics_.preemptions += state_.preemptions - preemptions_before;
   if (state_.dropped_timeout != dropped_seen_) {
@@ -69,6 +71,9 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     metrics_.rejected += dropped;
     metrics_.rejected_timeout += dropped;
     note_waiting(now, -dropped);
+    if (observer_) {
+      for (const std::uint32_t id : state_.dropped_ids) observer_->on_rejected(id, state_.requests[id], now);
+    }
   }
   for (const PlannedItem& item : plan_.items) {
     if (!item.prefill) continue;  // a decoding request has started already
@@ -80,7 +85,21 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     }
   }
   note_kv_usage(now);
+  if (observer_) {
+    for (const std::uint32_t id : state_.preempted_ids) observer_->on_preempted(id, now);
+  }
   if (plan_.shape.total_tokens() == 0) return std::nullopt;
+  if (plan_.shape.prefill_seqs > 0) {
+    // A prefill from token 0 is an admission: the first one, or a recompute after preemption.
+    for (const PlannedItem& item : plan_.items) {
+      const Sequence& seq = state_.running[item.running_index];
+      Request& r = state_.requests[seq.request];
+      // computed_tokens counts a prefix-cache hit too, so a first start is also "started now".
+      if (!item.prefill || (seq.computed_tokens != 0 && r.started_ns != now)) continue;
+      if (r.scheduled_ns < 0) r.scheduled_ns = now;
+      if (observer_) observer_->on_admitted(seq.request, now);
+    }
+  }
 
   build_iteration_ops(scenario_.model, plan_.shape, scenario_.precision, ops_);
   // CUDA graphs are captured for decode only (vLLM); prefill iterations launch kernels eagerly.
@@ -105,7 +124,25 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   metrics_.computed_tokens += plan_.shape.total_tokens();
   busy_ = true;
   // At least 1 ns so time always advances.
-  return std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s));
+  const TimeNs duration_ns = std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s));
+  if (observer_) {
+    IterationRecord it;
+    it.replica = index_;
+    it.start_ns = now;
+    it.end_ns = now + duration_ns;
+    it.seqs = seqs;
+    it.prefill_seqs = plan_.shape.prefill_seqs;
+    it.prefill_tokens = plan_.shape.prefill_tokens;
+    it.decode_seqs = plan_.shape.decode_seqs;
+    it.sampled_seqs = plan_.shape.sampled_seqs();
+    it.decode_kv_tokens = plan_.shape.decode_kv_tokens;
+    it.kv_used_blocks = state_.kv.used_blocks();
+    it.kv_capacity_blocks = state_.kv.capacity_blocks();
+    it.waiting = static_cast<std::int64_t>(state_.waiting.size());
+    it.launch_bound = step.launch_bound;
+    observer_->on_iteration(it);
+  }
+  return duration_ns;
 }
 
 void Replica::emit_token(Request& r, TimeNs now) {
@@ -126,7 +163,10 @@ void Replica::finish_iteration(TimeNs now) {
   for (const PlannedItem& item : plan_.items) {
     Sequence& seq = running[item.running_index];
     seq.computed_tokens += item.new_tokens;
-    if (seq.prefilled()) emit_token(state_.requests[seq.request], now);
+    if (seq.prefilled()) {
+      emit_token(state_.requests[seq.request], now);
+      if (item.prefill && observer_) observer_->on_prefill_done(seq.request, now);
+    }
   }
   // Stable compaction: finished sequences leave, the rest keep admission order.
   std::size_t kept = 0;
@@ -145,6 +185,7 @@ void Replica::finish_iteration(TimeNs now) {
       if (r.output_tokens > 1) {
         metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
       }
+      if (observer_) observer_->on_finished(running[i].request, r, now);
     } else {
       if (kept != i) running[kept] = running[i];  // no self-copy: it stalls on store forwarding
       ++kept;

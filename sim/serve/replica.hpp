@@ -9,6 +9,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/metrics/run_metrics.hpp"
+#include "sim/metrics/run_observer.hpp"
 #include "sim/sched/scheduler.hpp"
 #include "sim/serve/memory_plan.hpp"
 
@@ -38,6 +39,11 @@ class Replica {
   void finish_run(TimeNs end);
 
   const ReplicaState& state() const { return state_; }
+  // Reports request transitions and iterations to `observer` (not owned; null = none).
+  void set_observer(RunObserver* observer, std::int32_t replica_index) {
+    observer_ = observer;
+    index_ = replica_index;
+  }
 
  private:
   void note_kv_usage(TimeNs now);
@@ -52,6 +58,8 @@ class Replica {
   std::vector<Op> ops_;  // reused each iteration
   std::vector<std::uint32_t> completed_;
   bool busy_ = false;
+  RunObserver* observer_ = nullptr;
+  std::int32_t index_ = 0;
   TimeNs kv_since_ns_ = 0;
   std::int64_t kv_used_ = 0, kv_frag_ = 0;
   TimeNs waiting_since_ns_ = 0;

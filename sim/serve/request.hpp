@@ -11,6 +11,7 @@ enum class RequestState : std::uint8_t { waiting, running, completed, rejected }
 // One user request. Times are -1 until they happen.
 struct Request {
   TimeNs arrival_ns = 0;
+  TimeNs scheduled_ns = -1;  // first admission into a batch (end of its first queueing)
   TimeNs first_token_ns = -1;
   TimeNs last_token_ns = -1;
   TimeNs started_ns = -1;          // first iteration that computes any of it (ends its queueing)

@@ -39,10 +39,11 @@ RequestSpec spec_of(const Request& r) {
 
 class Engine {
  public:
-  explicit Engine(const Scenario& s)
-      : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed) {
+  Engine(const Scenario& s, const SimHooks& hooks)
+      : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed), hooks_(hooks) {
     requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
     replica_.emplace(s, memory_, requests_, metrics_);
+    replica_->set_observer(hooks.observer, 0);
   }
 
   SimResult run() {
@@ -54,15 +55,23 @@ class Engine {
       now_ = ev.time_ns;
       ++events;
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
+      if ((events & 0xfff) == 0 && hooks_.progress) report_progress();
     }
     metrics_.end_ns = now_;
     replica_->finish_run(now_);
+    if (hooks_.progress) report_progress();
+    if (hooks_.observer) hooks_.observer->on_end(now_);
     SimResult result{std::move(metrics_), memory_, events,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(), Saturation{}};
     return result;
   }
 
  private:
+  void report_progress() {
+    hooks_.progress(Progress{metrics_.arrived, metrics_.completed + metrics_.rejected,
+                             scenario_.workload.num_requests, ns_to_seconds(now_)});
+  }
+
   void push_next_arrival() {
     if (auto spec = workload_.next()) queue_.push(spec->arrival_ns, Phase::Arrival, ArrivalEvent{*spec});
   }
@@ -89,6 +98,7 @@ class Engine {
     r.priority = a.spec.priority;
     const auto index = static_cast<std::uint32_t>(requests_.size());
     requests_.push_back(r);
+    if (hooks_.observer) hooks_.observer->on_arrival(index, r, now_);
     // A request longer than max_model_len, or one the KV cache could never hold even alone, is
     // rejected at once (vLLM does the same) rather than waiting forever; so is one that finds
     // the queue full. A rejected turn ends its session.
@@ -97,6 +107,7 @@ class Engine {
       requests_.back().state = RequestState::rejected;
       metrics_.rejected += 1;
       if (admission == Replica::Admission::queue_full) metrics_.rejected_queue_full += 1;
+      if (hooks_.observer) hooks_.observer->on_rejected(index, requests_.back(), now_);
       return;
     }
     request_schedule();
@@ -129,6 +140,7 @@ class Engine {
   const Scenario& scenario_;
   MemoryPlan memory_;
   WorkloadGenerator workload_;
+  const SimHooks& hooks_;
   std::vector<Request> requests_;
   RunMetrics metrics_;
   std::optional<Replica> replica_;
@@ -141,8 +153,8 @@ class Engine {
 
 }  // namespace
 
-SimResult simulate(const Scenario& scenario) {
-  Engine engine(scenario);
+SimResult simulate(const Scenario& scenario, const SimHooks& hooks) {
+  Engine engine(scenario, hooks);
   SimResult result = engine.run();
   result.saturation = decode_saturation(scenario);
   return result;

@@ -1,0 +1,54 @@
+// report.html: one self-contained page (inline CSS and SVG, no script, nothing fetched) for a run
+// (write_run_html) and for load analyses such as sweep and saturate (write_load_html).
+#pragma once
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/scenario.hpp"
+#include "sim/metrics/run_recorder.hpp"
+#include "sim/serve/simulation.hpp"
+
+namespace servesim {
+
+// A latency objective: `metric` (ttft_s, tpot_s, itl_s or e2e_s) at percentile `percentile`
+// (50, 95 or 99) must be at most `threshold_s`.
+struct SloTarget {
+  std::string metric;
+  double percentile = 99.0;
+  double threshold_s = 0.0;
+};
+
+// The run page: summary cards from `report` (make_report's output) with each SLO checked,
+// latency CDFs from the result's histograms, the recorder's timelines and request sample, and the
+// model's ops on the hardware's roofline for the run's mean prefill and decode batches.
+void write_run_html(std::ostream& os, const Scenario& scenario, const SimResult& result, const nlohmann::json& report,
+                    const RunRecorder& recorder, const std::vector<SloTarget>& slos = {});
+
+// One simulated load level of a sweep or saturation search.
+struct LoadPoint {
+  double load = 0.0;  // in the page's load unit, e.g. arrival rate in req/s
+  double ttft_p50_s = 0, ttft_p99_s = 0, tpot_p50_s = 0, tpot_p99_s = 0, e2e_p50_s = 0, e2e_p99_s = 0;
+  double requests_per_s = 0, output_tokens_per_s = 0;
+  std::optional<bool> meets_slo;
+};
+// Reads a LoadPoint from one run's report.json (latency.*.p50/p99, throughput.*).
+LoadPoint load_point_from_report(double load, const nlohmann::json& report);
+
+struct LoadPage {
+  std::string title;                     // e.g. "saturate: llama-3-8b on h100-sxm"
+  std::string load_label = "arrival rate (req/s)";
+  std::vector<std::pair<std::string, std::string>> facts;  // summary card rows (name, value)
+  std::vector<LoadPoint> points;         // any order; drawn sorted by load
+  std::vector<SloTarget> slos;           // drawn as reference lines on the latency charts
+  std::optional<double> marked_load;     // e.g. the stable QPS found by saturate
+  std::string marked_label = "stable QPS";
+};
+
+// The sweep/saturate page: latency (p50, p99) and throughput against load.
+void write_load_html(std::ostream& os, const LoadPage& page);
+
+}  // namespace servesim

@@ -1,0 +1,166 @@
+// report.html in a real browser: headless Chromium (Debian's `chromium` package; CI installs it)
+// loads the run page and a sweep page, must log no console message (the page has no scripts, so
+// any message is an error such as a blocked resource), and every chart's <svg> must be in the DOM.
+// Also takes a screenshot; a control page proves the console check sees errors. Without the
+// binary the test says so loudly and skips.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../support.hpp"
+#include "sim/io/html_report.hpp"
+#include "sim/io/report_io.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+namespace {
+
+std::string find_chromium() {
+  if (const char* env = std::getenv("SERVESIM_CHROMIUM")) return env;
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+    if (std::filesystem::exists(p)) return p;
+  }
+  return "";
+}
+
+struct Browser {
+  int exit_code;
+  std::string stdout_text, stderr_text;
+};
+
+// Runs headless Chromium on `html_path` with `mode` (--dump-dom or --screenshot=...).
+Browser chromium(const std::string& bin, const std::string& html_path, const std::string& mode) {
+  const std::string tag = std::to_string(::getpid());
+  const std::string profile = "/tmp/servesim_chromium_profile_" + tag;
+  const std::string out = "/tmp/servesim_chromium_out_" + tag, err = "/tmp/servesim_chromium_err_" + tag;
+  std::filesystem::remove_all(profile);
+  const std::string cmd = "timeout 120 " + bin +
+                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+                          " --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir=" +
+                          profile + " --enable-logging=stderr --v=0 --window-size=1240,2400 " + mode + " file://" + html_path + " >" + out +
+                          " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  Browser b{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::filesystem::remove_all(profile);
+  return b;
+}
+
+// Lines Chromium logs for the page's console (errors, blocked loads, CSP violations).
+std::string console_lines(const std::string& log) {
+  std::istringstream in(log);
+  std::string line, found;
+  while (std::getline(in, line)) {
+    if (line.find("CONSOLE") != std::string::npos || line.find("Refused to") != std::string::npos ||
+        line.find("Uncaught") != std::string::npos) {
+      found += line + "\n";
+    }
+  }
+  return found;
+}
+
+void check_page(const std::string& bin, const std::string& html, const std::vector<std::string>& chart_ids, const std::string& png) {
+  std::ifstream in(html);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  // Self-contained: no script, no external reference (the SVG namespace URI is a name, not a load).
+  CHECK(text.find("<script") == std::string::npos);
+  std::string stripped = text;
+  for (std::size_t p; (p = stripped.find("http://www.w3.org/2000/svg")) != std::string::npos;) stripped.erase(p, 26);
+  CHECK(stripped.find("http://") == std::string::npos);
+  CHECK(stripped.find("https://") == std::string::npos);
+
+  const Browser dom = chromium(bin, html, "--dump-dom");
+  INFO("chromium stderr:\n" << dom.stderr_text.substr(0, 4000));
+  REQUIRE(dom.exit_code == 0);
+  const std::string console = console_lines(dom.stderr_text);
+  CHECK_MESSAGE(console.empty(), "console output: " << console);
+  for (const auto& id : chart_ids) {
+    INFO("chart " << id);
+    CHECK(dom.stdout_text.find("<svg id=\"" + id + "\"") != std::string::npos);
+  }
+  if (png.empty()) return;
+  const Browser shot = chromium(bin, html, "--screenshot=" + png);
+  CHECK(shot.exit_code == 0);
+  CHECK(std::filesystem::exists(png));
+  if (std::filesystem::exists(png)) {
+    MESSAGE("screenshot " << png << ": " << std::filesystem::file_size(png) << " bytes");
+    CHECK(std::filesystem::file_size(png) > 20000);  // a blank page compresses to a few KB
+  }
+}
+
+}  // namespace
+
+TEST_CASE("report.html renders in headless Chromium without console errors, with every chart") {
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found (apt-get install chromium, or set SERVESIM_CHROMIUM); "
+            "report.html was NOT checked in a browser ***");
+    return;
+  }
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 400;
+  doc["workload"]["arrival"]["rate_per_s"] = 25.0;
+  const std::string scen = write_temp("html.json", doc.dump());
+  const std::string dir = "/tmp/servesim_html_" + std::to_string(::getpid());
+  const auto res = run_cli("run " + scen + " --quiet --out " + dir);
+  REQUIRE_MESSAGE(res.exit_code == 0, res.output);
+  check_page(bin, dir + "/report.html",
+             {"chart-cdf-ttft", "chart-cdf-tpot", "chart-cdf-e2e", "chart-throughput", "chart-requests", "chart-queue", "chart-batch",
+              "chart-kv", "chart-gantt", "chart-roofline"},
+             dir + "/report.png");
+}
+
+TEST_CASE("load page (sweep/saturate) renders in headless Chromium with its charts") {
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found; the sweep page was NOT checked in a browser ***");
+    return;
+  }
+  // Three real runs at increasing load, as a sweep would produce them.
+  LoadPage page;
+  page.title = "sweep: llama-2-7b on a100-80gb-sxm";
+  page.facts = {{"grid", "workload.arrival.rate_per_s=2,8,32"}};
+  page.slos = {{"ttft_s", 99, 0.5}};
+  for (const double rate : {2.0, 8.0, 32.0}) {
+    auto doc = base_scenario();
+    doc["workload"]["num_requests"] = 150;
+    doc["workload"]["arrival"]["rate_per_s"] = rate;
+    const Scenario s = scenario_from(doc);
+    const auto report = make_report(s, simulate(s));
+    LoadPoint p = load_point_from_report(rate, report);
+    p.meets_slo = p.ttft_p99_s <= 0.5;
+    page.points.push_back(p);
+  }
+  page.marked_load = 8.0;
+  const std::string dir = "/tmp/servesim_loadhtml_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir + "/sweep.html");
+    write_load_html(out, page);
+  }
+  check_page(bin, dir + "/sweep.html",
+             {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
+}
+
+TEST_CASE("control: the console check does see a page's console errors") {
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found ***");
+    return;
+  }
+  const std::string html = write_temp("control.html", "<html><body><script>console.error('servesim-control')</script></body></html>");
+  const Browser b = chromium(bin, html, "--dump-dom");
+  CHECK(b.exit_code == 0);
+  CHECK(console_lines(b.stderr_text).find("servesim-control") != std::string::npos);
+}
