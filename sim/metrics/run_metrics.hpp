@@ -21,6 +21,10 @@ struct RunMetrics {
   double batch_seqs_sum = 0.0;
   std::int64_t max_batch_seqs = 0;
   double busy_s = 0.0, gpu_s = 0.0, bytes_moved = 0.0;
+  double launch_wait_s = 0.0;          // GPU idle inside steps waiting for kernel launches
+  std::int64_t kernels = 0;            // kernels launched
+  std::int64_t sampled_tokens = 0;     // tokens produced by iterations (decode + first tokens)
+  LogHistogram hbm_bw_util_frac;       // per iteration: bytes / (iteration time x peak bandwidth)
 
   // KV usage, as a time integral of used blocks for the time-weighted mean.
   std::int64_t kv_capacity_blocks = 0;

@@ -17,6 +17,9 @@ struct MemoryPlan {
   std::int64_t kv_blocks = 0;
 };
 
+// The split without the fit check (kv_blocks may be 0), for what-if tables.
+MemoryPlan split_memory(const ModelSpec& m, const HwProfile& hw, const Precision& precision, const EngineConfig& e,
+                        std::int64_t instances);
 // Throws InputError (naming the scenario's model/hardware keys) when the model does not fit.
 MemoryPlan plan_memory(const Scenario& s);
 
