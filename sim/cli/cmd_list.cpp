@@ -5,6 +5,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/sched/scheduler.hpp"
@@ -36,8 +37,14 @@ int cmd_list(const std::vector<std::string>& args) {
         std::cout << "    " << param.name << " (" << param.type << ", default " << param.default_value << "): " << param.description << "\n";
       }
     }
+  } else if (what == "engines") {
+    for (const auto& name : bundled_names("scenarios/engines")) {
+      const EngineProfile e = load_engine_profile(name, "", "");
+      std::printf("%-16s %-40s graphs %-3s  %s, %s\n", name.c_str(), e.display_name.c_str(), e.launch.cuda_graphs ? "yes" : "no",
+                  e.scheduler.c_str(), e.kv_cache.c_str());
+    }
   } else {
-    throw InputError("servesim list", "", "expected one of: models, hardware, policies");
+    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines");
   }
   return kExitOk;
 }

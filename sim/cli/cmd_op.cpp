@@ -1,4 +1,4 @@
-// `servesim op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8 --hw H [--json]`: one kernel
+// `servesim op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq] --hw H [--json]`: one kernel
 // timed by the cost model, for scripts that compare against their own measurements.
 #include <cstdio>
 #include <iostream>
@@ -16,8 +16,9 @@ int cmd_op(const std::vector<std::string>& args) {
   if (args.empty() || args[0] != "gemm") throw InputError("servesim op", "", "expected: op gemm --m M --n N --k K --dtype D --hw H");
   cxxopts::Options opts("servesim op gemm", "Time one GEMM C[m,n] = A[m,k] W[k,n] with the cost model");
   opts.add_options()("m", "rows of A (tokens)", cxxopts::value<long long>())("n", "columns of W", cxxopts::value<long long>())(
-      "k", "inner dimension", cxxopts::value<long long>())("dtype", "bf16, fp16, fp8 or int8",
+      "k", "inner dimension", cxxopts::value<long long>())("dtype", "bf16, fp16, fp8, int8 (w8a8), w8a16, w4a16 (= w4a16-gptq), w4a16-awq",
                                                            cxxopts::value<std::string>()->default_value("bf16"))(
+      "group-size", "w4a16 group size", cxxopts::value<long long>()->default_value("128"))(
       "hw", "hardware profile name or path", cxxopts::value<std::string>())("json", "print JSON")("h,help", "show help");
   // cxxopts treats one-letter names as short options (-m); the CLI contract spells them --m.
   std::vector<std::string> rest;
@@ -42,15 +43,25 @@ int cmd_op(const std::vector<std::string>& args) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("servesim op gemm", "--m/--n/--k", "must be > 0");
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim op gemm", "--hw"));
   const std::string dtype_text = p["dtype"].as<std::string>();
-  const auto dtype = parse_dtype(dtype_text);
-  if (!dtype || *dtype == Dtype::fp32) throw InputError("servesim op gemm", "--dtype", "must be bf16, fp16, fp8 or int8, got '" + dtype_text + "'");
+  // Weight-only schemes run on 16-bit activations; bf16/fp16/fp8/int8 are the GEMM's own dtype.
+  const auto weight_only_scheme = parse_quant(dtype_text == "w4a16" ? "w4a16-gptq" : dtype_text);
+  const bool wo = weight_only_scheme && weight_only(*weight_only_scheme);
+  const auto dtype = wo ? std::optional<Dtype>(Dtype::bf16) : parse_dtype(dtype_text);
+  if (!dtype || *dtype == Dtype::fp32) {
+    throw InputError("servesim op gemm", "--dtype", "must be bf16, fp16, fp8, int8, w8a16, w4a16, w4a16-gptq or w4a16-awq, got '" + dtype_text + "'");
+  }
   if (!hw.supports(*dtype)) throw InputError("servesim op gemm", "--dtype", dtype_text + " is not supported by " + hw.name);
+  Precision precision{*dtype, *dtype, *dtype};
+  if (wo) precision.quant = *weight_only_scheme;
+  precision.group_size = p["group-size"].as<long long>();
+  if (precision.group_size <= 0) throw InputError("servesim op gemm", "--group-size", "must be > 0");
 
-  const Op op = make_gemm_op("gemm", 1, m, n, k, Precision{*dtype, *dtype, *dtype});
+  const Op op = make_gemm_op("gemm", 1, m, n, k, precision);
   const KernelTime t = estimate(op, hw, *dtype);
   if (p.count("json")) {
-    const nlohmann::json out = {{"time_s", t.time_s}, {"flops", op.flops}, {"bytes", op.bytes}, {"bound", bound_name(t.bound)},
+    const nlohmann::json out = {{"time_s", t.time_s}, {"flops", op.flops}, {"bytes", t.bytes}, {"bound", bound_name(t.bound)},
                                 {"roofline_time_s", t.roofline_s}, {"hw", hw.name}, {"dtype", dtype_text},
+                                {"kernel", gemm_kernel_name(t.gemm)}, {"launches", t.launches},
                                 {"m", m}, {"n", n}, {"k", k}};
     std::cout << out.dump(2) << "\n";
   } else {

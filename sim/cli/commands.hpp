@@ -12,6 +12,8 @@ int cmd_list(const std::vector<std::string>& args);
 int cmd_op(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
+int cmd_quant_table(const std::vector<std::string>& args);
+int cmd_contention(const std::vector<std::string>& args);
 
 // Runs a subcommand by name with error handling (used by main and by tests).
 int dispatch(const std::vector<std::string>& argv);

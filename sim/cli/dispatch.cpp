@@ -13,10 +13,13 @@ void usage(std::ostream& os) {
         "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--quiet]\n"
         "      [--no-html] [--no-csv] [--no-trace] [--trace-requests N] [--trace-seconds S]\n"
         "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
-        "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8 --hw H [--json]\n"
+        "  step ... [--quant bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq] [--engine NAME]\n"
+        "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq] --hw H [--json]\n"
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
         "  validate CASES.json [--json]\n"
-        "  list models|hardware|policies\n"
+        "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"
+        "  contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine NAME] [--json]\n"
+        "  list models|hardware|policies|engines\n"
         "  version\n";
 }
 }  // namespace
@@ -35,6 +38,8 @@ int dispatch(const std::vector<std::string>& argv) {
     if (cmd == "op") return cmd_op(rest);
     if (cmd == "calibrate") return cmd_calibrate(rest);
     if (cmd == "validate") return cmd_validate(rest);
+    if (cmd == "quant-table") return cmd_quant_table(rest);
+    if (cmd == "contention") return cmd_contention(rest);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "servesim " << SERVESIM_VERSION << "\n";
       return kExitOk;

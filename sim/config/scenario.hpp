@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/engine_profile.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/hw/hw_profile.hpp"
 #include "sim/model/model_spec.hpp"
@@ -94,6 +95,7 @@ struct EngineConfig {
   double runtime_overhead_bytes = 1.0 * (1ull << 30);  // CUDA context, cuBLAS workspace, graphs
   LaunchConfig launch;
   SchedulerConfig scheduler;
+  EngineProfile profile;  // kernels per layer, captured batch sizes, cold start (engine.profile)
 };
 
 struct Scenario {
@@ -103,6 +105,9 @@ struct Scenario {
   std::string model_ref;       // bundled name or path to a model card / HF config.json
   std::string hardware_ref;    // bundled name or path to a hardware profile
   Precision precision;
+  bool quant_emulated = false;  // the GPU lacks the w8a8 format: weights converted at run time
+  std::int64_t instances = 1;   // model instances sharing the GPU (memory split evenly); `run` simulates
+                                // one (contention between instances: `servesim contention`)
   EngineConfig engine;
   WorkloadConfig workload;
   // Resolved from the references above.

@@ -1,7 +1,10 @@
-// Roofline cost per kernel plus a launch model per step; see cost_model.hpp for the formulas.
+// Roofline cost per kernel, quantized GEMM kernels and the launch queue recursion; see
+// cost_model.hpp for the formulas.
 #include "sim/hw/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace servesim {
 
@@ -14,39 +17,65 @@ const char* bound_name(Bound b) {
   return "?";
 }
 
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::dense: return "dense";
+    case GemmKernel::w8a8: return "w8a8";
+    case GemmKernel::w8a8_emulated: return "w8a8_emulated";
+    case GemmKernel::weight_only_fused: return "weight_only_fused";
+    case GemmKernel::dequant_gemm: return "dequant_gemm";
+  }
+  return "?";
+}
+
+std::int64_t weight_only_fused_max_m(QuantScheme q) {
+  switch (q) {
+    case QuantScheme::w4a16_gptq: return 50;
+    case QuantScheme::w4a16_awq: return 255;
+    case QuantScheme::w8a16: return 64;
+    default: return 0;
+  }
+}
+
+GemmKernel choose_gemm_kernel(const Op& op, const HwProfile& hw) {
+  if (op.kind != OpKind::gemm || op.quant == QuantScheme::none) return GemmKernel::dense;
+  if (auto d = w8a8_dtype(op.quant)) return hw.supports(*d) ? GemmKernel::w8a8 : GemmKernel::w8a8_emulated;
+  return op.m <= weight_only_fused_max_m(op.quant) ? GemmKernel::weight_only_fused : GemmKernel::dequant_gemm;
+}
+
 namespace {
 
-// The FLOP rate and its achievable fraction for an op. GEMMs and attention run on tensor cores
-// in the compute dtype; norms and elementwise ops on CUDA cores.
+// The FLOP rate and its achievable fraction for an op. GEMMs and attention run on tensor cores;
+// norms and elementwise ops on CUDA cores.
 struct ComputeRate {
   double peak;
   double frac;
 };
 
-ComputeRate compute_rate(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
+double peak16(const HwProfile& hw, Dtype base) {
+  if (hw.peak_flops(base) > 0) return hw.peak_flops(base);
+  return hw.peak_flops(Dtype::bf16) > 0 ? hw.peak_flops(Dtype::bf16) : hw.peak_flops(Dtype::fp16);
+}
+
+ComputeRate compute_rate(const Op& op, const HwProfile& hw, Dtype gemm_dtype) {
   switch (op.kind) {
     case OpKind::gemm:
-      return {hw.peak_flops(compute_dtype), hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m))};
+      return {peak16(hw, gemm_dtype), hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m))};
     case OpKind::attention_prefill:
     case OpKind::attention_decode: {
       // Attention runs in 16-bit even when GEMM weights are quantized.
-      const double peak = hw.peak_flops(Dtype::bf16) > 0 ? hw.peak_flops(Dtype::bf16) : hw.peak_flops(Dtype::fp16);
       const double tokens = op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0;
-      return {peak, hw.attention_prefill_compute_frac_by_tokens.at(tokens)};
+      return {peak16(hw, Dtype::bf16), hw.attention_prefill_compute_frac_by_tokens.at(tokens)};
     }
     default:
       return {hw.vector_fp32_flops_per_s, 1.0};
   }
 }
 
-double bandwidth_frac(const Op& op, const HwProfile& hw) {
-  if (op.kind == OpKind::attention_decode) return hw.attention_decode_bw_frac_by_bytes.at(op.bytes);
-  return hw.memory_bw_frac_by_bytes.at(op.bytes);
+double bandwidth_frac(const Op& op, double bytes, const HwProfile& hw) {
+  if (op.kind == OpKind::attention_decode) return hw.attention_decode_bw_frac_by_bytes.at(bytes);
+  return hw.memory_bw_frac_by_bytes.at(bytes);
 }
-
-}  // namespace
-
-namespace {
 
 // The measured roofline fraction for this op, or 0 when the profile has no table for it.
 double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
@@ -63,23 +92,27 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   return 0.0;
 }
 
-}  // namespace
-
-KernelTime estimate(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
+// Roofline of one kernel with extra ALU seconds (dequantization) added to the compute side.
+KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s) {
   KernelTime t;
-  const ComputeRate rate = compute_rate(op, hw, compute_dtype);
+  const ComputeRate rate = compute_rate(op, hw, gemm_dtype);
   const double bw = hw.hbm_bandwidth_bytes_per_s;
   const double compute_floor_s = rate.peak > 0.0 ? op.flops / rate.peak : 0.0;
-  const double memory_floor_s = op.bytes / bw;
+  const double memory_floor_s = bytes / bw;
   t.roofline_s = std::max(compute_floor_s, memory_floor_s);
   t.overhead_s = hw.kernel_overhead_s;
-  if (const double frac = measured_frac(op, hw, compute_dtype); frac > 0.0) {
+  t.bytes = bytes;
+  // Calibrated tables describe plain GEMMs; a fused dequantizing kernel of the same shape streams
+  // its (smaller) weights as well as the dense kernel does, plus its ALU time.
+  const double frac = measured_frac(op, hw, gemm_dtype);
+  if (frac > 0.0) {
     // Calibrated: one measured fraction of the roofline covers both regimes.
-    t.compute_s = compute_floor_s / frac;
+    t.compute_s = compute_floor_s / frac + extra_compute_s;
     t.memory_s = memory_floor_s / frac;
   } else {
     if (op.flops > 0.0 && rate.peak > 0.0) t.compute_s = op.flops / (rate.peak * rate.frac);
-    if (op.bytes > 0.0) t.memory_s = op.bytes / (bw * bandwidth_frac(op, hw));
+    t.compute_s += extra_compute_s;
+    if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw));
   }
   const double busy = std::max(t.compute_s, t.memory_s);
   t.time_s = busy + t.overhead_s;
@@ -91,24 +124,133 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   return t;
 }
 
-StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype compute_dtype,
-                       const LaunchConfig& launch, std::int64_t batch_seqs) {
+// Converts the 8/4-bit weights of `op` to 16 bits in a separate pass, then runs the dense GEMM.
+KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, GemmKernel kind) {
+  const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
+  const double ab = dtype_bytes(base);
+  const double stored = op.bytes - static_cast<double>(op.m) * static_cast<double>(op.k) *
+                                       (w8a8_dtype(op.quant) ? 1.0 : ab) -
+                        static_cast<double>(op.m) * static_cast<double>(op.n) * ab;  // weight bytes as stored
+  Op pass{"dequant_pass", OpKind::elementwise};
+  const double pass_bytes = stored + weights * ab;
+  const int bits = weight_bits(op.quant, base);
+  KernelTime p = roofline(pass, pass_bytes, hw, base, weights / hw.dequant_weights_per_s(bits));
+  Op dense = op;
+  dense.quant = QuantScheme::none;
+  dense.bytes = static_cast<double>(op.m) * static_cast<double>(op.k) * ab + weights * ab +
+                static_cast<double>(op.m) * static_cast<double>(op.n) * ab;
+  KernelTime g = roofline(dense, dense.bytes, hw, base, 0.0);
+  g.pass_s = p.time_s;
+  g.time_s += p.time_s;
+  g.overhead_s += p.overhead_s;
+  g.memory_s += p.memory_s;
+  g.compute_s += p.compute_s;
+  g.bytes += pass_bytes;
+  g.roofline_s = std::max(op.flops / peak16(hw, base), op.bytes / hw.hbm_bandwidth_bytes_per_s);
+  g.launches = 2;
+  g.gemm = kind;
+  return g;
+}
+
+}  // namespace
+
+KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
+  const GemmKernel kind = choose_gemm_kernel(op, hw);
+  switch (kind) {
+    case GemmKernel::dense: return roofline(op, op.bytes, hw, base, 0.0);
+    case GemmKernel::w8a8: {
+      KernelTime t = roofline(op, op.bytes, hw, *w8a8_dtype(op.quant), 0.0);
+      t.gemm = kind;
+      return t;
+    }
+    case GemmKernel::weight_only_fused: {
+      // Each 16-row tile of M dequantizes the whole weight again in registers.
+      const double tiles = std::ceil(static_cast<double>(op.m) / 16.0);
+      const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
+      const int bits = weight_bits(op.quant, base);
+      KernelTime t = roofline(op, op.bytes, hw, base, weights * tiles / hw.dequant_weights_per_s(bits));
+      t.gemm = kind;
+      return t;
+    }
+    case GemmKernel::w8a8_emulated:
+    case GemmKernel::dequant_gemm: return convert_then_gemm(op, hw, base, kind);
+  }
+  return {};
+}
+
+namespace {
+
+// Host/GPU state of the launch recursion: h = when the host can issue the next launch, f = when
+// the GPU finishes the last issued kernel.
+struct QueueState {
+  double h = 0.0;
+  double f = 0.0;
+};
+
+// Issues `n` launches of the kernel(s) of one op.
+void issue(QueueState& s, const KernelTime& k, std::int64_t n, double c) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (k.launches == 2) {
+      s.h += c;
+      s.f = std::max(s.f, s.h) + k.pass_s;
+      s.h += c;
+      s.f = std::max(s.f, s.h) + (k.time_s - k.pass_s);
+    } else {
+      s.h += c;
+      s.f = std::max(s.f, s.h) + k.time_s;
+    }
+  }
+}
+
+}  // namespace
+
+StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
+                       std::int64_t batch_seqs) {
   StepTime s;
+  std::vector<KernelTime> times;
+  times.reserve(ops.size());
   for (const Op& op : ops) {
-    const KernelTime k = estimate(op, hw, compute_dtype);
+    const KernelTime k = estimate(op, hw, base);
+    times.push_back(k);
     const double n = static_cast<double>(op.count);
     s.gpu_s += n * k.time_s;
     s.roofline_s += n * k.roofline_s;
-    s.bytes += n * op.bytes;
+    s.bytes += n * k.bytes;
     s.flops += n * op.flops;
-    s.kernels += op.count;
+    s.kernels += op.count * k.launches;
   }
-  // The host issues launches while the GPU runs earlier kernels, so the two overlap: the step
-  // takes the longer of the two. Host scheduling and sampling do not overlap (vLLM v0 style).
-  s.launch_s = launch.cuda_graphs ? hw.graph_launch_s : static_cast<double>(s.kernels) * hw.kernel_launch_s;
-  s.host_s = launch.host_overhead_per_step_s + static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
+  const double c = launch.per_kernel_s(hw);
+  s.launch_s = launch.cuda_graphs ? hw.graph_launch_s : static_cast<double>(s.kernels) * c;
+  const double host_pre = launch.host_overhead_per_step_s;
+  const double host_post = static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
+  s.host_s = host_pre + host_post;
+
+  QueueState q{launch.cuda_graphs ? hw.graph_launch_s : 0.0, 0.0};
+  std::size_t i = 0;
+  for (; i < ops.size() && ops[i].per_layer == 0; ++i) issue(q, times[i], ops[i].count, c);
+  const std::size_t body_begin = i;
+  while (i < ops.size() && ops[i].per_layer > 0) ++i;
+  if (i > body_begin) {
+    // One layer from (h = 0, f = -inf) gives A; D is its GPU time; the map is max-plus linear.
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    QueueState one{0.0, neg_inf};
+    double layer_gpu_s = 0.0;
+    for (std::size_t j = body_begin; j < i; ++j) {
+      issue(one, times[j], ops[j].per_layer, c);
+      layer_gpu_s += static_cast<double>(ops[j].per_layer) * times[j].time_s;
+    }
+    const std::int64_t layers = ops[body_begin].count / ops[body_begin].per_layer;
+    for (std::int64_t l = 0; l < layers; ++l) {
+      q.f = std::max(q.f + layer_gpu_s, q.h + one.f);
+      q.h += one.h;
+    }
+  }
+  for (; i < ops.size(); ++i) issue(q, times[i], ops[i].count, c);
+
+  const double gpu_path_s = q.f;  // from the end of host_pre to the last kernel's completion
+  s.launch_wait_s = std::max(0.0, gpu_path_s - s.gpu_s);
   s.launch_bound = s.launch_s > s.gpu_s;
-  s.time_s = s.host_s + std::max(s.gpu_s, s.launch_s);
+  s.time_s = launch.overlap_host ? std::max(s.host_s, gpu_path_s) : s.host_s + gpu_path_s;
   return s;
 }
 

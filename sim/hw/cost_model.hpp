@@ -1,6 +1,7 @@
 // CostModel: op -> seconds. Pure functions, checkable by hand:
 //   t = max(flops / (peak[dtype] * eff_compute), bytes / (hbm_bw * eff_bw)) + kernel_overhead
-// per launch, with efficiencies interpolated from the profile's tables.
+// per launch, with efficiencies interpolated from the profile's tables; quantized GEMMs pick a
+// kernel (see GemmKernel) and a step is a max-plus recursion of host launches and GPU kernels.
 #pragma once
 #include <vector>
 
@@ -12,38 +13,72 @@ namespace servesim {
 enum class Bound { compute, memory, launch };
 const char* bound_name(Bound b);
 
+// Which GEMM kernel runs an op:
+//   dense            16-bit tensor-core GEMM
+//   w8a8             fp8/int8 tensor-core GEMM (the GPU has the format)
+//   w8a8_emulated    the GPU lacks the format (fp8 on Ampere): weights stored in 8 bits are
+//                    converted to 16 bits by a pass, then the dense GEMM runs: memory shrinks,
+//                    time does not improve
+//   weight_only_fused  GEMV-style kernel (small M): reads 4/8-bit weights and dequantizes them in
+//                    registers, once per 16-row tile of M (Marlin/exllama/AWQ-GEMV style)
+//   dequant_gemm     large M: a pass writes the 16-bit weights, then the dense GEMM runs
+enum class GemmKernel { dense, w8a8, w8a8_emulated, weight_only_fused, dequant_gemm };
+const char* gemm_kernel_name(GemmKernel k);
+
+// Largest M the fused weight-only kernel takes before the engine switches to dequant-then-GEMM:
+// GPTQ 50 (exllama's MAX_Q_GEMM_ROWS), AWQ 255 (vLLM awq.py: dequantize + matmul when
+// num_tokens >= 256), W8A16 64 (assumed: Marlin-class tiles of 64 rows).
+std::int64_t weight_only_fused_max_m(QuantScheme q);
+GemmKernel choose_gemm_kernel(const Op& op, const HwProfile& hw);
+
 struct KernelTime {
-  double time_s = 0.0;     // one launch
-  double compute_s = 0.0;  // FLOPs over achievable FLOP rate
+  double time_s = 0.0;     // one launch (both kernels for dequant_gemm / w8a8_emulated)
+  double compute_s = 0.0;  // FLOPs (and dequantization) over achievable rate
   double memory_s = 0.0;   // bytes over achievable bandwidth
   double overhead_s = 0.0; // fixed per-kernel cost
   double roofline_s = 0.0; // max(FLOPs/peak, bytes/peak bandwidth): the datasheet floor
+  double pass_s = 0.0;     // the conversion pass of dequant_gemm / w8a8_emulated (part of time_s)
+  double bytes = 0.0;      // bytes actually moved (the conversion pass adds some)
+  int launches = 1;        // kernels per op launch (2 with a conversion pass)
+  GemmKernel gemm = GemmKernel::dense;
   Bound bound = Bound::memory;
 };
 
-// Time of one launch of `op` on `hw`, with GEMMs run in `compute_dtype`.
-KernelTime estimate(const Op& op, const HwProfile& hw, Dtype compute_dtype);
+// Time of one launch of `op` on `hw`; `base` is the 16-bit dtype of unquantized work.
+KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base);
 
-// How a step's kernels reach the GPU. Engine profiles (issue 5) extend this.
+// How a step's kernels reach the GPU. Engine profiles (scenarios/engines/) fill it.
 struct LaunchConfig {
   bool cuda_graphs = true;             // one graph launch per step instead of one launch per kernel
-  double host_overhead_per_step_s = 0; // scheduling, input preparation: serial with the GPU
-  double host_overhead_per_seq_s = 0;  // sampling, detokenisation per sequence in the batch
+  double host_overhead_per_step_s = 0; // scheduling, input preparation: before the launches
+  double host_overhead_per_seq_s = 0;  // sampling, detokenisation per sequence, after the GPU
+  bool overlap_host = false;           // host work of step i+1 overlaps the GPU of step i (SGLang)
+  double dispatch_s_per_kernel = 0;    // framework's host cost per eager kernel; 0: the GPU profile's
+                                       // kernel_launch_s (Python frameworks pay several times more)
+  double per_kernel_s(const HwProfile& hw) const {
+    if (cuda_graphs) return 0.0;
+    return dispatch_s_per_kernel > 0 ? dispatch_s_per_kernel : hw.kernel_launch_s;
+  }
 };
 
 struct StepTime {
   double time_s = 0.0;          // wall time of the iteration
   double gpu_s = 0.0;           // sum of kernel times
   double launch_s = 0.0;        // host time issuing kernels (overlaps the GPU)
-  double host_s = 0.0;          // host work serial with the GPU
+  double launch_wait_s = 0.0;   // GPU idle inside the step waiting for launches
+  double host_s = 0.0;          // host work serial with the GPU (or overlapped, see LaunchConfig)
   double roofline_s = 0.0;      // sum of datasheet floors
   double bytes = 0.0;           // total bytes moved
   double flops = 0.0;
   std::int64_t kernels = 0;
-  bool launch_bound = false;
+  bool launch_bound = false;    // issuing the kernels takes the host longer than the GPU runs them
 };
 
-StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype compute_dtype,
-                       const LaunchConfig& launch, std::int64_t batch_seqs);
+// The launch queue as a max-plus recursion: the host issues launch j at h_j = h_{j-1} + c (c = one
+// eager launch; with CUDA graphs one graph launch up front and c = 0); the GPU runs kernels in
+// order, f_j = max(f_{j-1}, h_j) + d_j. The identical layers are folded as a max-plus map
+// f' = max(f + D, h + A), applied once per layer. Step = host_pre + (f_n - host_pre) + host_post.
+StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
+                       std::int64_t batch_seqs);
 
 }  // namespace servesim

@@ -50,6 +50,16 @@ struct HwProfile {
   double contention_copy_copy_slowdown = 0.0;  // two bandwidth-bound kernels; 0 = not measured
   double contention_gemm_copy_slowdown = 0.0;  // compute-bound next to bandwidth-bound
 
+  // Weight-only kernels unpack and scale weights on CUDA cores (optional `quantized` block; when
+  // absent, derived as vector_fp32_flops_per_s over the ALU operations per weight: ~4 for 4-bit
+  // (shift/mask, convert, zero-point, scale FMA), ~2 for 8-bit (convert, scale FMA)).
+  double dequant_int4_weights_per_s = 0.0;
+  double dequant_int8_weights_per_s = 0.0;
+  double dequant_weights_per_s(int bits) const {
+    if (bits <= 4) return dequant_int4_weights_per_s > 0 ? dequant_int4_weights_per_s : vector_fp32_flops_per_s / 4.0;
+    return dequant_int8_weights_per_s > 0 ? dequant_int8_weights_per_s : vector_fp32_flops_per_s / 2.0;
+  }
+
   Provenance provenance;
 
   double peak_flops(Dtype d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }

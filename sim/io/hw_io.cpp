@@ -162,6 +162,11 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
     eff.finish();
   }
   if (auto calibration = r.object_if("calibration")) parse_calibration(*calibration, hw);
+  if (auto qz = r.object_if("quantized")) {
+    hw.dequant_int4_weights_per_s = qz->positive_or("dequant_int4_weights_per_s", 0.0);
+    hw.dequant_int8_weights_per_s = qz->positive_or("dequant_int8_weights_per_s", 0.0);
+    qz->finish();
+  }
   hw.provenance = parse_provenance(r.object("provenance"));
   r.finish();
   return hw;

@@ -7,6 +7,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/io/scenario_io.hpp"
+#include "sim/serve/cold_start.hpp"
 
 namespace servesim {
 
@@ -90,7 +91,20 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
                 {"saturation_context_tokens", res.saturation.context_tokens}};
   j["gpu"] = {{"busy_frac", ratio(m.busy_s, duration_s)},
               {"launch_bound_frac", ratio(static_cast<double>(m.launch_bound_iterations), iterations)},
-              {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * s.hw.hbm_bandwidth_bytes_per_s)}};
+              {"launch_time_frac", ratio(m.launch_wait_s, m.busy_s)},
+              {"kernels_per_token", ratio(static_cast<double>(m.kernels), static_cast<double>(m.sampled_tokens))},
+              {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * s.hw.hbm_bandwidth_bytes_per_s)},
+              {"hbm_bw_util_frac_per_iteration", summarize(m.hbm_bw_util_frac)}};
+  j["quantization"] = {{"method", quant_name(s.precision.quant)},
+                       {"kv_cache_dtype", dtype_name(s.precision.kv_cache)},
+                       {"emulated", s.quant_emulated}};
+  const ColdStart cold = estimate_cold_start(s, res.memory.weight_bytes);
+  j["cold_start_s"] = cold.total_s;
+  j["cold_start"] = {{"weights_s", cold.weights_s},
+                     {"cuda_context_s", cold.cuda_context_s},
+                     {"framework_init_s", cold.framework_init_s},
+                     {"graph_capture_s", cold.graph_capture_s},
+                     {"captured_batch_sizes", cold.captured_batch_sizes}};
   j["sim"] = {{"events", res.events}, {"wall_s", res.wall_s}, {"simulated_s", duration_s}};
   return j;
 }

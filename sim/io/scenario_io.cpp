@@ -5,6 +5,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
@@ -121,6 +122,17 @@ SchedulerConfig parse_scheduler(JsonReader& s) {
 
 EngineConfig parse_engine(JsonReader r) {
   EngineConfig e;
+  e.launch.host_overhead_per_step_s = 4e-4;
+  e.launch.host_overhead_per_seq_s = 5e-6;
+  if (r.has("profile")) {
+    // The profile supplies defaults; keys given in the scenario override them.
+    e.profile = load_engine_profile(r.string("profile"), r.file(), r.path_of("profile"));
+    e.launch = e.profile.launch;
+    e.block_size = e.profile.block_size;
+    for (const auto& policy : list_policies()) {
+      if (policy.name == e.profile.scheduler) e.scheduler.impl = policy.name;
+    }
+  }
   e.max_num_seqs = r.positive_integer_or("max_num_seqs", e.max_num_seqs);
   e.max_num_batched_tokens = r.positive_integer_or("max_num_batched_tokens", 0);
   e.block_size = r.positive_integer_or("block_size", e.block_size);
@@ -128,9 +140,17 @@ EngineConfig parse_engine(JsonReader r) {
   e.max_model_len = r.positive_integer_or("max_model_len", 0);
   e.watermark_frac = r.number_in_or("watermark_frac", 0.0, 0.5, e.watermark_frac);
   e.runtime_overhead_bytes = r.number_in_or("runtime_overhead_bytes", 0.0, 1e13, e.runtime_overhead_bytes);
-  e.launch.cuda_graphs = r.boolean_or("cuda_graphs", true);
-  e.launch.host_overhead_per_step_s = r.number_in_or("host_overhead_per_step_s", 0.0, 10.0, 4e-4);
-  e.launch.host_overhead_per_seq_s = r.number_in_or("host_overhead_per_seq_s", 0.0, 1.0, 5e-6);
+  e.launch.cuda_graphs = r.boolean_or("cuda_graphs", e.launch.cuda_graphs);
+  e.launch.host_overhead_per_step_s = r.number_in_or("host_overhead_per_step_s", 0.0, 10.0, e.launch.host_overhead_per_step_s);
+  e.launch.host_overhead_per_seq_s = r.number_in_or("host_overhead_per_seq_s", 0.0, 1.0, e.launch.host_overhead_per_seq_s);
+  if (auto c = r.object_if("cold_start")) {
+    ColdStartConfig& cs = e.profile.cold_start;
+    cs.disk_bandwidth_bytes_per_s = c->positive_or("disk_bandwidth_bytes_per_s", cs.disk_bandwidth_bytes_per_s);
+    cs.cuda_context_s = c->number_in_or("cuda_context_s", 0.0, 600.0, cs.cuda_context_s);
+    cs.framework_init_s = c->number_in_or("framework_init_s", 0.0, 3600.0, cs.framework_init_s);
+    cs.graph_capture_s_per_batch_size = c->number_in_or("graph_capture_s_per_batch_size", 0.0, 60.0, cs.graph_capture_s_per_batch_size);
+    c->finish();
+  }
   const std::string reservation = r.string_or("kv_reservation", "paged");
   if (reservation == "paged") e.kv_reservation = KvReservation::paged;
   else if (reservation == "contiguous") e.kv_reservation = KvReservation::contiguous;
@@ -168,6 +188,21 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   const auto d = parse_dtype(dtype);
   if (!d || (*d != Dtype::bf16 && *d != Dtype::fp16)) r.fail("dtype", "must be bf16 or fp16, got '" + dtype + "'");
   s.precision = Precision{*d, *d, *d};
+  if (auto q = r.object_if("quantization")) {
+    const std::string method = q->string_or("method", "none");
+    const auto scheme = parse_quant(method);
+    if (!scheme) q->fail("method", "unknown scheme '" + method + "' (none, fp8, int8, w8a16, w4a16-gptq, w4a16-awq)");
+    s.precision.quant = *scheme;
+    s.precision.group_size = q->positive_integer_or("group_size", 128);
+    const std::string kv = q->string_or("kv_cache_dtype", "auto");
+    if (kv == "fp8") {
+      s.precision.kv_cache = Dtype::fp8;
+    } else if (kv != "auto") {
+      q->fail("kv_cache_dtype", "must be auto or fp8, got '" + kv + "'");
+    }
+    q->finish();
+  }
+
   static const nlohmann::json kNoEngineKeys = nlohmann::json::object();  // every engine key has a default
   s.engine = parse_engine(JsonReader(r.has("engine") ? r.raw("engine") : kNoEngineKeys, file, "engine"));
   r.accept("engine");
@@ -179,6 +214,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   if (!s.hw.supports(s.precision.weights)) {
     throw InputError(file, "dtype", std::string(dtype_name(s.precision.weights)) + " is not supported by " + s.hw.name);
   }
+  if (auto d8 = w8a8_dtype(s.precision.quant)) s.quant_emulated = !s.hw.supports(*d8);
 
   EngineConfig& e = s.engine;
   if (e.max_model_len == 0) e.max_model_len = s.model.max_context_tokens;
@@ -283,7 +319,18 @@ nlohmann::json scenario_to_json(const Scenario& s) {
             {"enable_prefix_caching", e.enable_prefix_caching},
             {"preemption_mode", preemption_mode_name(e.preemption_mode)},
             {"swap_space_bytes", e.swap_space_bytes},
-            {"scheduler", scheduler_to_json(e.scheduler)}}},
+            {"scheduler", scheduler_to_json(e.scheduler)},
+            {"profile", engine_profile_summary(e.profile)},
+            {"cold_start",
+             {{"disk_bandwidth_bytes_per_s", e.profile.cold_start.disk_bandwidth_bytes_per_s},
+              {"cuda_context_s", e.profile.cold_start.cuda_context_s},
+              {"framework_init_s", e.profile.cold_start.framework_init_s},
+              {"graph_capture_s_per_batch_size", e.profile.cold_start.graph_capture_s_per_batch_size}}}}},
+          {"quantization",
+           {{"method", quant_name(s.precision.quant)},
+            {"group_size", s.precision.group_size},
+            {"kv_cache_dtype", dtype_name(s.precision.kv_cache)}}},
+
           {"workload", workload}};
 }
 

@@ -30,6 +30,10 @@ struct RunMetrics {
   // Swap traffic over the host link.
   std::int64_t swap_outs = 0;
   double swap_out_bytes = 0.0, swap_in_bytes = 0.0, swap_s = 0.0;
+  double launch_wait_s = 0.0;          // GPU idle inside steps waiting for kernel launches
+  std::int64_t kernels = 0;            // kernels launched
+  std::int64_t sampled_tokens = 0;     // tokens produced by iterations (decode + first tokens)
+  LogHistogram hbm_bw_util_frac;       // per iteration: bytes / (iteration time x peak bandwidth)
 
   // KV usage, as a time integral of used blocks for the time-weighted mean.
   std::int64_t kv_capacity_blocks = 0;

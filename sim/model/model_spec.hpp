@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/core/dtype.hpp"
+#include "sim/model/quant.hpp"
 
 namespace servesim {
 
@@ -40,6 +41,13 @@ struct ModelSpec {
            static_cast<double>(hidden_size);
   }
   double weight_bytes(Dtype weight_dtype) const { return total_params() * dtype_bytes(weight_dtype); }
+  // With a quantization scheme: the layers' projections are quantized; embeddings, lm_head and
+  // norm weights stay in `base` (vLLM, AutoGPTQ and AutoAWQ leave them unquantized).
+  double weight_bytes(Dtype base, QuantScheme q, std::int64_t group_size) const {
+    const double h = static_cast<double>(hidden_size);
+    const double proj = static_cast<double>(num_layers) * (layer_params() - 2.0 * h);
+    return (total_params() - proj) * dtype_bytes(base) + proj * quant_weight_bytes(q, base, group_size);
+  }
   // KV cache bytes one token occupies across all layers (K and V).
   double kv_bytes_per_token(Dtype kv_dtype) const {
     return 2.0 * static_cast<double>(num_layers) * static_cast<double>(kv_width()) * dtype_bytes(kv_dtype);

@@ -36,20 +36,24 @@ void BatchShape::add_decode(std::int64_t context_tokens) {
   decode_kv_tokens += static_cast<double>(context_tokens + 1);
 }
 
-Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
-                const Precision& p) {
-  Op op{name, OpKind::gemm, count};
+namespace {
+
+// A GEMM on weights quantized with `q` (none for 16-bit): weight bytes follow the scheme; w8a8
+// reads its input already quantized to 8 bits (the act_quant kernel wrote it).
+Op gemm_op(const char* name, std::int64_t per_layer, std::int64_t layers, std::int64_t m, std::int64_t n,
+           std::int64_t k, const Precision& p, QuantScheme q) {
+  Op op{name, OpKind::gemm, per_layer * layers, per_layer};
+  op.quant = q;
   op.m = m;
   op.n = n;
   op.k = k;
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+  const double in_b = w8a8_dtype(q) ? 1.0 : dtype_bytes(p.activations);
   op.flops = 2.0 * md * nd * kd;
   const double out_bytes = std::max(2.0, dtype_bytes(p.activations));
-  op.bytes = md * kd * dtype_bytes(p.activations) + kd * nd * dtype_bytes(p.weights) + md * nd * out_bytes;
+  op.bytes = md * kd * in_b + kd * nd * quant_weight_bytes(q, p.weights, p.group_size) + md * nd * out_bytes;
   return op;
 }
-
-namespace {
 
 Op streaming_op(const char* name, OpKind kind, std::int64_t count, double flops, double bytes) {
   Op op{name, kind, count};
@@ -58,13 +62,30 @@ Op streaming_op(const char* name, OpKind kind, std::int64_t count, double flops,
   return op;
 }
 
+// A per-layer elementwise step cut into `kernels` launches. restream: every kernel reads and writes
+// the whole tensor (an unfused chain); otherwise the kernels split the work between them.
+Op layer_op(const char* name, OpKind kind, std::int64_t per_layer, std::int64_t layers, int kernels, bool restream,
+            double flops, double bytes) {
+  Op op = streaming_op(name, kind, per_layer * kernels * layers, flops / kernels, restream ? bytes : bytes / kernels);
+  op.per_layer = per_layer * kernels;
+  return op;
+}
+
 }  // namespace
 
-void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precision& p, std::vector<Op>& out) {
+Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
+                const Precision& p) {
+  Op op = gemm_op(name, 1, count, m, n, k, p, p.quant);
+  op.per_layer = 0;
+  return op;
+}
+
+void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precision& p, std::vector<Op>& out,
+                         const KernelPlan& plan) {
   out.clear();
   const std::int64_t tokens = b.total_tokens();
   if (tokens == 0) return;
-  const std::int64_t layers = m.num_layers;
+  const std::int64_t L = m.num_layers;
   const double t = static_cast<double>(tokens);
   const double h = static_cast<double>(m.hidden_size);
   const double ab = dtype_bytes(p.activations);
@@ -74,49 +95,93 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
   const double kv_w = static_cast<double>(m.kv_width());
   const double ffn = static_cast<double>(m.ffn_size);
   const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
+  const QuantScheme q = p.quant;
 
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
 
-  const Op norm = streaming_op("rmsnorm", OpKind::norm, 2 * layers, 4.0 * t * h, 2.0 * t * h * ab + h * wb);
-  out.push_back(norm);
-  out.push_back(make_gemm_op("qkv_proj", layers, tokens, m.qkv_width(), m.hidden_size, p));
-  out.push_back(streaming_op("rope", OpKind::rope, layers, 3.0 * t * (q_w + kv_w), 2.0 * t * (q_w + kv_w) * ab));
-  out.push_back(streaming_op("kv_cache_write", OpKind::kv_write, layers, 0.0, 2.0 * t * kv_w * (ab + kvb)));
+  // A fused add+norm also reads the residual and writes the updated one; the separate adds vanish.
+  const double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
+  out.push_back(layer_op(plan.fused_add_norm ? "fused_add_rmsnorm" : "rmsnorm", OpKind::norm, 2, L, plan.norm_kernels,
+                         true, 4.0 * t * h, norm_bytes));
+  if (w8a8_dtype(q)) {
+    // Dynamic per-token quantization of the four GEMM inputs (QKV, O, gate/up, down).
+    out.push_back(layer_op("act_quant", OpKind::elementwise, 4, L, 1, true, 2.0 * t * (2.0 * h + q_w + ffn) / 4.0,
+                           t * (2.0 * h + q_w + ffn) / 4.0 * (ab + 1.0)));
+  }
+  if (plan.qkv_gemms == 3) {
+    out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
+    out.push_back(gemm_op("k_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
+    out.push_back(gemm_op("v_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
+  } else if (plan.qkv_gemms == 2) {
+    out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
+    out.push_back(gemm_op("kv_proj", 1, L, tokens, 2 * m.kv_width(), m.hidden_size, p, q));
+  } else {
+    out.push_back(gemm_op("qkv_proj", 1, L, tokens, m.qkv_width(), m.hidden_size, p, q));
+  }
+  if (plan.rope_kernels > 0) {
+    out.push_back(layer_op("rope", OpKind::rope, 1, L, plan.rope_kernels, true, 3.0 * t * (q_w + kv_w),
+                           2.0 * t * (q_w + kv_w) * ab));
+  }
+  if (plan.kv_write_kernels > 0) {
+    out.push_back(layer_op("kv_cache_write", OpKind::kv_write, 1, L, plan.kv_write_kernels, false, 0.0,
+                           2.0 * t * kv_w * (ab + kvb)));
+  }
+  if (plan.kv_cache_concat) {
+    // torch.cat(past, new) for K and V: reads the whole cache and writes it back one token longer.
+    const double kv_tokens = b.prefill_kv_tokens + b.decode_kv_tokens;
+    out.push_back(layer_op("kv_cache_concat", OpKind::kv_write, 2, L, 1, true, 0.0, 2.0 * kv_tokens * kv_w * kvb));
+  }
 
   if (b.prefill_seqs > 0) {
-    Op attn = streaming_op("attention_prefill", OpKind::attention_prefill, layers,
-                           4.0 * heads_x_dim * b.prefill_attn_pairs,
-                           2.0 * static_cast<double>(b.prefill_tokens) * q_w * ab +
-                               b.prefill_kv_tokens * 2.0 * kv_w * kvb);
+    Op attn = layer_op("attention_prefill", OpKind::attention_prefill, 1, L, plan.attention_kernels, false,
+                       4.0 * heads_x_dim * b.prefill_attn_pairs,
+                       2.0 * static_cast<double>(b.prefill_tokens) * q_w * ab + b.prefill_kv_tokens * 2.0 * kv_w * kvb);
     attn.attn_seqs = b.prefill_seqs;
     attn.attn_kv_heads = m.num_kv_heads;
     attn.attn_kv_tokens = b.prefill_kv_tokens;
     out.push_back(attn);
   }
   if (b.decode_seqs > 0) {
-    Op attn = streaming_op("attention_decode", OpKind::attention_decode, layers,
-                           4.0 * heads_x_dim * b.decode_kv_tokens,
-                           2.0 * static_cast<double>(b.decode_seqs) * q_w * ab + b.decode_kv_tokens * 2.0 * kv_w * kvb);
+    Op attn = layer_op("attention_decode", OpKind::attention_decode, 1, L, plan.attention_kernels, false,
+                       4.0 * heads_x_dim * b.decode_kv_tokens,
+                       2.0 * static_cast<double>(b.decode_seqs) * q_w * ab + b.decode_kv_tokens * 2.0 * kv_w * kvb);
     attn.attn_seqs = b.decode_seqs;
     attn.attn_kv_heads = m.num_kv_heads;
     attn.attn_kv_tokens = b.decode_kv_tokens;
     out.push_back(attn);
   }
 
-  out.push_back(make_gemm_op("o_proj", layers, tokens, m.hidden_size, m.q_width(), p));
-  out.push_back(streaming_op("residual_add", OpKind::elementwise, 2 * layers, t * h, 3.0 * t * h * ab));
-  out.push_back(make_gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", layers, tokens, m.mlp_in_width(),
-                        m.hidden_size, p));
+  out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.q_width(), p, q));
+  if (!plan.fused_add_norm) {
+    out.push_back(layer_op("residual_add", OpKind::elementwise, 2, L, 1, true, t * h, 3.0 * t * h * ab));
+  }
+  if (m.gated_mlp && plan.gate_up_gemms == 2) {
+    out.push_back(gemm_op("mlp_gate_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
+    out.push_back(gemm_op("mlp_up_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
+  } else {
+    out.push_back(gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", 1, L, tokens, m.mlp_in_width(),
+                          m.hidden_size, p, q));
+  }
   const double act_reads = m.gated_mlp ? 2.0 : 1.0;
-  out.push_back(streaming_op("mlp_act", OpKind::elementwise, layers, 5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
-  out.push_back(make_gemm_op("mlp_down_proj", layers, tokens, m.hidden_size, m.ffn_size, p));
+  if (plan.act_kernels > 0) {  // 0: fused into the gate/up GEMM's epilogue (TensorRT-LLM gated MLP)
+    out.push_back(layer_op("mlp_act", OpKind::elementwise, 1, L, m.gated_mlp ? plan.act_kernels : 1, true,
+                           5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
+  }
+  out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
+  if (plan.extra_kernels_per_layer > 0) {
+    out.push_back(layer_op("layer_copies", OpKind::elementwise, 1, L, plan.extra_kernels_per_layer, true, 0.0,
+                           2.0 * t * h * ab));
+  }
 
-  out.push_back(streaming_op("final_rmsnorm", OpKind::norm, 1, 4.0 * t * h, 2.0 * t * h * ab + h * wb));
+  out.push_back(streaming_op("final_rmsnorm", OpKind::norm, plan.norm_kernels, 4.0 * t * h / plan.norm_kernels,
+                             2.0 * t * h * ab + h * wb));
   const std::int64_t sampled = b.sampled_seqs();
   if (sampled > 0) {
-    out.push_back(make_gemm_op("lm_head", 1, sampled, m.vocab_size, m.hidden_size, p));
+    out.push_back(gemm_op("lm_head", 1, 1, sampled, m.vocab_size, m.hidden_size, p, QuantScheme::none));
+    out.back().per_layer = 0;
     const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size);
-    out.push_back(streaming_op("sampler", OpKind::sampler, 1, 5.0 * logits, logits * 4.0));
+    out.push_back(streaming_op("sampler", OpKind::sampler, plan.sampler_kernels, 5.0 * logits / plan.sampler_kernels,
+                               logits * 4.0 / plan.sampler_kernels));
   }
 }
 

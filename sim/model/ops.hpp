@@ -6,6 +6,7 @@
 
 #include "sim/core/dtype.hpp"
 #include "sim/model/model_spec.hpp"
+#include "sim/model/quant.hpp"
 
 namespace servesim {
 
@@ -13,11 +14,14 @@ enum class OpKind { embedding, norm, gemm, rope, kv_write, attention_prefill, at
 const char* op_kind_name(OpKind k);
 
 // One kind of kernel in the iteration; `count` identical launches (e.g. once per layer).
-// flops and bytes are per launch.
+// flops and bytes are per launch. Ops come in execution order: ops before the first per-layer op,
+// the layer body (per_layer > 0: launches per layer, count = per_layer x layers), ops after it.
 struct Op {
   const char* name;
   OpKind kind;
   std::int64_t count = 1;
+  std::int64_t per_layer = 0;
+  QuantScheme quant = QuantScheme::none;  // GEMMs on quantized weights pick their kernel by this
   double flops = 0.0;
   double bytes = 0.0;
   // GEMM shape (C[m,n] = A[m,k] * W[k,n]); zero for other kinds.
@@ -49,10 +53,30 @@ struct BatchShape {
   void add_decode(std::int64_t context_tokens);
 };
 
+// `weights`/`activations` are the 16-bit base dtype; `quant` changes the layers' projections.
 struct Precision {
   Dtype weights = Dtype::bf16;
   Dtype activations = Dtype::bf16;
   Dtype kv_cache = Dtype::bf16;
+  QuantScheme quant = QuantScheme::none;
+  std::int64_t group_size = 128;  // w4a16 schemes
+};
+
+// How an engine cuts one decoder layer into kernels (engine profiles, scenarios/engines/). The
+// defaults are the walking skeleton's op list. Unfused elementwise chains (norm, rope, act)
+// re-stream their tensor in every kernel; split kernels (attention, sampler) share the work.
+struct KernelPlan {
+  int qkv_gemms = 1;              // 1: fused QKV projection; 2: q and fused kv; 3: q, k, v
+  int gate_up_gemms = 1;          // 1: fused gate+up; 2: separate
+  int norm_kernels = 1;           // kernels per RMSNorm (eager PyTorch: ~7)
+  bool fused_add_norm = false;    // residual add folded into the next norm (vLLM fused_add_rms_norm)
+  int rope_kernels = 1;           // 0: fused into the attention / KV-write kernel
+  int kv_write_kernels = 1;       // 0: fused into rope or attention
+  int attention_kernels = 1;      // 2: split-KV decode plus a combine kernel
+  int act_kernels = 1;            // 1: fused silu_and_mul; 2: silu, then mul; 0: in the GEMM epilogue
+  bool kv_cache_concat = false;   // HF DynamicCache: torch.cat copies the whole cache every step
+  int extra_kernels_per_layer = 0;  // copies, casts, contiguous() on activations
+  int sampler_kernels = 1;
 };
 
 // One GEMM C[m,n] = A[m,k] W[k,n]: activations in precision.activations, weights in
@@ -62,6 +86,6 @@ Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64
 
 // Builds the iteration's ops into `out` (cleared first; reused to avoid allocation per iteration).
 void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
-                         std::vector<Op>& out);
+                         std::vector<Op>& out, const KernelPlan& plan = KernelPlan{});
 
 }  // namespace servesim

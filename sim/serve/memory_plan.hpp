@@ -19,6 +19,9 @@ struct MemoryPlan {
   double kv_block_bytes() const { return kv_bytes_per_token * static_cast<double>(kv_unit_tokens); }
 };
 
+// The split without the fit check (kv_blocks may be 0), for what-if tables.
+MemoryPlan split_memory(const ModelSpec& m, const HwProfile& hw, const Precision& precision, const EngineConfig& e,
+                        std::int64_t instances);
 // Throws InputError (naming the scenario's model/hardware keys) when the model does not fit.
 MemoryPlan plan_memory(const Scenario& s);
 

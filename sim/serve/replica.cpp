@@ -101,10 +101,19 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     }
   }
 
-  build_iteration_ops(scenario_.model, plan_.shape, scenario_.precision, ops_);
   // CUDA graphs are captured for decode only (vLLM); prefill iterations launch kernels eagerly.
-  LaunchConfig launch = scenario_.engine.launch;
-  if (plan_.shape.prefill_seqs > 0) launch.cuda_graphs = false;
+  // A decode batch runs in the graph of the next captured size (padded), or eagerly above them.
+  const EngineConfig& engine = scenario_.engine;
+  LaunchConfig launch = engine.launch;
+  BatchShape shape = plan_.shape;
+  if (shape.prefill_seqs > 0) {
+    launch.cuda_graphs = false;
+  } else if (launch.cuda_graphs) {
+    const std::int64_t padded = graph_batch_size(engine.profile.cuda_graph_batch_sizes, shape.decode_seqs);
+    if (padded == 0) launch.cuda_graphs = false;
+    for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
+  }
+  build_iteration_ops(scenario_.model, shape, scenario_.precision, ops_, engine.profile.kernels);
   const StepTime step = estimate_step(ops_, scenario_.hw, scenario_.precision.weights, launch, plan_.shape.total_seqs());
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
@@ -122,6 +131,10 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   metrics_.swap_s += swap_s;
   metrics_.padding_tokens += plan_.padding_tokens;
   metrics_.computed_tokens += plan_.shape.total_tokens();
+  metrics_.launch_wait_s += step.launch_wait_s;
+  metrics_.kernels += step.kernels;
+  metrics_.sampled_tokens += plan_.shape.sampled_seqs();
+  metrics_.hbm_bw_util_frac.add(step.bytes / (step.time_s * scenario_.hw.hbm_bandwidth_bytes_per_s));
   busy_ = true;
   // At least 1 ns so time always advances.
   const TimeNs duration_ns = std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s));

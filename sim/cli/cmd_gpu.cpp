@@ -1,0 +1,163 @@
+// GPU-level what-if commands:
+//   servesim quant-table --model M --hw H [--context C] [--engine E] [--json]
+//   servesim contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine E] [--json]
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/commands.hpp"
+#include "sim/cli/options.hpp"
+#include "sim/cli/step_query.hpp"
+#include "sim/core/error.hpp"
+#include "sim/hw/contention.hpp"
+
+namespace servesim::cli {
+
+int cmd_quant_table(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim quant-table", "Decode throughput per quantization scheme against batch size");
+  add_query_options(opts);
+  opts.add_options()("context", "tokens in each sequence's KV cache", cxxopts::value<long long>()->default_value("1024"))(
+      "json", "print JSON")("h,help", "show help");
+  const auto p = parse_args(opts, args);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  StepQuery q = load_query(p, "servesim quant-table");
+  const long long context = p["context"].as<long long>();
+  if (context < 0 || context + 1 > q.model.max_context_tokens) throw InputError("servesim quant-table", "--context", "out of range");
+  const std::vector<std::string> schemes = {dtype_name(q.precision.weights), "fp8", "int8", "w8a16", "w4a16-gptq", "w4a16-awq"};
+  const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context},
+                        {"engine", q.engine ? q.engine->name : "none"}, {"schemes", nlohmann::json::array()}};
+  std::vector<double> base_time;
+  for (const std::string& name : schemes) {
+    StepQuery sq = q;
+    sq.precision.quant = QuantScheme::none;
+    apply_quant_name(name, sq.precision, "servesim quant-table", "--quant");
+    if (auto d8 = w8a8_dtype(sq.precision.quant)) sq.emulated = !sq.hw.supports(*d8);
+    const std::int64_t cap = max_batch(sq, context + 1);
+    nlohmann::json row = {{"scheme", name}, {"emulated", sq.emulated}, {"max_batch", cap},
+                          {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size)},
+                          {"points", nlohmann::json::array()}};
+    long long crossover = 0;
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      const TimedStep t = time_decode(sq, batches[i], context, false);
+      if (base_time.size() < batches.size()) base_time.push_back(t.step.time_s);
+      const double speedup = base_time[i] / t.step.time_s;
+      if (crossover == 0 && name != schemes[0] && speedup <= 1.0) crossover = batches[i];
+      row["points"].push_back({{"batch", batches[i]},
+                               {"fits", batches[i] <= cap},
+                               {"step_s", t.step.time_s},
+                               {"tokens_per_s", static_cast<double>(batches[i]) / t.step.time_s},
+                               {"speedup_vs_16bit", speedup}});
+    }
+    // The first batch where the scheme is no faster than 16-bit (0: it helps at every batch shown).
+    row["crossover_batch"] = crossover;
+    out["schemes"].push_back(row);
+  }
+  if (p.count("json")) {
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("decode tokens/s, %s on %s, context %lld (x = exceeds KV capacity; speedup vs %s in brackets)\n",
+              q.model.name.c_str(), q.hw.name.c_str(), context, schemes[0].c_str());
+  std::printf("%-12s %9s", "scheme", "max_batch");
+  for (long long b : batches) std::printf(" %14lld", b);
+  std::printf("  crossover\n");
+  for (const auto& row : out["schemes"]) {
+    std::printf("%-12s %9lld", (row["scheme"].get<std::string>() + (row["emulated"].get<bool>() ? "*" : "")).c_str(),
+                row["max_batch"].get<long long>());
+    for (const auto& pt : row["points"]) {
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "%.0f%s(%.2f)", pt["tokens_per_s"].get<double>(), pt["fits"].get<bool>() ? "" : "x",
+                    pt["speedup_vs_16bit"].get<double>());
+      std::printf(" %14s", cell);
+    }
+    std::printf("  %lld\n", row["crossover_batch"].get<long long>());
+  }
+  std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
+  return kExitOk;
+}
+
+int cmd_contention(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim contention", "Model instances sharing one GPU: decode throughput vs instance count");
+  add_query_options(opts);
+  opts.add_options()("batch", "decode batch per instance", cxxopts::value<long long>()->default_value("1"))(
+      "context", "tokens in each sequence's KV cache", cxxopts::value<long long>()->default_value("512"))(
+      "max-instances", "largest instance count tried", cxxopts::value<long long>()->default_value("8"))(
+      "steps", "decode steps simulated per instance", cxxopts::value<long long>()->default_value("8"))(
+      "eager", "launch kernels one by one")(
+      "time-slice", "separate processes without MPS: kernels of different instances never overlap")(
+      "json", "print JSON")("h,help", "show help");
+  const auto p = parse_args(opts, args);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  const StepQuery q = load_query(p, "servesim contention");
+  const long long batch = p["batch"].as<long long>(), context = p["context"].as<long long>();
+  const long long max_n = p["max-instances"].as<long long>(), steps = p["steps"].as<long long>();
+  if (batch <= 0) throw InputError("servesim contention", "--batch", "must be > 0");
+  if (context < 0 || context + 1 > q.model.max_context_tokens) throw InputError("servesim contention", "--context", "out of range");
+  if (max_n <= 0 || max_n > 64) throw InputError("servesim contention", "--max-instances", "must be in [1, 64]");
+  if (steps <= 0 || steps > 1000) throw InputError("servesim contention", "--steps", "must be in [1, 1000]");
+  const TimedStep t = time_decode(q, batch, context, p.count("eager") > 0);
+  LaunchConfig launch;
+  if (q.engine) launch = q.engine->launch;
+  launch.cuda_graphs = t.cuda_graphs;
+  std::vector<KernelWork> stream = kernel_stream(t.ops, q.hw, q.precision.weights, launch);
+  if (p.count("time-slice")) {
+    // Each kernel then holds the whole GPU: running kernels split it evenly, nothing overlaps.
+    for (KernelWork& k : stream) k.bw = k.sm = 1.0;
+  }
+  LaunchConfig folded = launch;  // host work per step, serial with the GPU
+  folded.host_overhead_per_step_s = launch.host_overhead_per_step_s + static_cast<double>(batch) * launch.host_overhead_per_seq_s;
+
+  nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"batch", batch}, {"context", context},
+                        {"engine", q.engine ? q.engine->name : "none"}, {"time_slice", p.count("time-slice") > 0},
+                        {"points", nlohmann::json::array()}};
+  double prev_total = 0.0;
+  long long stop = 0;
+  for (long long n = 1; n <= max_n; ++n) {
+    const bool fits = max_batch(q, context + 1, n) >= batch;
+    if (!fits) {
+      if (stop == 0) stop = n - 1;
+      out["points"].push_back({{"instances", n}, {"fits", false}});
+      break;
+    }
+    const auto res = simulate_shared_gpu(std::vector<std::vector<KernelWork>>(static_cast<std::size_t>(n), stream),
+                                         std::vector<LaunchConfig>(static_cast<std::size_t>(n), folded), steps);
+    double total = 0.0;
+    for (const auto& r : res) total += static_cast<double>(batch) / r.mean_step_s;
+    const double per = total / static_cast<double>(n);
+    // Adding an instance "pays" while it raises total throughput by at least 5%.
+    if (stop == 0 && n > 1 && total < 1.05 * prev_total) stop = n - 1;
+    out["points"].push_back({{"instances", n}, {"fits", true}, {"per_instance_tokens_per_s", per},
+                             {"total_tokens_per_s", total}, {"step_s", res[0].mean_step_s}});
+    prev_total = total;
+  }
+  out["instances_where_one_more_stops_paying"] = stop == 0 ? max_n : stop;
+  if (p.count("json")) {
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%s on %s, decode batch %lld per instance, context %lld, engine %s\n", q.model.name.c_str(), q.hw.name.c_str(),
+              batch, context, q.engine ? q.engine->name.c_str() : "none");
+  std::printf("%10s %14s %14s %12s\n", "instances", "tok/s each", "tok/s total", "step ms");
+  for (const auto& pt : out["points"]) {
+    if (!pt["fits"].get<bool>()) {
+      std::printf("%10lld  does not fit in memory\n", pt["instances"].get<long long>());
+      continue;
+    }
+    std::printf("%10lld %14.1f %14.1f %12.3f\n", pt["instances"].get<long long>(), pt["per_instance_tokens_per_s"].get<double>(),
+                pt["total_tokens_per_s"].get<double>(), pt["step_s"].get<double>() * 1e3);
+  }
+  std::printf("one more instance stops paying (< 5%% more total) after %lld\n",
+              out["instances_where_one_more_stops_paying"].get<long long>());
+  return kExitOk;
+}
+
+}  // namespace servesim::cli

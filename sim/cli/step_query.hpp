@@ -1,0 +1,45 @@
+// What `step`, `quant-table`, `contention` and `op` share: the model/GPU/precision/engine a
+// what-if question is asked about, read from the command line, and one decode step's time.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "sim/config/engine_profile.hpp"
+#include "sim/hw/cost_model.hpp"
+#include "sim/model/ops.hpp"
+
+namespace servesim::cli {
+
+struct StepQuery {
+  ModelSpec model;
+  HwProfile hw;
+  Precision precision;
+  bool emulated = false;                // w8a8 format missing on this GPU
+  std::optional<EngineProfile> engine;  // --engine; without it: graphs for decode, no host overhead
+};
+
+// Adds --model --hw --quant --dtype --group-size --kv-cache-dtype --engine.
+void add_query_options(cxxopts::Options& opts);
+StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd);
+// --quant NAME (bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq) on a base dtype; InputError if unknown.
+void apply_quant_name(const std::string& name, Precision& precision, const std::string& cmd, const std::string& key);
+
+struct TimedStep {
+  std::vector<Op> ops;
+  StepTime step;
+  bool cuda_graphs = false;
+  std::int64_t padded_batch = 0;  // batch the kernels ran at (CUDA graph padding)
+};
+
+// One decode step of `batch` sequences with `context` tokens each in the KV cache.
+TimedStep time_decode(const StepQuery& q, std::int64_t batch, std::int64_t context, bool force_eager);
+TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prompt, std::int64_t context);
+// Most sequences of `context_tokens` the KV cache holds (vLLM accounting, gpu_memory_utilization
+// 0.9, 1 GiB runtime), divided among `instances`.
+std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances = 1);
+
+}  // namespace servesim::cli

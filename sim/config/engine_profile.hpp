@@ -1,0 +1,44 @@
+// EngineProfile: what a serving framework does to every step, independent of the model: how it
+// cuts a layer into kernels, whether decode runs in CUDA graphs (and at which batch sizes), its
+// host overhead, start-up costs and its default scheduler and KV strategy. Read from
+// scenarios/engines/<name>.json (each number's source is in the file).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/hw/cost_model.hpp"
+#include "sim/model/ops.hpp"
+
+namespace servesim {
+
+struct ColdStartConfig {
+  double disk_bandwidth_bytes_per_s = 2e9;   // weights read from local NVMe (safetensors, page cache cold)
+  double cuda_context_s = 0.5;               // CUDA context + cuBLAS/NCCL handles
+  double framework_init_s = 0.0;             // imports, model construction, profiling run, compile
+  double graph_capture_s_per_batch_size = 0.0;
+};
+
+struct EngineProfile {
+  std::string name;          // "" when the scenario names none
+  std::string display_name;
+  KernelPlan kernels;
+  LaunchConfig launch;
+  std::vector<std::int64_t> cuda_graph_batch_sizes;  // empty: every decode batch size is captured
+  std::string scheduler = "continuous";              // the framework's own default policy
+  std::string kv_cache = "paged";                    // paged, radix (prefix tree), token (block 1), contiguous
+  std::int64_t block_size = 16;
+  ColdStartConfig cold_start;
+};
+
+// Padded decode batch under CUDA graphs: the next captured size >= seqs, or 0 when seqs exceeds
+// every captured size (the step then runs eagerly, as vLLM does).
+inline std::int64_t graph_batch_size(const std::vector<std::int64_t>& sizes, std::int64_t seqs) {
+  if (sizes.empty()) return seqs;
+  for (std::int64_t s : sizes) {
+    if (s >= seqs) return s;
+  }
+  return 0;
+}
+
+}  // namespace servesim

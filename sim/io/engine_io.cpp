@@ -1,0 +1,99 @@
+// Engine profile parsing; see sim/config/engine_profile.hpp for the meaning of each field.
+#include "sim/io/engine_io.hpp"
+
+#include "sim/io/data_paths.hpp"
+#include "sim/io/json_reader.hpp"
+
+namespace servesim {
+
+namespace {
+int kernel_count(JsonReader& r, const std::string& key, int lo, int hi, int fallback) {
+  if (!r.has(key)) return fallback;
+  const std::int64_t v = r.integer(key);
+  if (v < lo || v > hi) r.fail(key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return static_cast<int>(v);
+}
+}  // namespace
+
+EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string& file) {
+  JsonReader r(doc, file, "");
+  EngineProfile p;
+  r.accept("schema");
+  r.accept("description");
+  r.accept("sources");  // free-form documentation of every number, kept in the file
+  p.name = r.string("name");
+  p.display_name = r.string_or("display_name", p.name);
+  {
+    JsonReader k = r.object("kernels_per_layer");
+    KernelPlan& kp = p.kernels;
+    kp.qkv_gemms = kernel_count(k, "qkv_gemms", 1, 3, 1);
+    kp.gate_up_gemms = kernel_count(k, "gate_up_gemms", 1, 2, 1);
+    kp.norm_kernels = kernel_count(k, "norm_kernels", 1, 32, 1);
+    kp.fused_add_norm = k.boolean_or("fused_add_norm", false);
+    kp.rope_kernels = kernel_count(k, "rope_kernels", 0, 32, 1);
+    kp.kv_write_kernels = kernel_count(k, "kv_write_kernels", 0, 8, 1);
+    kp.attention_kernels = kernel_count(k, "attention_kernels", 1, 8, 1);
+    kp.act_kernels = kernel_count(k, "act_kernels", 0, 4, 1);
+    kp.kv_cache_concat = k.boolean_or("kv_cache_concat", false);
+    kp.extra_kernels_per_layer = kernel_count(k, "extra_kernels", 0, 64, 0);
+    kp.sampler_kernels = kernel_count(k, "sampler_kernels", 1, 64, 1);
+    k.finish();
+  }
+  {
+    JsonReader g = r.object("cuda_graphs");
+    p.launch.cuda_graphs = g.boolean("decode");
+    if (g.has("batch_sizes")) {
+      const auto& a = g.raw("batch_sizes");
+      if (!a.is_array()) g.fail("batch_sizes", "must be an array of increasing positive integers");
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 ||
+            (!p.cuda_graph_batch_sizes.empty() && a[i].get<std::int64_t>() <= p.cuda_graph_batch_sizes.back())) {
+          g.fail("batch_sizes[" + std::to_string(i) + "]", "must be an increasing positive integer");
+        }
+        p.cuda_graph_batch_sizes.push_back(a[i].get<std::int64_t>());
+      }
+    }
+    g.finish();
+  }
+  {
+    JsonReader h = r.object("host");
+    p.launch.host_overhead_per_step_s = h.number_in("overhead_per_step_s", 0.0, 10.0);
+    p.launch.host_overhead_per_seq_s = h.number_in("overhead_per_seq_s", 0.0, 1.0);
+    p.launch.overlap_host = h.boolean_or("overlap_with_gpu", false);
+    p.launch.dispatch_s_per_kernel = h.number_in_or("dispatch_s_per_kernel", 0.0, 1.0, 0.0);
+    h.finish();
+  }
+  {
+    JsonReader d = r.object("defaults");
+    p.scheduler = d.string("scheduler");
+    p.kv_cache = d.string("kv_cache");
+    if (p.kv_cache != "paged" && p.kv_cache != "radix" && p.kv_cache != "token" && p.kv_cache != "contiguous") {
+      d.fail("kv_cache", "must be paged, radix, token or contiguous");
+    }
+    p.block_size = d.positive_integer("block_size");
+    d.finish();
+  }
+  if (auto c = r.object_if("cold_start")) {
+    p.cold_start.cuda_context_s = c->number_in_or("cuda_context_s", 0.0, 600.0, p.cold_start.cuda_context_s);
+    p.cold_start.framework_init_s = c->number_in_or("framework_init_s", 0.0, 3600.0, 0.0);
+    p.cold_start.graph_capture_s_per_batch_size = c->number_in_or("graph_capture_s_per_batch_size", 0.0, 60.0, 0.0);
+    c->finish();
+  }
+  r.finish();
+  return p;
+}
+
+EngineProfile load_engine_profile(const std::string& ref, const std::string& file, const std::string& key) {
+  const std::string path = resolve_data_ref("scenarios/engines", ref, file, key);
+  return parse_engine_profile(load_json_file(path), path);
+}
+
+nlohmann::json engine_profile_summary(const EngineProfile& p) {
+  return {{"name", p.name.empty() ? "none" : p.name},
+          {"display_name", p.display_name},
+          {"default_scheduler", p.scheduler},
+          {"kv_cache", p.kv_cache},
+          {"cuda_graph_batch_sizes", p.cuda_graph_batch_sizes}};
+}
+
+}  // namespace servesim

@@ -1,0 +1,137 @@
+// Unit checks of issue 5's models: quantized weight bytes and GEMM kernel choice, the launch-queue
+// recursion against an unrolled one, processor sharing, engine profiles and cold start.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "sim/cli/step_query.hpp"
+#include "sim/core/error.hpp"
+#include "sim/hw/contention.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/model_io.hpp"
+#include "sim/serve/cold_start.hpp"
+#include "tests/support.hpp"
+
+using namespace servesim;
+
+namespace {
+HwProfile hw(const std::string& n) { return load_hw_profile(resolve_data_ref("hwprofiles", n, "", "")); }
+ModelSpec model(const std::string& n) { return load_model(resolve_data_ref("models", n, "", "")); }
+Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, QuantScheme q, std::int64_t group = 128) {
+  Op op{"g", OpKind::gemm};
+  op.quant = q;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.flops = 2.0 * m * n * k;
+  op.bytes = m * k * (w8a8_dtype(q) ? 1.0 : 2.0) + double(k) * n * quant_weight_bytes(q, Dtype::bf16, group) + m * n * 2.0;
+  return op;
+}
+}  // namespace
+
+TEST_CASE("quantized weight bytes: projections shrink, embeddings stay 16-bit") {
+  CHECK(quant_weight_bytes(QuantScheme::w4a16_awq, Dtype::bf16, 128) == doctest::Approx(0.5 + 2.5 / 128));
+  CHECK(quant_weight_bytes(QuantScheme::fp8, Dtype::bf16, 128) == 1.0);
+  const ModelSpec m = model("llama-2-7b");
+  const double bf16 = m.weight_bytes(Dtype::bf16, QuantScheme::none, 128);
+  CHECK(bf16 == doctest::Approx(m.weight_bytes(Dtype::bf16)));
+  const double w4 = m.weight_bytes(Dtype::bf16, QuantScheme::w4a16_gptq, 128);
+  const double emb = 2.0 * m.embedding_params() * 2.0;
+  CHECK(w4 - emb == doctest::Approx((bf16 - emb) * (0.5 + 2.5 / 128) / 2.0).epsilon(0.001));
+}
+
+TEST_CASE("weight-only GEMM: faster than 16-bit at M=1, slower at large M (dequant-then-GEMM)") {
+  const HwProfile h = hw("h100-sxm");
+  for (QuantScheme q : {QuantScheme::w4a16_gptq, QuantScheme::w4a16_awq, QuantScheme::w8a16}) {
+    const KernelTime dense1 = estimate(gemm(1, 4096, 4096, QuantScheme::none), h, Dtype::bf16);
+    const KernelTime q1 = estimate(gemm(1, 4096, 4096, q), h, Dtype::bf16);
+    CHECK(q1.gemm == GemmKernel::weight_only_fused);
+    CHECK(q1.time_s < dense1.time_s);
+    const KernelTime dense_big = estimate(gemm(4096, 4096, 4096, QuantScheme::none), h, Dtype::bf16);
+    const KernelTime q_big = estimate(gemm(4096, 4096, 4096, q), h, Dtype::bf16);
+    CHECK(q_big.gemm == GemmKernel::dequant_gemm);
+    CHECK(q_big.launches == 2);
+    CHECK(q_big.time_s > dense_big.time_s);
+  }
+  // fp8 on Ampere is emulated: never faster than the 16-bit GEMM.
+  const HwProfile a100 = hw("a100-80gb-sxm");
+  const KernelTime e = estimate(gemm(1, 4096, 4096, QuantScheme::fp8), a100, Dtype::bf16);
+  CHECK(e.gemm == GemmKernel::w8a8_emulated);
+  CHECK(e.time_s >= estimate(gemm(1, 4096, 4096, QuantScheme::none), a100, Dtype::bf16).time_s);
+  CHECK(estimate(gemm(1, 4096, 4096, QuantScheme::fp8), h, Dtype::bf16).gemm == GemmKernel::w8a8);
+}
+
+TEST_CASE("launch queue: the folded max-plus recursion equals the unrolled one; one instance of the sharing sim too") {
+  const HwProfile h = hw("h200-sxm");
+  const ModelSpec m = model("llama-3-8b");
+  for (const char* engine : {"torch-eager", "hf-transformers", "vllm", "tensorrt-llm"}) {
+    const EngineProfile e = load_engine_profile(engine, "", "");
+    for (std::int64_t batch : {1, 64}) {
+      BatchShape b;
+      for (int i = 0; i < batch; ++i) b.add_decode(300);
+      std::vector<Op> ops;
+      build_iteration_ops(m, b, Precision{}, ops, e.kernels);
+      LaunchConfig l = e.launch;
+      l.overlap_host = false;
+      const StepTime s = estimate_step(ops, h, Dtype::bf16, l, batch);
+      // Unrolled: f = max(f, issue_j) + d_j over every kernel.
+      double f = 0.0;
+      for (const KernelWork& k : kernel_stream(ops, h, Dtype::bf16, l)) f = std::max(f, k.issue_s) + k.alone_s;
+      CHECK(s.time_s == doctest::Approx(s.host_s + f).epsilon(1e-9));
+      CHECK(s.time_s >= s.gpu_s);
+      CHECK(s.time_s >= s.launch_s);
+      LaunchConfig folded = l;
+      folded.host_overhead_per_step_s += batch * l.host_overhead_per_seq_s;
+      const auto one = simulate_shared_gpu({kernel_stream(ops, h, Dtype::bf16, l)}, {folded}, 3);
+      CHECK(one[0].mean_step_s == doctest::Approx(s.time_s).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("processor sharing: two bandwidth-bound kernels take twice as long, two tiny ones overlap") {
+  KernelWork big{1e-3, 1.0, 0.1, 0.0}, tiny{1e-5, 0.1, 0.05, 0.0};
+  LaunchConfig l;
+  l.host_overhead_per_step_s = 0.0;
+  const auto two_big = simulate_shared_gpu({{big}, {big}}, {l, l}, 1);
+  CHECK(two_big[0].mean_step_s == doctest::Approx(2e-3));
+  const auto two_tiny = simulate_shared_gpu({{tiny}, {tiny}}, {l, l}, 1);
+  CHECK(two_tiny[0].mean_step_s == doctest::Approx(1e-5));
+}
+
+TEST_CASE("engine profiles: all bundled ones parse; strict keys; CUDA-graph padding") {
+  for (const auto& name : bundled_names("scenarios/engines")) {
+    const EngineProfile e = load_engine_profile(name, "", "");
+    CHECK(e.name == name);
+  }
+  CHECK(bundled_names("scenarios/engines").size() >= 8);
+  auto doc = nlohmann::json::parse(R"({"name":"x","kernels_per_layer":{"bogus":1},"cuda_graphs":{"decode":true},
+      "host":{"overhead_per_step_s":0,"overhead_per_seq_s":0},"defaults":{"scheduler":"continuous","kv_cache":"paged","block_size":16}})");
+  CHECK_THROWS_AS(parse_engine_profile(doc, "x.json"), InputError);
+  doc["kernels_per_layer"] = {{"norm_kernels", 1.5}};
+  CHECK_THROWS_AS(parse_engine_profile(doc, "x.json"), InputError);
+  CHECK(graph_batch_size({1, 2, 4, 8}, 3) == 4);
+  CHECK(graph_batch_size({1, 2, 4, 8}, 9) == 0);
+  CHECK(graph_batch_size({}, 9) == 9);
+}
+
+TEST_CASE("scenario: engine.profile, quantization and cold start reach the report") {
+  auto doc = test::base_scenario();
+  doc["engine"]["profile"] = "vllm";
+  doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "fp8"}};
+  const Scenario s = test::scenario_from(doc);
+  CHECK(s.quant_emulated);  // a100: no fp8 tensor cores
+  CHECK(s.precision.kv_cache == Dtype::fp8);
+  CHECK(s.engine.profile.name == "vllm");
+  const ColdStart c = estimate_cold_start(s, 13.5e9);
+  CHECK(c.weights_s == doctest::Approx(13.5e9 / std::min(2e9, s.hw.host_link_bytes_per_s)));
+  CHECK(c.captured_batch_sizes == 11);  // vLLM sizes <= max_num_seqs 64: 1, 2, 4, 8, 16, ..., 64
+  doc["quantization"] = {{"method", "int3"}};
+  CHECK_THROWS_AS(test::scenario_from(doc), InputError);
+  doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "int4"}};
+  CHECK_THROWS_AS(test::scenario_from(doc), InputError);
+  doc = test::base_scenario();
+  doc["engine"]["profile"] = "no-such-engine";
+  CHECK_THROWS_AS(test::scenario_from(doc), InputError);
+}
