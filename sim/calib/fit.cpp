@@ -24,13 +24,6 @@ constexpr double kMinFrac = 1e-3;
 
 double clamp_frac(double f) { return std::clamp(f, kMinFrac, 1.0); }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Reads a numeric field of a raw record with a path-naming error.
 double field(const nlohmann::json& rec, const char* key, const std::string& file, const std::string& where) {
   const auto it = rec.find(key);
@@ -83,6 +76,13 @@ struct Peaks {
 };
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 nlohmann::json decode_attention_json(const std::map<double, std::map<double, std::vector<double>>>& by_context_units) {
   std::vector<std::pair<double, std::vector<std::pair<double, double>>>> by_context;

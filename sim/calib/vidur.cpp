@@ -22,13 +22,6 @@ namespace servesim {
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // A CSV file as header -> column index, rows of strings. Vidur's files have no quoted commas.
 struct Csv {
   std::string path;
