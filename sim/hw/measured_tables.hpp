@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "sim/hw/efficiency_table.hpp"
@@ -20,7 +21,11 @@ struct GemmShapeCurve {
 class GemmTable {
  public:
   GemmTable() = default;
-  explicit GemmTable(std::vector<GemmShapeCurve> shapes) : shapes_(std::move(shapes)) {}
+  explicit GemmTable(std::vector<GemmShapeCurve> shapes) : shapes_(std::move(shapes)) {
+    // Logs of the calibrated shapes once, not on every lookup: frac() runs for every GEMM of
+    // every simulated iteration.
+    for (const auto& s : shapes_) log_nk_.emplace_back(std::log(s.n), std::log(s.k));
+  }
   bool empty() const { return shapes_.empty(); }
   const std::vector<GemmShapeCurve>& shapes() const { return shapes_; }
 
@@ -31,12 +36,13 @@ class GemmTable {
   double frac(double m, double n, double k) const {
     const GemmShapeCurve* best = nullptr;
     double best_d = std::numeric_limits<double>::infinity();
-    for (const auto& s : shapes_) {
-      const double dn = std::log(n / s.n), dk = std::log(k / s.k);
+    const double log_n = std::log(n), log_k = std::log(k);
+    for (std::size_t i = 0; i < shapes_.size(); ++i) {
+      const double dn = log_n - log_nk_[i].first, dk = log_k - log_nk_[i].second;
       const double d = dn * dn + dk * dk;
       if (d < best_d) {
         best_d = d;
-        best = &s;
+        best = &shapes_[i];
       }
     }
     return best ? best->frac_by_m.at(m) : 1.0;
@@ -44,6 +50,7 @@ class GemmTable {
 
  private:
   std::vector<GemmShapeCurve> shapes_;
+  std::vector<std::pair<double, double>> log_nk_;  // (log n, log k) per shape
 };
 
 // Decode-attention efficiency measured on a (parallel units = sequences x KV heads, context)
