@@ -1,5 +1,6 @@
 // `servesim step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S]
-//  [--dtype bf16] [--json]`: one iteration's ops and time from the cost model.
+//  [--dtype bf16] [--tp N] [--pp N] [--micro-batches M] [--json]`: one iteration's ops and time
+//  from the cost model, on one replica of tp x pp GPUs (the simulator's own model, sim/serve/parallel.hpp).
 #include <cstdio>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/serve/parallel.hpp"
 
 namespace servesim::cli {
 
@@ -22,6 +24,9 @@ int cmd_step(const std::vector<std::string>& args) {
       "phase", "decode or prefill", cxxopts::value<std::string>()->default_value("decode"))(
       "prompt", "prefill: new prompt tokens per sequence", cxxopts::value<long long>())(
       "dtype", "bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
+      "tp", "tensor-parallel GPUs", cxxopts::value<long long>()->default_value("1"))(
+      "pp", "pipeline-parallel stages", cxxopts::value<long long>()->default_value("1"))(
+      "micro-batches", "pipeline micro-batches (default: pp)", cxxopts::value<long long>()->default_value("0"))(
       "eager", "launch kernels one by one (no CUDA graph)")("json", "print JSON")("h,help", "show help");
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
@@ -40,6 +45,16 @@ int cmd_step(const std::vector<std::string>& args) {
   if (batch <= 0) throw InputError("servesim step", "--batch", "must be > 0");
   if (context < 0) throw InputError("servesim step", "--context", "must be >= 0");
   const std::string phase = p["phase"].as<std::string>();
+  ParallelConfig par;
+  par.tensor_parallel_size = p["tp"].as<long long>();
+  par.pipeline_parallel_size = p["pp"].as<long long>();
+  par.num_micro_batches = p["micro-batches"].as<long long>();
+  if (par.tensor_parallel_size <= 0 || par.tensor_parallel_size > 4096) throw InputError("servesim step", "--tp", "must be in [1, 4096]");
+  if (par.pipeline_parallel_size <= 0 || par.pipeline_parallel_size > 4096) throw InputError("servesim step", "--pp", "must be in [1, 4096]");
+  if (par.num_micro_batches < 0 || par.num_micro_batches > 4096) throw InputError("servesim step", "--micro-batches", "must be in [0, 4096]");
+  if (const std::string why = parallel_config_error(model, par.tensor_parallel_size, par.pipeline_parallel_size); !why.empty()) {
+    throw InputError("servesim step", why.rfind("pipeline", 0) == 0 ? "--pp" : "--tp", why);
+  }
 
   BatchShape shape;
   long long per_seq_tokens = context;
@@ -62,10 +77,9 @@ int cmd_step(const std::vector<std::string>& args) {
 
   const Precision precision{*dtype, *dtype, *dtype};
   std::vector<Op> ops;
-  build_iteration_ops(model, shape, precision, ops);
   LaunchConfig launch;
   launch.cuda_graphs = phase == "decode" && !p.count("eager");
-  const StepTime step = estimate_step(ops, hw, *dtype, launch, 0);
+  const StepTime step = estimate_iteration(model, hw, precision, par, shape, launch, 0, ops);
 
   nlohmann::json out;
   out["model"] = model.name;
@@ -74,6 +88,10 @@ int cmd_step(const std::vector<std::string>& args) {
   out["batch"] = batch;
   out["context"] = context;
   out["dtype"] = dtype_name(*dtype);
+  out["tensor_parallel_size"] = par.tensor_parallel_size;
+  out["pipeline_parallel_size"] = par.pipeline_parallel_size;
+  out["comm_s"] = step.comm_s;
+  out["pipeline_bubble_frac"] = step.bubble_frac;
   out["time_s"] = step.time_s;
   out["gpu_s"] = step.gpu_s;
   out["launch_s"] = step.launch_s;
@@ -100,6 +118,11 @@ int cmd_step(const std::vector<std::string>& args) {
   std::printf("%s on %s, %s, batch %lld, context %lld: %.4f ms (GPU %.4f ms, roofline %.4f ms, %lld kernels%s)\n",
               model.name.c_str(), hw.name.c_str(), phase.c_str(), batch, context, step.time_s * 1e3, step.gpu_s * 1e3,
               step.roofline_s * 1e3, static_cast<long long>(step.kernels), step.launch_bound ? ", launch-bound" : "");
+  if (par.gpus_per_replica() > 1) {
+    std::printf("  tp %lld x pp %lld: communication %.4f ms, pipeline bubbles %.1f%%; ops below are one GPU's%s\n",
+                static_cast<long long>(par.tensor_parallel_size), static_cast<long long>(par.pipeline_parallel_size),
+                step.comm_s * 1e3, 100.0 * step.bubble_frac, par.pipeline_parallel_size > 1 ? " (one stage, one micro-batch)" : "");
+  }
   std::printf("  %-20s %6s %12s %12s %10s %10s  %s\n", "op", "count", "GFLOP", "MB", "time ms", "roofl. ms", "bound");
   for (const auto& op : out["ops"]) {
     std::printf("  %-20s %6lld %12.3f %12.3f %10.4f %10.4f  %s\n", op["name"].get<std::string>().c_str(),

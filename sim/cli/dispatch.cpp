@@ -12,11 +12,11 @@ void usage(std::ostream& os) {
   os << "usage: servesim <command> [options]\n"
         "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--quiet]\n"
         "      [--no-html] [--no-csv] [--no-trace] [--trace-requests N] [--trace-seconds S]\n"
-        "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
+        "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--tp N] [--pp N] [--json]\n"
         "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8 --hw H [--json]\n"
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
         "  validate CASES.json [--json]\n"
-        "  list models|hardware|policies\n"
+        "  list models|hardware|policies|routers\n"
         "  version\n";
 }
 }  // namespace

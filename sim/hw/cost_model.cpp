@@ -10,6 +10,7 @@ const char* bound_name(Bound b) {
     case Bound::compute: return "compute";
     case Bound::memory: return "memory";
     case Bound::launch: return "launch";
+    case Bound::interconnect: return "interconnect";
   }
   return "?";
 }
@@ -67,6 +68,16 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
 
 KernelTime estimate(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   KernelTime t;
+  if (is_communication(op.kind)) {
+    // NCCL's own latency term already covers its launch-to-completion floor.
+    const Collective c = op.kind == OpKind::all_reduce ? Collective::all_reduce : Collective::all_gather;
+    t.time_s = hw.interconnect.time_s(c, op.bytes, op.comm_gpus);
+    const LinkModel& link = hw.interconnect.link(hw.interconnect.scope_for(op.comm_gpus));
+    t.roofline_s = Interconnect::model_s(LinkModel{"", link.bus_bandwidth_bytes_per_s, 0.0, link.p2p_bandwidth_bytes_per_s, 0.0},
+                                         c, op.bytes, op.comm_gpus);
+    t.bound = Bound::interconnect;
+    return t;
+  }
   const ComputeRate rate = compute_rate(op, hw, compute_dtype);
   const double bw = hw.hbm_bandwidth_bytes_per_s;
   const double compute_floor_s = rate.peak > 0.0 ? op.flops / rate.peak : 0.0;
@@ -99,8 +110,12 @@ StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype co
     const double n = static_cast<double>(op.count);
     s.gpu_s += n * k.time_s;
     s.roofline_s += n * k.roofline_s;
-    s.bytes += n * op.bytes;
     s.flops += n * op.flops;
+    if (is_communication(op.kind)) {
+      s.comm_s += n * k.time_s;
+    } else {
+      s.bytes += n * op.bytes;  // HBM traffic only
+    }
     s.kernels += op.count;
   }
   // The host issues launches while the GPU runs earlier kernels, so the two overlap: the step

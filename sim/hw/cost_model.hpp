@@ -1,6 +1,7 @@
 // CostModel: op -> seconds. Pure functions, checkable by hand:
 //   t = max(flops / (peak[dtype] * eff_compute), bytes / (hbm_bw * eff_bw)) + kernel_overhead
-// per launch, with efficiencies interpolated from the profile's tables.
+// per launch, with efficiencies interpolated from the profile's tables. Communication ops
+// (tensor-parallel all-reduce/all-gather) take the interconnect's time instead (interconnect.hpp).
 #pragma once
 #include <vector>
 
@@ -9,7 +10,7 @@
 
 namespace servesim {
 
-enum class Bound { compute, memory, launch };
+enum class Bound { compute, memory, launch, interconnect };
 const char* bound_name(Bound b);
 
 struct KernelTime {
@@ -39,6 +40,8 @@ struct StepTime {
   double roofline_s = 0.0;      // sum of datasheet floors
   double bytes = 0.0;           // total bytes moved
   double flops = 0.0;
+  double comm_s = 0.0;          // part of gpu_s spent in collectives (tensor/pipeline parallel)
+  double bubble_frac = 0.0;     // pipeline parallel: fraction of stage-time slots left idle
   std::int64_t kernels = 0;
   bool launch_bound = false;
 };

@@ -8,6 +8,7 @@
 #include "sim/core/dtype.hpp"
 #include "sim/hw/efficiency_table.hpp"
 #include "sim/hw/measured_tables.hpp"
+#include "sim/hw/interconnect.hpp"
 
 namespace servesim {
 
@@ -49,6 +50,10 @@ struct HwProfile {
   // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).
   double contention_copy_copy_slowdown = 0.0;  // two bandwidth-bound kernels; 0 = not measured
   double contention_gemm_copy_slowdown = 0.0;  // compute-bound next to bandwidth-bound
+
+  // Links between GPUs for tensor/pipeline parallelism and KV transfer. Filled from the optional
+  // "interconnect" object, with defaults derived from host_link and nvlink (see hw_io.cpp).
+  Interconnect interconnect;
 
   Provenance provenance;
 

@@ -17,9 +17,13 @@ const char* op_kind_name(OpKind k) {
     case OpKind::attention_decode: return "attention_decode";
     case OpKind::elementwise: return "elementwise";
     case OpKind::sampler: return "sampler";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::all_gather: return "all_gather";
   }
   return "?";
 }
+
+bool is_communication(OpKind k) { return k == OpKind::all_reduce || k == OpKind::all_gather; }
 
 void BatchShape::add_prefill(std::int64_t new_tokens, std::int64_t context_tokens, bool samples) {
   const double n = static_cast<double>(new_tokens);
@@ -58,9 +62,19 @@ Op streaming_op(const char* name, OpKind kind, std::int64_t count, double flops,
   return op;
 }
 
+Op comm_op(const char* name, OpKind kind, std::int64_t count, double bytes, std::int64_t gpus, Placement where) {
+  Op op{name, kind, count};
+  op.bytes = bytes;
+  op.comm_gpus = static_cast<int>(gpus);
+  op.placement = where;
+  return op;
+}
+
 }  // namespace
 
-void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precision& p, std::vector<Op>& out) {
+void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& out,
+                         std::int64_t tp) {
+  const ModelSpec m = full.sharded(tp);
   out.clear();
   const std::int64_t tokens = b.total_tokens();
   if (tokens == 0) return;
@@ -76,6 +90,9 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
   const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
 
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
+  out.back().placement = Placement::first_stage;
+  const double hidden_bytes = t * h * ab;  // one residual-stream tensor: what TP all-reduces
+  if (tp > 1) out.push_back(comm_op("embedding_all_reduce", OpKind::all_reduce, 1, hidden_bytes, tp, Placement::first_stage));
 
   const Op norm = streaming_op("rmsnorm", OpKind::norm, 2 * layers, 4.0 * t * h, 2.0 * t * h * ab + h * wb);
   out.push_back(norm);
@@ -104,19 +121,30 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
   }
 
   out.push_back(make_gemm_op("o_proj", layers, tokens, m.hidden_size, m.q_width(), p));
+  if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, layers, hidden_bytes, tp, Placement::layer));
   out.push_back(streaming_op("residual_add", OpKind::elementwise, 2 * layers, t * h, 3.0 * t * h * ab));
   out.push_back(make_gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", layers, tokens, m.mlp_in_width(),
                         m.hidden_size, p));
   const double act_reads = m.gated_mlp ? 2.0 : 1.0;
   out.push_back(streaming_op("mlp_act", OpKind::elementwise, layers, 5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
   out.push_back(make_gemm_op("mlp_down_proj", layers, tokens, m.hidden_size, m.ffn_size, p));
+  if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, layers, hidden_bytes, tp, Placement::layer));
 
   out.push_back(streaming_op("final_rmsnorm", OpKind::norm, 1, 4.0 * t * h, 2.0 * t * h * ab + h * wb));
+  out.back().placement = Placement::last_stage;
   const std::int64_t sampled = b.sampled_seqs();
   if (sampled > 0) {
     out.push_back(make_gemm_op("lm_head", 1, sampled, m.vocab_size, m.hidden_size, p));
-    const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size);
+    out.back().placement = Placement::last_stage;
+    const double s_rows = static_cast<double>(sampled);
+    if (tp > 1) {
+      out.push_back(comm_op("logits_all_gather", OpKind::all_gather, 1, s_rows * static_cast<double>(full.vocab_size) * ab,
+                            tp, Placement::last_stage));
+    }
+    // Sampling sees the whole vocabulary (gathered logits).
+    const double logits = s_rows * static_cast<double>(full.vocab_size);
     out.push_back(streaming_op("sampler", OpKind::sampler, 1, 5.0 * logits, logits * 4.0));
+    out.back().placement = Placement::last_stage;
   }
 }
 
