@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/core/error.hpp"
 #include "sim/io/scenario_io.hpp"
 
 namespace servesim::test {
@@ -26,6 +27,16 @@ inline nlohmann::json base_scenario() {
 }
 
 inline Scenario scenario_from(const nlohmann::json& doc) { return parse_scenario(doc, "test.json"); }
+
+// The one-line InputError a scenario document raises, or "" when it parses.
+inline std::string parse_error(const nlohmann::json& doc) {
+  try {
+    scenario_from(doc);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 struct CommandResult {
   int exit_code = -1;

@@ -1,4 +1,4 @@
-// `servesim list models|hardware|policies`: what is bundled and selectable by name.
+// `servesim list models|hardware|policies|routers`: what is bundled and selectable by name.
 #include <cstdio>
 #include <iostream>
 
@@ -9,6 +9,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/sched/scheduler.hpp"
+#include "sim/serve/router.hpp"
 
 namespace servesim::cli {
 
@@ -30,8 +31,10 @@ int cmd_list(const std::vector<std::string>& args) {
       std::printf("%-16s %-28s %8.1f %10.2f %11.1f  %s\n", name.c_str(), hw.display_name.c_str(), hw.memory_bytes / 1e9,
                   hw.hbm_bandwidth_bytes_per_s / 1e12, hw.peak_flops(Dtype::bf16) / 1e12, hw.provenance.kind.c_str());
     }
-  } else if (what == "policies") {
-    for (const auto& p : list_policies()) {
+  } else if (what == "policies" || what == "routers") {
+    std::vector<PolicyInfo> all = what == "routers" ? std::vector<PolicyInfo>{} : list_policies();
+    for (auto& r : list_routers()) all.push_back(r);
+    for (const auto& p : all) {
       std::cout << p.name << ": " << p.description << "\n";
       for (const auto& param : p.params) {
         std::cout << "    " << param.name << " (" << param.type << ", default " << param.default_value << "): " << param.description << "\n";
@@ -44,7 +47,7 @@ int cmd_list(const std::vector<std::string>& args) {
                   e.scheduler.c_str(), e.kv_cache.c_str());
     }
   } else {
-    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines");
+    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers");
   }
   return kExitOk;
 }

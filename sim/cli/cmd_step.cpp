@@ -1,5 +1,7 @@
 // `servesim step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S]
-//  [--dtype bf16] [--quant Q] [--engine NAME] [--json]`: one iteration's ops and time.
+//  [--dtype bf16] [--quant Q] [--engine NAME] [--tp N] [--pp N] [--micro-batches M] [--json]`: one
+//  iteration's ops and time on one replica of tp x pp GPUs (the simulator's own model,
+//  sim/serve/parallel.hpp).
 #include <cstdio>
 #include <iostream>
 
@@ -60,6 +62,10 @@ int cmd_step(const std::vector<std::string>& args) {
   out["batch"] = batch;
   out["context"] = context;
   out["dtype"] = dtype_name(q.precision.weights);
+  out["tensor_parallel_size"] = q.parallel.tensor_parallel_size;
+  out["pipeline_parallel_size"] = q.parallel.pipeline_parallel_size;
+  out["comm_s"] = step.comm_s;
+  out["pipeline_bubble_frac"] = step.bubble_frac;
   out["quantization"] = {{"method", quant_name(q.precision.quant)},
                          {"group_size", q.precision.group_size},
                          {"kv_cache_dtype", dtype_name(q.precision.kv_cache)},
@@ -106,6 +112,12 @@ int cmd_step(const std::vector<std::string>& args) {
               step.gpu_s * 1e3, step.roofline_s * 1e3, static_cast<long long>(step.kernels),
               out["kernels_per_token"].get<double>(), step.launch_bound ? ", launch-bound" : "",
               100.0 * out["launch_time_frac"].get<double>());
+  const ParallelConfig& par = q.parallel;
+  if (par.gpus_per_replica() > 1) {
+    std::printf("  tp %lld x pp %lld: communication %.4f ms, pipeline bubbles %.1f%%; ops below are one GPU's%s\n",
+                static_cast<long long>(par.tensor_parallel_size), static_cast<long long>(par.pipeline_parallel_size),
+                step.comm_s * 1e3, 100.0 * step.bubble_frac, par.pipeline_parallel_size > 1 ? " (one stage, one micro-batch)" : "");
+  }
   std::printf("  %-20s %6s %12s %12s %10s %10s  %s\n", "op", "count", "GFLOP", "MB", "time ms", "roofl. ms", "bound");
   for (const auto& op : out["ops"]) {
     std::printf("  %-20s %6lld %12.3f %12.3f %10.4f %10.4f  %s%s%s\n", op["name"].get<std::string>().c_str(),

@@ -13,13 +13,13 @@ void usage(std::ostream& os) {
         "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--quiet]\n"
         "      [--no-html] [--no-csv] [--no-trace] [--trace-requests N] [--trace-seconds S]\n"
         "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
-        "  step ... [--quant bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq] [--engine NAME]\n"
+        "  step ... [--quant bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq] [--engine NAME] [--tp N] [--pp N]\n"
         "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq] --hw H [--json]\n"
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
         "  validate CASES.json [--json]\n"
         "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"
         "  contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine NAME] [--json]\n"
-        "  list models|hardware|policies|engines\n"
+        "  list models|hardware|policies|engines|routers\n"
         "  version\n";
 }
 }  // namespace

@@ -9,6 +9,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/serve/memory_plan.hpp"
+#include "sim/serve/parallel.hpp"
 
 namespace servesim::cli {
 
@@ -19,7 +20,10 @@ void add_query_options(cxxopts::Options& opts) {
       "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq", cxxopts::value<std::string>())(
       "group-size", "w4a16 group size", cxxopts::value<long long>()->default_value("128"))(
       "kv-cache-dtype", "auto or fp8", cxxopts::value<std::string>()->default_value("auto"))(
-      "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>());
+      "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>())(
+      "tp", "tensor-parallel GPUs", cxxopts::value<long long>()->default_value("1"))(
+      "pp", "pipeline-parallel stages", cxxopts::value<long long>()->default_value("1"))(
+      "micro-batches", "pipeline micro-batches (default: pp)", cxxopts::value<long long>()->default_value("0"));
 }
 
 void apply_quant_name(const std::string& name, Precision& precision, const std::string& cmd, const std::string& key) {
@@ -61,6 +65,16 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   }
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
   if (p.count("engine")) q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
+  ParallelConfig& par = q.parallel;
+  par.tensor_parallel_size = p["tp"].as<long long>();
+  par.pipeline_parallel_size = p["pp"].as<long long>();
+  par.num_micro_batches = p["micro-batches"].as<long long>();
+  if (par.tensor_parallel_size <= 0 || par.tensor_parallel_size > 4096) throw InputError(cmd, "--tp", "must be in [1, 4096]");
+  if (par.pipeline_parallel_size <= 0 || par.pipeline_parallel_size > 4096) throw InputError(cmd, "--pp", "must be in [1, 4096]");
+  if (par.num_micro_batches < 0 || par.num_micro_batches > 4096) throw InputError(cmd, "--micro-batches", "must be in [0, 4096]");
+  if (const std::string why = parallel_config_error(q.model, par.tensor_parallel_size, par.pipeline_parallel_size); !why.empty()) {
+    throw InputError(cmd, why.rfind("pipeline", 0) == 0 ? "--pp" : "--tp", why);
+  }
   return q;
 }
 
@@ -82,8 +96,7 @@ TimedStep time_shape(const StepQuery& q, BatchShape shape, bool decode, bool for
     if (padded > 0) t.padded_batch = padded;
   }
   t.cuda_graphs = launch.cuda_graphs;
-  build_iteration_ops(q.model, shape, q.precision, t.ops, plan);
-  t.step = estimate_step(t.ops, q.hw, q.precision.weights, launch, seqs);
+  t.step = estimate_iteration(q.model, q.hw, q.precision, plan, q.parallel, shape, launch, seqs, t.ops);
   return t;
 }
 }  // namespace
@@ -103,7 +116,8 @@ TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prom
 std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances) {
   EngineConfig e;
   e.max_num_batched_tokens = 2048;
-  const MemoryPlan m = split_memory(q.model, q.hw, q.precision, e, instances);
+  const MemoryPlan m = plan_memory(q.model, q.hw, q.precision, e, q.parallel.tensor_parallel_size,
+                                     q.parallel.pipeline_parallel_size, instances);
   if (m.kv_bytes <= 0.0) return 0;
   return static_cast<std::int64_t>(std::floor(m.kv_bytes / (m.kv_bytes_per_token * static_cast<double>(context_tokens))));
 }

@@ -9,6 +9,7 @@
 #include <cxxopts.hpp>
 
 #include "sim/config/engine_profile.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/model/ops.hpp"
 
@@ -20,9 +21,10 @@ struct StepQuery {
   Precision precision;
   bool emulated = false;                // w8a8 format missing on this GPU
   std::optional<EngineProfile> engine;  // --engine; without it: graphs for decode, no host overhead
+  ParallelConfig parallel;              // --tp, --pp, --micro-batches: one replica of tp x pp GPUs
 };
 
-// Adds --model --hw --quant --dtype --group-size --kv-cache-dtype --engine.
+// Adds --model --hw --quant --dtype --group-size --kv-cache-dtype --engine --tp --pp --micro-batches.
 void add_query_options(cxxopts::Options& opts);
 StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd);
 // --quant NAME (bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq) on a base dtype; InputError if unknown.
@@ -38,8 +40,8 @@ struct TimedStep {
 // One decode step of `batch` sequences with `context` tokens each in the KV cache.
 TimedStep time_decode(const StepQuery& q, std::int64_t batch, std::int64_t context, bool force_eager);
 TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prompt, std::int64_t context);
-// Most sequences of `context_tokens` the KV cache holds (vLLM accounting, gpu_memory_utilization
-// 0.9, 1 GiB runtime), divided among `instances`.
+// Most sequences of `context_tokens` the KV cache of one replica holds (vLLM accounting,
+// gpu_memory_utilization 0.9, 1 GiB runtime), divided among `instances` sharing each GPU.
 std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances = 1);
 
 }  // namespace servesim::cli

@@ -53,6 +53,40 @@ struct WorkloadConfig {
   std::vector<double> priority_class_weights;
 };
 
+// How one replica spreads over GPUs and how many replicas serve (vLLM names). A replica uses
+// tensor_parallel_size x pipeline_parallel_size GPUs; data parallelism is replicas behind a router.
+struct ParallelConfig {
+  std::int64_t tensor_parallel_size = 1;
+  std::int64_t pipeline_parallel_size = 1;
+  std::int64_t data_parallel_size = 1;
+  std::int64_t num_micro_batches = 0;  // pipeline micro-batches in flight; 0 = pipeline_parallel_size
+  std::int64_t gpus_per_replica() const { return tensor_parallel_size * pipeline_parallel_size; }
+  std::int64_t micro_batches() const { return num_micro_batches > 0 ? num_micro_batches : pipeline_parallel_size; }
+};
+
+// Request routing across replicas; policies in sim/serve/router.hpp.
+struct RouterConfig {
+  std::string impl = "round_robin";
+  // prefix_affinity falls back to least outstanding requests when the prefix's replica has more
+  // than balance_abs_threshold outstanding requests above the least loaded one and more than
+  // balance_rel_threshold times its load (SGLang router names).
+  double balance_abs_threshold = 32;
+  double balance_rel_threshold = 1.5;
+};
+
+// Disaggregated prefill and decode pools (Splitwise / DistServe): prompts run on prefill
+// replicas, their KV cache is copied over the interconnect to a decode replica, which generates.
+struct PoolConfig {
+  std::int64_t replicas = 1;
+  std::int64_t tensor_parallel_size = 1;
+  std::int64_t pipeline_parallel_size = 1;
+};
+struct DisaggregationConfig {
+  bool enabled = false;
+  PoolConfig prefill, decode;
+  std::string kv_transfer_link = "auto";  // auto, nvlink, pcie, inter_node
+};
+
 // Batching policy and its parameters (`servesim list policies`). Policy-specific keys are only
 // accepted for the policy that reads them.
 struct SchedulerConfig {
@@ -110,6 +144,9 @@ struct Scenario {
                                 // one (contention between instances: `servesim contention`)
   EngineConfig engine;
   WorkloadConfig workload;
+  ParallelConfig parallel;
+  RouterConfig router;
+  DisaggregationConfig disaggregation;
   // Resolved from the references above.
   ModelSpec model;
   HwProfile hw;

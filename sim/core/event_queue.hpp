@@ -1,6 +1,7 @@
 // The simulator's single event queue with a total, deterministic order.
-// Events at the same instant run in Phase order (completions, then arrivals, then scheduling),
-// and within one phase in the order they were pushed (a sequence number stamped on push).
+// Events at the same instant run in Phase order (iteration completions, then KV-transfer
+// completions, then arrivals, then scheduling), and within one phase in the order they were
+// pushed (a sequence number stamped on push).
 #pragma once
 #include <cstdint>
 #include <queue>
@@ -11,8 +12,11 @@
 namespace servesim {
 
 // Why this order: a GPU iteration that ends at t frees KV blocks and batch slots before requests
-// arriving at t are queued, and the scheduler decides once, after both, what runs next.
-enum class Phase : std::uint8_t { Completion = 0, Arrival = 1, Schedule = 2 };
+// arriving at t are queued, and the scheduler decides once, after both, what runs next. A KV
+// transfer (disaggregated serving) ending at t frees the sender's blocks after iterations ended
+// and queues the migrated request on its decode replica before new arrivals at t, which it
+// preceded. Replicas' events at one instant keep push order, which is deterministic.
+enum class Phase : std::uint8_t { Completion = 0, Transfer = 1, Arrival = 2, Schedule = 3 };
 
 template <class Payload>
 class EventQueue {

@@ -13,6 +13,7 @@ const char* bound_name(Bound b) {
     case Bound::compute: return "compute";
     case Bound::memory: return "memory";
     case Bound::launch: return "launch";
+    case Bound::interconnect: return "interconnect";
   }
   return "?";
 }
@@ -155,6 +156,17 @@ KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, Gemm
 }  // namespace
 
 KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
+  if (is_communication(op.kind)) {
+    // NCCL's own latency term already covers its launch-to-completion floor.
+    KernelTime t;
+    const Collective c = op.kind == OpKind::all_reduce ? Collective::all_reduce : Collective::all_gather;
+    t.time_s = hw.interconnect.time_s(c, op.bytes, op.comm_gpus);
+    const LinkModel& link = hw.interconnect.link(hw.interconnect.scope_for(op.comm_gpus));
+    t.roofline_s = Interconnect::model_s(LinkModel{"", link.bus_bandwidth_bytes_per_s, 0.0, link.p2p_bandwidth_bytes_per_s, 0.0},
+                                         c, op.bytes, op.comm_gpus);
+    t.bound = Bound::interconnect;
+    return t;
+  }
   const GemmKernel kind = choose_gemm_kernel(op, hw);
   switch (kind) {
     case GemmKernel::dense: return roofline(op, op.bytes, hw, base, 0.0);
@@ -215,8 +227,12 @@ StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype ba
     const double n = static_cast<double>(op.count);
     s.gpu_s += n * k.time_s;
     s.roofline_s += n * k.roofline_s;
-    s.bytes += n * k.bytes;
     s.flops += n * op.flops;
+    if (is_communication(op.kind)) {
+      s.comm_s += n * k.time_s;
+    } else {
+      s.bytes += n * k.bytes;  // HBM traffic only
+    }
     s.kernels += op.count * k.launches;
   }
   const double c = launch.per_kernel_s(hw);

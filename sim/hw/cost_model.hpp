@@ -2,6 +2,8 @@
 //   t = max(flops / (peak[dtype] * eff_compute), bytes / (hbm_bw * eff_bw)) + kernel_overhead
 // per launch, with efficiencies interpolated from the profile's tables; quantized GEMMs pick a
 // kernel (see GemmKernel) and a step is a max-plus recursion of host launches and GPU kernels.
+// Communication ops (tensor-parallel all-reduce/all-gather) take the interconnect's time instead
+// (interconnect.hpp).
 #pragma once
 #include <vector>
 
@@ -10,7 +12,7 @@
 
 namespace servesim {
 
-enum class Bound { compute, memory, launch };
+enum class Bound { compute, memory, launch, interconnect };
 const char* bound_name(Bound b);
 
 // Which GEMM kernel runs an op:
@@ -70,6 +72,8 @@ struct StepTime {
   double roofline_s = 0.0;      // sum of datasheet floors
   double bytes = 0.0;           // total bytes moved
   double flops = 0.0;
+  double comm_s = 0.0;          // part of gpu_s spent in collectives (tensor/pipeline parallel)
+  double bubble_frac = 0.0;     // pipeline parallel: fraction of stage-time slots left idle
   std::int64_t kernels = 0;
   bool launch_bound = false;    // issuing the kernels takes the host longer than the GPU runs them
 };

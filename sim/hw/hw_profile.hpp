@@ -8,6 +8,7 @@
 #include "sim/core/dtype.hpp"
 #include "sim/hw/efficiency_table.hpp"
 #include "sim/hw/measured_tables.hpp"
+#include "sim/hw/interconnect.hpp"
 
 namespace servesim {
 
@@ -59,6 +60,10 @@ struct HwProfile {
     if (bits <= 4) return dequant_int4_weights_per_s > 0 ? dequant_int4_weights_per_s : vector_fp32_flops_per_s / 4.0;
     return dequant_int8_weights_per_s > 0 ? dequant_int8_weights_per_s : vector_fp32_flops_per_s / 2.0;
   }
+
+  // Links between GPUs for tensor/pipeline parallelism and KV transfer. Filled from the optional
+  // "interconnect" object, with defaults derived from host_link and nvlink (see hw_io.cpp).
+  Interconnect interconnect;
 
   Provenance provenance;
 

@@ -2,6 +2,8 @@
 // fractions in (0, 1]) and provenance.
 #include "sim/io/hw_io.hpp"
 
+#include <cmath>
+
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
 
@@ -89,6 +91,92 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
   r.finish();
 }
 
+// Defaults when a profile has no "interconnect" object (or leaves out a key). NVLink: the vidur
+// DGX fits (tests/validation/test_interconnect.cpp) reached a bus bandwidth of 0.61x (H100) and
+// 0.45x (A100) the datasheet per-GPU NVLink bandwidth and send/recv 0.76x (H100) and 0.93x (A100),
+// with 14-22 us all-reduce and 7-12 us send/recv latency; the defaults take the H100 fractions.
+// PCIe collectives run at about the profile's effective host-link bandwidth (vidur's bridged-pair
+// A100s, 4-GPU all-reduce: 23.5 GB/s over a 25 GB/s link). Node to node: one 200 Gb/s InfiniBand
+// HDR port per GPU at 80% (20 GB/s). gpus_per_node defaults to 8, nvlink_domain_gpus to
+// gpus_per_node with an "nvlink" link and 1 (no NVLink) without.
+constexpr double kNvlinkBusFrac = 0.6, kNvlinkP2pFrac = 0.76, kNvlinkLatencyS = 2e-5, kNvlinkP2pLatencyS = 1e-5;
+constexpr double kPcieLatencyS = 3e-5, kPcieP2pLatencyS = 1.5e-5;
+constexpr double kInterNodeBytesPerS = 20e9, kInterNodeLatencyS = 5e-5;
+
+LinkModel parse_link(JsonReader r, LinkModel d) {
+  d.name = r.string_or("name", d.name);
+  d.bus_bandwidth_bytes_per_s = r.positive_or("bus_bandwidth_bytes_per_s", d.bus_bandwidth_bytes_per_s);
+  d.latency_s = r.number_in_or("latency_s", 0.0, 1.0, d.latency_s);
+  d.p2p_bandwidth_bytes_per_s = r.positive_or("p2p_bandwidth_bytes_per_s", d.p2p_bandwidth_bytes_per_s);
+  d.p2p_latency_s = r.number_in_or("p2p_latency_s", 0.0, 1.0, d.p2p_latency_s);
+  r.finish();
+  return d;
+}
+
+MeasuredCollective parse_measured(const nlohmann::json& j, const std::string& file, const std::string& path) {
+  JsonReader r(j, file, path);
+  MeasuredCollective m;
+  const std::string c = r.string("collective");
+  if (c == "all_reduce") m.collective = Collective::all_reduce;
+  else if (c == "all_gather") m.collective = Collective::all_gather;
+  else if (c == "send_recv") m.collective = Collective::send_recv;
+  else r.fail("collective", "must be all_reduce, all_gather or send_recv, got '" + c + "'");
+  m.gpus = static_cast<int>(r.positive_integer("gpus"));
+  if (m.gpus < 2 || m.gpus > 4096) r.fail("gpus", "must be in [2, 4096]");
+  const std::string scope = r.string("scope");
+  if (scope == "nvlink") m.scope = LinkScope::nvlink;
+  else if (scope == "pcie") m.scope = LinkScope::pcie;
+  else if (scope == "inter_node") m.scope = LinkScope::inter_node;
+  else r.fail("scope", "must be nvlink, pcie or inter_node, got '" + scope + "'");
+  const auto& pts = r.raw("bytes_seconds");
+  if (!pts.is_array() || pts.empty()) r.fail("bytes_seconds", "must be a non-empty array of [bytes, seconds] pairs");
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& p = pts[i];
+    const std::string where = "bytes_seconds[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) r.fail(where, "must be a [bytes, seconds] pair of numbers");
+    const double b = p[0].get<double>(), t = p[1].get<double>();
+    if (!(b > 0.0) || !std::isfinite(b)) r.fail(where, "bytes must be > 0");
+    if (!(t > 0.0) || !std::isfinite(t)) r.fail(where, "seconds must be > 0");
+    if (!m.bytes_seconds.empty() && b <= m.bytes_seconds.back().first) r.fail(where, "sizes must increase");
+    m.bytes_seconds.emplace_back(b, t);
+  }
+  r.accept("notes");
+  r.finish();
+  return m;
+}
+
+Interconnect parse_interconnect(JsonReader* r, const HwProfile& hw, const std::string& nvlink_name,
+                                const std::string& host_link_name) {
+  Interconnect ic;
+  const bool has_nvlink = hw.nvlink_bytes_per_s > 0.0;
+  ic.nvlink = {nvlink_name, kNvlinkBusFrac * hw.nvlink_bytes_per_s, kNvlinkLatencyS,
+               kNvlinkP2pFrac * hw.nvlink_bytes_per_s, kNvlinkP2pLatencyS};
+  ic.pcie = {host_link_name, hw.host_link_bytes_per_s, kPcieLatencyS, hw.host_link_bytes_per_s, kPcieP2pLatencyS};
+  ic.inter_node = {"200 Gb/s per GPU (default)", kInterNodeBytesPerS, kInterNodeLatencyS, kInterNodeBytesPerS, kInterNodeLatencyS};
+  ic.provenance = "defaults derived from the datasheet links (sim/io/hw_io.cpp)";
+  if (r == nullptr) {
+    ic.nvlink_domain_gpus = has_nvlink ? ic.gpus_per_node : 1;
+    return ic;
+  }
+  ic.gpus_per_node = static_cast<int>(r->positive_integer_or("gpus_per_node", ic.gpus_per_node));
+  ic.nvlink_domain_gpus = static_cast<int>(r->positive_integer_or("nvlink_domain_gpus", has_nvlink ? ic.gpus_per_node : 1));
+  if (ic.nvlink_domain_gpus > 1 && !has_nvlink) r->fail("nvlink_domain_gpus", "needs an \"nvlink\" link in the profile");
+  if (ic.nvlink_domain_gpus > ic.gpus_per_node) r->fail("nvlink_domain_gpus", "must be <= gpus_per_node");
+  if (auto l = r->object_if("nvlink")) ic.nvlink = parse_link(*l, ic.nvlink);
+  if (auto l = r->object_if("pcie")) ic.pcie = parse_link(*l, ic.pcie);
+  if (auto l = r->object_if("inter_node")) ic.inter_node = parse_link(*l, ic.inter_node);
+  if (r->has("measured")) {
+    const auto& arr = r->raw("measured");
+    if (!arr.is_array()) r->fail("measured", "must be an array of measured collectives");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      ic.measured.push_back(parse_measured(arr[i], r->file(), r->path_of("measured") + "[" + std::to_string(i) + "]"));
+    }
+  }
+  ic.provenance = r->string_or("provenance", ic.provenance);
+  r->finish();
+  return ic;
+}
+
 Provenance parse_provenance(JsonReader r) {
   Provenance p;
   p.kind = r.string("kind");
@@ -135,16 +223,22 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
     peaks.finish();
     if (!hw.supports(Dtype::fp16) && !hw.supports(Dtype::bf16)) r.fail("peak_flops_per_s", "needs fp16 or bf16");
   }
+  std::string host_link_name, nvlink_name;
   {
     JsonReader link = r.object("host_link");
-    link.accept("name");
+    host_link_name = link.string_or("name", "PCIe");
     hw.host_link_bytes_per_s = link.positive("bandwidth_bytes_per_s");
     link.finish();
   }
   if (auto nvlink = r.object_if("nvlink")) {
-    nvlink->accept("name");
+    nvlink_name = nvlink->string_or("name", "NVLink");
     hw.nvlink_bytes_per_s = nvlink->positive("bandwidth_bytes_per_s");
     nvlink->finish();
+  }
+  if (auto ic = r.object_if("interconnect")) {
+    hw.interconnect = parse_interconnect(&*ic, hw, nvlink_name, host_link_name);
+  } else {
+    hw.interconnect = parse_interconnect(nullptr, hw, nvlink_name, host_link_name);
   }
   {
     JsonReader launch = r.object("launch");

@@ -26,24 +26,14 @@ nlohmann::json summarize(const LogHistogram& h) {
 
 double ratio(double a, double b) { return b > 0.0 ? a / b : 0.0; }
 
-}  // namespace
-
-nlohmann::json make_report(const Scenario& s, const SimResult& res) {
-  const RunMetrics& m = res.metrics;
+// The metric sections shared by the fleet view (top level) and each replica: requests,
+// latency, throughput, kv_cache, batch, gpu. `replicas` divides GPU-time fractions so they are
+// per replica (a fleet of two busy replicas is 100% busy, not 200%).
+void metric_sections(nlohmann::json& j, const RunMetrics& m, const Scenario& s, double replicas) {
+  const double hbm_bandwidth_bytes_per_s = s.hw.hbm_bandwidth_bytes_per_s;
   const double duration_s = ns_to_seconds(m.end_ns);
   const double capacity = static_cast<double>(m.kv_capacity_blocks);
   const double iterations = static_cast<double>(m.iterations);
-  nlohmann::json j;
-  j["schema"] = "servesim-report/1";
-  j["scenario"] = scenario_to_json(s);
-  j["model"] = model_to_json(s.model);
-  j["hardware"] = {{"name", s.hw.name}, {"display_name", s.hw.display_name}, {"provenance", provenance_to_json(s.hw.provenance)}};
-  j["memory"] = {{"budget_bytes", res.memory.budget_bytes},
-                 {"weight_bytes", res.memory.weight_bytes},
-                 {"activation_bytes", res.memory.activation_bytes},
-                 {"runtime_bytes", res.memory.runtime_bytes},
-                 {"kv_bytes", res.memory.kv_bytes},
-                 {"kv_bytes_per_token", res.memory.kv_bytes_per_token}};
   j["requests"] = {{"arrived", m.arrived},
                    {"completed", m.completed},
                    {"rejected", m.rejected},
@@ -86,15 +76,43 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
                 {"iterations", m.iterations},
                 {"prefill_iterations", m.prefill_iterations},
                 {"padding_tokens", m.padding_tokens},
-                {"padding_waste_frac", ratio(static_cast<double>(m.padding_tokens), static_cast<double>(m.computed_tokens))},
-                {"saturation_size", res.saturation.batch_size},
-                {"saturation_context_tokens", res.saturation.context_tokens}};
-  j["gpu"] = {{"busy_frac", ratio(m.busy_s, duration_s)},
+                {"padding_waste_frac", ratio(static_cast<double>(m.padding_tokens), static_cast<double>(m.computed_tokens))}};
+  j["gpu"] = {{"busy_frac", ratio(m.busy_s, duration_s * replicas)},
               {"launch_bound_frac", ratio(static_cast<double>(m.launch_bound_iterations), iterations)},
               {"launch_time_frac", ratio(m.launch_wait_s, m.busy_s)},
               {"kernels_per_token", ratio(static_cast<double>(m.kernels), static_cast<double>(m.sampled_tokens))},
-              {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * s.hw.hbm_bandwidth_bytes_per_s)},
+              {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * replicas * hbm_bandwidth_bytes_per_s)},
               {"hbm_bw_util_frac_per_iteration", summarize(m.hbm_bw_util_frac)}};
+  if (m.comm_s > 0.0 || m.bubble_s > 0.0) {
+    j["gpu"]["comm_frac"] = ratio(m.comm_s, m.busy_s);
+    j["gpu"]["pipeline_bubble_frac"] = ratio(m.bubble_s, m.busy_s);
+  }
+}
+
+nlohmann::json memory_json(const MemoryPlan& p) {
+  return {{"budget_bytes", p.budget_bytes},
+          {"weight_bytes", p.weight_bytes},
+          {"activation_bytes", p.activation_bytes},
+          {"runtime_bytes", p.runtime_bytes},
+          {"kv_bytes", p.kv_bytes},
+          {"kv_bytes_per_token", p.kv_bytes_per_token}};
+}
+
+}  // namespace
+
+nlohmann::json make_report(const Scenario& s, const SimResult& res) {
+  const RunMetrics& m = res.metrics;
+  const double duration_s = ns_to_seconds(m.end_ns);
+  nlohmann::json j;
+  j["schema"] = "servesim-report/1";
+  j["scenario"] = scenario_to_json(s);
+  j["model"] = model_to_json(s.model);
+  j["hardware"] = {{"name", s.hw.name}, {"display_name", s.hw.display_name}, {"provenance", provenance_to_json(s.hw.provenance)}};
+  j["memory"] = memory_json(res.memory);
+  metric_sections(j, m, s, static_cast<double>(res.replicas.size()));
+  // Decode saturation is a property of the model on the hardware, reported once for the fleet.
+  j["batch"]["saturation_size"] = res.saturation.batch_size;
+  j["batch"]["saturation_context_tokens"] = res.saturation.context_tokens;
   j["quantization"] = {{"method", quant_name(s.precision.quant)},
                        {"kv_cache_dtype", dtype_name(s.precision.kv_cache)},
                        {"emulated", s.quant_emulated}};
@@ -106,6 +124,28 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
                      {"graph_capture_s", cold.graph_capture_s},
                      {"captured_batch_sizes", cold.captured_batch_sizes}};
   j["sim"] = {{"events", res.events}, {"wall_s", res.wall_s}, {"simulated_s", duration_s}};
+  // Cluster view: the fleet above is the sum over these replicas.
+  j["cluster"] = {{"replicas", res.replicas.size()},
+                  {"gpus", res.gpus},
+                  {"router", s.router.impl},
+                  {"interconnect", s.hw.interconnect.provenance}};
+  if (s.disaggregation.enabled) {
+    j["cluster"]["kv_transfer"] = {{"link", res.kv_transfer_link},
+                                   {"transfers", res.kv_transfers},
+                                   {"bytes", res.kv_transfer_bytes},
+                                   {"mean_s", ratio(res.kv_transfer_s, static_cast<double>(res.kv_transfers))}};
+  }
+  j["replicas"] = nlohmann::json::array();
+  for (const ReplicaResult& r : res.replicas) {
+    nlohmann::json rj = {{"index", r.spec.index},
+                         {"role", replica_role_name(r.spec.role)},
+                         {"tensor_parallel_size", r.spec.parallel.tensor_parallel_size},
+                         {"pipeline_parallel_size", r.spec.parallel.pipeline_parallel_size},
+                         {"gpus", r.spec.parallel.gpus_per_replica()},
+                         {"memory", memory_json(r.spec.memory)}};
+    metric_sections(rj, r.metrics, s, 1.0);
+    j["replicas"].push_back(std::move(rj));
+  }
   return j;
 }
 
@@ -147,6 +187,19 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
                 b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * g["busy_frac"].get<double>(),
                 100.0 * g["hbm_bw_util_frac"].get<double>());
   os << line;
+  const auto& c = r["cluster"];
+  if (c["gpus"].get<long long>() > 1) {
+    std::snprintf(line, sizeof line, "  cluster    %lld replicas on %lld GPUs, router %s\n", c["replicas"].get<long long>(),
+                  c["gpus"].get<long long>(), c["router"].get<std::string>().c_str());
+    os << line;
+    if (c.contains("kv_transfer")) {
+      const auto& t = c["kv_transfer"];
+      std::snprintf(line, sizeof line, "  kv moves   %lld prefill->decode transfers over %s, mean %.3f ms, %.2f GB\n",
+                    t["transfers"].get<long long>(), t["link"].get<std::string>().c_str(), 1e3 * t["mean_s"].get<double>(),
+                    t["bytes"].get<double>() / 1e9);
+      os << line;
+    }
+  }
   const auto& sim = r["sim"];
   std::snprintf(line, sizeof line, "  sim        %llu events, %.3f simulated s in %.3f wall s\n", sim["events"].get<unsigned long long>(),
                 sim["simulated_s"].get<double>(), sim["wall_s"].get<double>());

@@ -10,6 +10,8 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/sched/scheduler.hpp"
+#include "sim/serve/parallel.hpp"
+#include "sim/serve/router.hpp"
 
 namespace servesim {
 
@@ -120,6 +122,57 @@ SchedulerConfig parse_scheduler(JsonReader& s) {
   return c;
 }
 
+ParallelConfig parse_parallel(JsonReader r) {
+  ParallelConfig p;
+  p.tensor_parallel_size = r.positive_integer_or("tensor_parallel_size", 1);
+  p.pipeline_parallel_size = r.positive_integer_or("pipeline_parallel_size", 1);
+  p.data_parallel_size = r.positive_integer_or("data_parallel_size", 1);
+  p.num_micro_batches = r.positive_integer_or("num_micro_batches", 0);
+  for (const char* key : {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "num_micro_batches"}) {
+    if (r.has(key) && r.integer(key) > 4096) r.fail(key, "must be <= 4096");
+  }
+  r.finish();
+  return p;
+}
+
+RouterConfig parse_router(JsonReader r) {
+  RouterConfig c;
+  c.impl = r.string("impl");
+  if (!is_router(c.impl)) {
+    r.fail("impl", "unknown router '" + c.impl + "' (round_robin, least_outstanding, least_kv, prefix_affinity)");
+  }
+  c.balance_abs_threshold = r.number_in_or("balance_abs_threshold", 0.0, 1e9, c.balance_abs_threshold);
+  c.balance_rel_threshold = r.number_in_or("balance_rel_threshold", 1.0, 1e9, c.balance_rel_threshold);
+  r.finish();
+  return c;
+}
+
+PoolConfig parse_pool(JsonReader r, const ParallelConfig& defaults) {
+  PoolConfig p;
+  p.replicas = r.positive_integer("replicas");
+  p.tensor_parallel_size = r.positive_integer_or("tensor_parallel_size", defaults.tensor_parallel_size);
+  p.pipeline_parallel_size = r.positive_integer_or("pipeline_parallel_size", defaults.pipeline_parallel_size);
+  for (const char* key : {"replicas", "tensor_parallel_size", "pipeline_parallel_size"}) {
+    if (r.has(key) && r.integer(key) > 4096) r.fail(key, "must be <= 4096");
+  }
+  r.finish();
+  return p;
+}
+
+DisaggregationConfig parse_disaggregation(JsonReader r, const ParallelConfig& parallel) {
+  DisaggregationConfig d;
+  d.enabled = true;
+  d.prefill = parse_pool(r.object("prefill"), parallel);
+  d.decode = parse_pool(r.object("decode"), parallel);
+  d.kv_transfer_link = r.string_or("kv_transfer_link", "auto");
+  if (d.kv_transfer_link != "auto" && d.kv_transfer_link != "nvlink" && d.kv_transfer_link != "pcie" &&
+      d.kv_transfer_link != "inter_node") {
+    r.fail("kv_transfer_link", "must be auto, nvlink, pcie or inter_node, got '" + d.kv_transfer_link + "'");
+  }
+  r.finish();
+  return d;
+}
+
 EngineConfig parse_engine(JsonReader r) {
   EngineConfig e;
   e.launch.host_overhead_per_step_s = 4e-4;
@@ -207,6 +260,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   s.engine = parse_engine(JsonReader(r.has("engine") ? r.raw("engine") : kNoEngineKeys, file, "engine"));
   r.accept("engine");
   s.workload = parse_workload(r.object("workload"));
+  if (auto p = r.object_if("parallel")) s.parallel = parse_parallel(*p);
+  if (auto p = r.object_if("router")) s.router = parse_router(*p);
+  if (auto p = r.object_if("disaggregation")) {
+    s.disaggregation = parse_disaggregation(*p, s.parallel);
+    if (r.has("parallel") && r.object("parallel").has("data_parallel_size")) {
+      r.fail("disaggregation", "sets the replica counts per pool; leave parallel.data_parallel_size out");
+    }
+  }
   r.finish();
 
   s.model = load_model(resolve_data_ref("models", s.model_ref, file, "model"));
@@ -215,6 +276,17 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
     throw InputError(file, "dtype", std::string(dtype_name(s.precision.weights)) + " is not supported by " + s.hw.name);
   }
   if (auto d8 = w8a8_dtype(s.precision.quant)) s.quant_emulated = !s.hw.supports(*d8);
+
+  const auto check_parallel = [&](const std::string& key, std::int64_t tp, std::int64_t pp) {
+    const std::string why = parallel_config_error(s.model, tp, pp);
+    if (!why.empty()) throw InputError(file, key, why);
+  };
+  if (s.disaggregation.enabled) {
+    check_parallel("disaggregation.prefill", s.disaggregation.prefill.tensor_parallel_size, s.disaggregation.prefill.pipeline_parallel_size);
+    check_parallel("disaggregation.decode", s.disaggregation.decode.tensor_parallel_size, s.disaggregation.decode.pipeline_parallel_size);
+  } else {
+    check_parallel("parallel", s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
+  }
 
   EngineConfig& e = s.engine;
   if (e.max_model_len == 0) e.max_model_len = s.model.max_context_tokens;
@@ -299,7 +371,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   }
   if (w.sessions.turns > 1) workload["sessions"] = {{"turns", w.sessions.turns}, {"think_time_s", w.sessions.think_time_s}};
   if (!w.priority_class_weights.empty()) workload["priority_class_weights"] = w.priority_class_weights;
-  return {{"name", s.name},
+  nlohmann::json j = {{"name", s.name},
           {"seed", s.seed},
           {"model", s.model_ref},
           {"hardware", s.hardware_ref},
@@ -330,8 +402,27 @@ nlohmann::json scenario_to_json(const Scenario& s) {
            {{"method", quant_name(s.precision.quant)},
             {"group_size", s.precision.group_size},
             {"kv_cache_dtype", dtype_name(s.precision.kv_cache)}}},
-
+          {"parallel",
+           {{"tensor_parallel_size", s.parallel.tensor_parallel_size},
+            {"pipeline_parallel_size", s.parallel.pipeline_parallel_size},
+            {"data_parallel_size", s.parallel.data_parallel_size},
+            {"num_micro_batches", s.parallel.micro_batches()}}},
+          {"router",
+           {{"impl", s.router.impl},
+            {"balance_abs_threshold", s.router.balance_abs_threshold},
+            {"balance_rel_threshold", s.router.balance_rel_threshold}}},
           {"workload", workload}};
+  if (s.disaggregation.enabled) {
+    const auto pool = [](const PoolConfig& p) {
+      return nlohmann::json{{"replicas", p.replicas},
+                            {"tensor_parallel_size", p.tensor_parallel_size},
+                            {"pipeline_parallel_size", p.pipeline_parallel_size}};
+    };
+    j["disaggregation"] = {{"prefill", pool(s.disaggregation.prefill)},
+                           {"decode", pool(s.disaggregation.decode)},
+                           {"kv_transfer_link", s.disaggregation.kv_transfer_link}};
+  }
+  return j;
 }
 
 }  // namespace servesim

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace servesim {
 
@@ -28,6 +29,22 @@ void LogHistogram::add(double value) {
     if (pos > 0.0) idx = std::min(static_cast<std::size_t>(pos), buckets_.size() - 1);
   }
   ++buckets_[idx];
+}
+
+void LogHistogram::merge(const LogHistogram& o) {
+  if (o.count_ == 0) return;
+  if (o.buckets_.size() != buckets_.size()) throw std::logic_error("LogHistogram::merge: different bucket layouts");
+  if (count_ == 0) {
+    min_ = o.min_;
+    max_ = o.max_;
+  } else {
+    min_ = std::min(min_, o.min_);
+    max_ = std::max(max_, o.max_);
+  }
+  count_ += o.count_;
+  sum_ += o.sum_;
+  sum_sq_ += o.sum_sq_;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += o.buckets_[i];
 }
 
 double LogHistogram::stddev() const {

@@ -13,6 +13,8 @@ class LogHistogram {
   explicit LogHistogram(double min_value = 1e-7, double max_value = 1e6, double relative_width = 0.002);
 
   void add(double value);
+  // Adds all of `other`'s values; both must have been built with the same bounds and width.
+  void merge(const LogHistogram& other);
   std::int64_t count() const { return count_; }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
   double stddev() const;

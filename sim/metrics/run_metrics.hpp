@@ -24,7 +24,9 @@ struct RunMetrics {
   std::int64_t iterations = 0, prefill_iterations = 0, launch_bound_iterations = 0;
   double batch_seqs_sum = 0.0;
   std::int64_t max_batch_seqs = 0;
-  double busy_s = 0.0, gpu_s = 0.0, bytes_moved = 0.0;
+  double busy_s = 0.0, gpu_s = 0.0, bytes_moved = 0.0;  // bytes: HBM traffic of one GPU (per-GPU shard)
+  double comm_s = 0.0;    // time in tensor/pipeline-parallel communication
+  double bubble_s = 0.0;  // pipeline stage-slot time left idle (bubbles)
   std::int64_t padding_tokens = 0, computed_tokens = 0;  // computed includes padding
 
   // Swap traffic over the host link.
@@ -49,6 +51,60 @@ struct RunMetrics {
   SampledSeries kv_usage;  // used fraction of the KV cache
 
   TimeNs end_ns = 0;  // last event (the benchmark's duration, measured from t = 0)
+
+  // Adds another replica's figures: counts and time integrals sum, histograms merge, maxima take
+  // the max. The fleet's KV peak and usage series are not sums of the replicas': the engine
+  // tracks them (FleetKv).
+  void merge(const RunMetrics& o) {
+    ttft_s.merge(o.ttft_s);
+    tpot_s.merge(o.tpot_s);
+    itl_s.merge(o.itl_s);
+    e2e_s.merge(o.e2e_s);
+    queue_s.merge(o.queue_s);
+    arrived += o.arrived;
+    completed += o.completed;
+    rejected += o.rejected;
+    rejected_queue_full += o.rejected_queue_full;
+    rejected_timeout += o.rejected_timeout;
+    waiting_request_seconds += o.waiting_request_seconds;
+    preempted_requests += o.preempted_requests;
+    preemptions += o.preemptions;
+    recomputed_tokens += o.recomputed_tokens;
+    prompt_tokens += o.prompt_tokens;
+    output_tokens += o.output_tokens;
+    iterations += o.iterations;
+    prefill_iterations += o.prefill_iterations;
+    launch_bound_iterations += o.launch_bound_iterations;
+    batch_seqs_sum += o.batch_seqs_sum;
+    max_batch_seqs = max_batch_seqs > o.max_batch_seqs ? max_batch_seqs : o.max_batch_seqs;
+    busy_s += o.busy_s;
+    gpu_s += o.gpu_s;
+    bytes_moved += o.bytes_moved;
+    comm_s += o.comm_s;
+    bubble_s += o.bubble_s;
+    padding_tokens += o.padding_tokens;
+    computed_tokens += o.computed_tokens;
+    swap_outs += o.swap_outs;
+    swap_out_bytes += o.swap_out_bytes;
+    swap_in_bytes += o.swap_in_bytes;
+    swap_s += o.swap_s;
+    launch_wait_s += o.launch_wait_s;
+    kernels += o.kernels;
+    sampled_tokens += o.sampled_tokens;
+    hbm_bw_util_frac.merge(o.hbm_bw_util_frac);
+    kv_capacity_blocks += o.kv_capacity_blocks;
+    kv_used_block_seconds += o.kv_used_block_seconds;
+    kv_unit_tokens = kv_unit_tokens > o.kv_unit_tokens ? kv_unit_tokens : o.kv_unit_tokens;
+    kv_frag_slot_seconds += o.kv_frag_slot_seconds;
+    kv_used_slot_seconds += o.kv_used_slot_seconds;
+    kv_frag_peak_frac = kv_frag_peak_frac > o.kv_frag_peak_frac ? kv_frag_peak_frac : o.kv_frag_peak_frac;
+    kv_released_reserved_slots += o.kv_released_reserved_slots;
+    kv_released_unwritten_slots += o.kv_released_unwritten_slots;
+    prefix_query_tokens += o.prefix_query_tokens;
+    prefix_hit_tokens += o.prefix_hit_tokens;
+    prefix_evictions += o.prefix_evictions;
+    end_ns = end_ns > o.end_ns ? end_ns : o.end_ns;
+  }
 };
 
 }  // namespace servesim

@@ -48,6 +48,19 @@ struct ModelSpec {
     const double proj = static_cast<double>(num_layers) * (layer_params() - 2.0 * h);
     return (total_params() - proj) * dtype_bytes(base) + proj * quant_weight_bytes(q, base, group_size);
   }
+  // The slice of the model one GPU of a tensor-parallel group of `tp` holds (Megatron-style):
+  // attention heads, MLP columns and the vocabulary split tp ways, KV heads split too but
+  // replicated once tp exceeds them (vLLM keeps one KV head per GPU), hidden size and norms whole.
+  // Callers check divisibility first (parallel_config_error in sim/serve/parallel.hpp).
+  ModelSpec sharded(std::int64_t tp) const {
+    ModelSpec s = *this;
+    if (tp <= 1) return s;
+    s.num_attention_heads = num_attention_heads / tp;
+    s.num_kv_heads = num_kv_heads >= tp ? num_kv_heads / tp : 1;
+    s.ffn_size = (ffn_size + tp - 1) / tp;
+    s.vocab_size = (vocab_size + tp - 1) / tp;
+    return s;
+  }
   // KV cache bytes one token occupies across all layers (K and V).
   double kv_bytes_per_token(Dtype kv_dtype) const {
     return 2.0 * static_cast<double>(num_layers) * static_cast<double>(kv_width()) * dtype_bytes(kv_dtype);

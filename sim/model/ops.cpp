@@ -17,9 +17,13 @@ const char* op_kind_name(OpKind k) {
     case OpKind::attention_decode: return "attention_decode";
     case OpKind::elementwise: return "elementwise";
     case OpKind::sampler: return "sampler";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::all_gather: return "all_gather";
   }
   return "?";
 }
+
+bool is_communication(OpKind k) { return k == OpKind::all_reduce || k == OpKind::all_gather; }
 
 void BatchShape::add_prefill(std::int64_t new_tokens, std::int64_t context_tokens, bool samples) {
   const double n = static_cast<double>(new_tokens);
@@ -71,6 +75,16 @@ Op layer_op(const char* name, OpKind kind, std::int64_t per_layer, std::int64_t 
   return op;
 }
 
+Op comm_op(const char* name, OpKind kind, std::int64_t count, std::int64_t per_layer, double bytes, std::int64_t gpus,
+           Placement where) {
+  Op op{name, kind, count};
+  op.per_layer = per_layer;
+  op.bytes = bytes;
+  op.comm_gpus = static_cast<int>(gpus);
+  op.placement = where;
+  return op;
+}
+
 }  // namespace
 
 Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -80,8 +94,9 @@ Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64
   return op;
 }
 
-void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precision& p, std::vector<Op>& out,
-                         const KernelPlan& plan) {
+void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& out,
+                         const KernelPlan& plan, std::int64_t tp) {
+  const ModelSpec m = full.sharded(tp);
   out.clear();
   const std::int64_t tokens = b.total_tokens();
   if (tokens == 0) return;
@@ -98,6 +113,9 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
   const QuantScheme q = p.quant;
 
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
+  out.back().placement = Placement::first_stage;
+  const double hidden_bytes = t * h * ab;  // one residual-stream tensor: what TP all-reduces
+  if (tp > 1) out.push_back(comm_op("embedding_all_reduce", OpKind::all_reduce, 1, 0, hidden_bytes, tp, Placement::first_stage));
 
   // A fused add+norm also reads the residual and writes the updated one; the separate adds vanish.
   const double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
@@ -152,6 +170,7 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
   }
 
   out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.q_width(), p, q));
+  if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
   if (!plan.fused_add_norm) {
     out.push_back(layer_op("residual_add", OpKind::elementwise, 2, L, 1, true, t * h, 3.0 * t * h * ab));
   }
@@ -168,6 +187,7 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
                            5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
   }
   out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
+  if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
   if (plan.extra_kernels_per_layer > 0) {
     out.push_back(layer_op("layer_copies", OpKind::elementwise, 1, L, plan.extra_kernels_per_layer, true, 0.0,
                            2.0 * t * h * ab));
@@ -175,13 +195,22 @@ void build_iteration_ops(const ModelSpec& m, const BatchShape& b, const Precisio
 
   out.push_back(streaming_op("final_rmsnorm", OpKind::norm, plan.norm_kernels, 4.0 * t * h / plan.norm_kernels,
                              2.0 * t * h * ab + h * wb));
+  out.back().placement = Placement::last_stage;
   const std::int64_t sampled = b.sampled_seqs();
   if (sampled > 0) {
     out.push_back(gemm_op("lm_head", 1, 1, sampled, m.vocab_size, m.hidden_size, p, QuantScheme::none));
     out.back().per_layer = 0;
-    const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size);
+    out.back().placement = Placement::last_stage;
+    const double s_rows = static_cast<double>(sampled);
+    if (tp > 1) {
+      out.push_back(comm_op("logits_all_gather", OpKind::all_gather, 1, 0, s_rows * static_cast<double>(full.vocab_size) * ab,
+                            tp, Placement::last_stage));
+    }
+    // Sampling sees the whole vocabulary (gathered logits).
+    const double logits = s_rows * static_cast<double>(full.vocab_size);
     out.push_back(streaming_op("sampler", OpKind::sampler, plan.sampler_kernels, 5.0 * logits / plan.sampler_kernels,
                                logits * 4.0 / plan.sampler_kernels));
+    out.back().placement = Placement::last_stage;
   }
 }
 

@@ -10,7 +10,15 @@
 
 namespace servesim {
 
-enum class OpKind { embedding, norm, gemm, rope, kv_write, attention_prefill, attention_decode, elementwise, sampler };
+enum class OpKind {
+  embedding, norm, gemm, rope, kv_write, attention_prefill, attention_decode, elementwise, sampler,
+  all_reduce, all_gather  // tensor-parallel communication, timed by the interconnect model
+};
+bool is_communication(OpKind k);
+
+// Where an op runs when layers are split into pipeline stages: every stage (per layer), only the
+// first stage (embedding) or only the last (final norm, LM head, sampling).
+enum class Placement : std::uint8_t { layer, first_stage, last_stage };
 const char* op_kind_name(OpKind k);
 
 // One kind of kernel in the iteration; `count` identical launches (e.g. once per layer).
@@ -30,6 +38,9 @@ struct Op {
   std::int64_t attn_seqs = 0;
   std::int64_t attn_kv_heads = 0;
   double attn_kv_tokens = 0.0;
+  // Communication ops: GPUs in the collective (bytes is the message size per GPU).
+  int comm_gpus = 0;
+  Placement placement = Placement::layer;
 };
 
 // Aggregated shape of one iteration's batch. Sums (not per-sequence lists) are enough for the
@@ -84,8 +95,12 @@ struct KernelPlan {
 Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
                 const Precision& precision);
 
-// Builds the iteration's ops into `out` (cleared first; reused to avoid allocation per iteration).
+// Builds the iteration's ops into `out` (cleared first; reused to avoid allocation per iteration)
+// for one GPU of a tensor-parallel group of `tp` GPUs: GEMMs, heads and the vocabulary are split
+// (ModelSpec::sharded), and tp > 1 adds two all-reduces per layer (after the attention output
+// projection and after the MLP down projection), one after the vocab-parallel embedding, and an
+// all-gather of the logits. tp = 1 gives the single-GPU op list unchanged.
 void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
-                         std::vector<Op>& out, const KernelPlan& plan = KernelPlan{});
+                         std::vector<Op>& out, const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1);
 
 }  // namespace servesim

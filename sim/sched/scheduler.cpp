@@ -232,6 +232,26 @@ std::size_t ReplicaState::swap_in() {
   return n;
 }
 
+std::size_t ReplicaState::admit_migrated() {
+  std::size_t n = 0;
+  while (!migrated.empty() && static_cast<std::int64_t>(running.size()) < config.max_num_seqs) {
+    Sequence seq = migrated.front();
+    if (!fits_with_watermark(kv.blocks_for_tokens(reserve_target(seq.computed_tokens)))) break;
+    migrated.pop_front();
+    seq.slot = take_slot();
+    kv.grow_to(seq.slot, reserve_target(seq.computed_tokens));
+    seq.kv_tokens = 0;
+    set_kv_tokens(seq, seq.computed_tokens);
+    seq.chain_hash = 0;
+    seq.hashed_blocks = 0;
+    if (config.enable_prefix_caching) publish_full_blocks(seq);
+    requests[seq.request].state = RequestState::running;
+    running.push_back(seq);
+    ++n;
+  }
+  return n;
+}
+
 void ReplicaState::decode_all(IterationPlan& plan) {
   const std::int64_t preemptions_before = preemptions;
   std::size_t i = 0;

@@ -29,6 +29,7 @@ class WaitQueue {
   void push_back(const Sequence& s, std::size_t cls);
   void push_front(const Sequence& s, std::size_t cls);
   std::deque<Sequence>& queue(std::size_t cls) { return queues_[cls]; }
+  const std::deque<Sequence>& queue(std::size_t cls) const { return queues_[cls]; }
   std::size_t classes() const { return queues_.size(); }
   void removed_one() { --size_; }
 
@@ -58,6 +59,7 @@ struct ReplicaState {
   WaitQueue waiting;
   std::vector<Sequence> running;  // in admission order (oldest first)
   std::deque<Sequence> swapped;   // preempted by swap, oldest first; KV in host memory
+  std::deque<Sequence> migrated;  // prefilled elsewhere (disaggregated serving), KV arrived, no blocks yet
   std::vector<std::uint32_t> free_slots;
   std::uint32_t slots_created = 0;
   TimeNs now_ns = 0;
@@ -100,6 +102,9 @@ struct ReplicaState {
   // Brings swapped sequences back (oldest first) while their blocks fit above the watermark;
   // each is appended to `running` ready to decode. Returns how many came back.
   std::size_t swap_in();
+  // Moves migrated sequences (oldest first) to running while their blocks fit above the
+  // watermark and max_num_seqs allows; they need no prefill. Returns how many moved.
+  std::size_t admit_migrated();
   // Every running sequence decodes one token (making room by preemption); then, if nothing was
   // preempted, swapped sequences come back and decode too. The continuous decode step.
   void decode_all(IterationPlan& plan);

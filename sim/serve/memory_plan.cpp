@@ -1,10 +1,12 @@
 // Memory split; see memory_plan.hpp.
 #include "sim/serve/memory_plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/serve/parallel.hpp"
 
 namespace servesim {
 
@@ -15,14 +17,42 @@ std::string gb(double bytes) {
   os << bytes / 1e9 << " GB";
   return os.str();
 }
+
+std::string no_fit_message(const ModelSpec& m, const HwProfile& hw, const EngineConfig& e, const MemoryPlan& p) {
+  std::ostringstream os;
+  os << "model " << m.name << " does not fit on " << hw.name;
+  if (p.tensor_parallel_size * p.pipeline_parallel_size > 1) {
+    os << " x" << p.tensor_parallel_size * p.pipeline_parallel_size << " (tp " << p.tensor_parallel_size << ", pp "
+       << p.pipeline_parallel_size << ", per GPU)";
+  }
+  os << ": " << gb(p.budget_bytes) << " usable (" << e.gpu_memory_utilization << " x " << gb(hw.memory_bytes)
+     << ") minus weights " << gb(p.weight_bytes) << ", activations " << gb(p.activation_bytes) << " and runtime "
+     << gb(p.runtime_bytes) << " leaves KV cache for " << p.kv_blocks * p.kv_unit_tokens << " tokens, fewer than max_model_len "
+     << e.max_model_len;
+  return os.str();
+}
 }  // namespace
 
-MemoryPlan split_memory(const ModelSpec& m, const HwProfile& hw, const Precision& precision, const EngineConfig& e,
-                        std::int64_t instances) {
+MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precision& precision, const EngineConfig& e,
+                       std::int64_t tp, std::int64_t pp, std::int64_t instances) {
   MemoryPlan p;
+  p.tensor_parallel_size = tp;
+  p.pipeline_parallel_size = pp;
+  const ModelSpec m = full.sharded(tp);
+  const double stage_layers = static_cast<double>((m.num_layers + pp - 1) / pp);
   // Instances sharing one GPU split its memory evenly (each runs with the same utilization share).
   p.budget_bytes = e.gpu_memory_utilization * hw.memory_bytes / static_cast<double>(instances);
-  p.weight_bytes = m.weight_bytes(precision.weights, precision.quant, precision.group_size);
+  const double all_weight_bytes = m.weight_bytes(precision.weights, precision.quant, precision.group_size);
+  if (pp <= 1) {
+    p.weight_bytes = all_weight_bytes;
+  } else {
+    // The fullest stage: its share of the quantized layers plus the larger of the embedding
+    // (first stage) and LM head (last), which stay in the base dtype.
+    const double edge_bytes = (m.embedding_params() + static_cast<double>(m.hidden_size)) * dtype_bytes(precision.weights);
+    const double all_layer_bytes = all_weight_bytes - (m.total_params() - static_cast<double>(m.num_layers) * m.layer_params()) *
+                                                          dtype_bytes(precision.weights);
+    p.weight_bytes = all_layer_bytes * stage_layers / static_cast<double>(m.num_layers) + edge_bytes;
+  }
   // Peak activations of vLLM's profiling run (max_num_batched_tokens tokens through one layer):
   // the widest intermediates (QKV output, MLP input) plus two residual-stream copies, and fp32
   // logits for max_num_seqs sampled rows.
@@ -32,28 +62,43 @@ MemoryPlan split_memory(const ModelSpec& m, const HwProfile& hw, const Precision
                        static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
   p.runtime_bytes = e.runtime_overhead_bytes;
   p.kv_bytes = p.budget_bytes - p.weight_bytes - p.activation_bytes - p.runtime_bytes;
-  p.kv_bytes_per_token = m.kv_bytes_per_token(precision.kv_cache);
+  ModelSpec stage = m;
+  stage.num_layers = static_cast<std::int64_t>(stage_layers);
+  p.kv_bytes_per_token = stage.kv_bytes_per_token(precision.kv_cache);
   p.kv_unit_tokens = e.kv_reservation == KvReservation::token ? 1 : e.block_size;
   const double block_bytes = p.kv_block_bytes();
   p.kv_blocks = p.kv_bytes > 0.0 ? static_cast<std::int64_t>(std::floor(p.kv_bytes / block_bytes)) : 0;
   return p;
 }
 
-MemoryPlan plan_memory(const Scenario& s) {
-  const ModelSpec& m = s.model;
-  const EngineConfig& e = s.engine;
-  const MemoryPlan p = split_memory(m, s.hw, s.precision, e, s.instances);
-
-  if (p.kv_blocks * p.kv_unit_tokens < e.max_model_len) {
-    std::ostringstream os;
-    os << "model " << m.name << " does not fit on " << s.hw.name << ": " << gb(p.budget_bytes) << " usable ("
-       << e.gpu_memory_utilization << " x " << gb(s.hw.memory_bytes) << ") minus weights " << gb(p.weight_bytes)
-       << ", activations " << gb(p.activation_bytes) << " and runtime " << gb(p.runtime_bytes)
-       << " leaves KV cache for " << p.kv_blocks * p.kv_unit_tokens << " tokens, fewer than max_model_len "
-       << e.max_model_len;
-    throw InputError(s.file, "model", os.str());
+MemoryPlan plan_memory(const Scenario& s, std::int64_t tp, std::int64_t pp) {
+  const MemoryPlan p = plan_memory(s.model, s.hw, s.precision, s.engine, tp, pp, s.instances);
+  if (p.kv_blocks * p.kv_unit_tokens < s.engine.max_model_len) {
+    throw InputError(s.file, "model", no_fit_message(s.model, s.hw, s.engine, p));
   }
   return p;
+}
+
+MemoryPlan plan_memory(const Scenario& s) {
+  return plan_memory(s, s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
+}
+
+FitCheck check_fit(const ModelSpec& model, const HwProfile& hw, Dtype dtype, std::int64_t tp, std::int64_t pp,
+                   EngineConfig engine) {
+  FitCheck r;
+  if (!hw.supports(dtype)) {
+    r.reason = std::string(dtype_name(dtype)) + " is not supported by " + hw.name;
+    return r;
+  }
+  r.reason = parallel_config_error(model, tp, pp);
+  if (!r.reason.empty()) return r;
+  if (engine.max_model_len <= 0) engine.max_model_len = model.max_context_tokens;
+  if (engine.max_num_batched_tokens <= 0) engine.max_num_batched_tokens = std::max<std::int64_t>(engine.max_model_len, 2048);
+  r.memory = plan_memory(model, hw, Precision{dtype, dtype, dtype}, engine, tp, pp);
+  r.kv_capacity_tokens = r.memory.kv_blocks * r.memory.kv_unit_tokens;
+  r.fits = r.kv_capacity_tokens >= engine.max_model_len;
+  if (!r.fits) r.reason = no_fit_message(model, hw, engine, r.memory);
+  return r;
 }
 
 }  // namespace servesim

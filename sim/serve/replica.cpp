@@ -3,19 +3,49 @@
 
 #include <algorithm>
 
+#include "sim/serve/parallel.hpp"
+
 namespace servesim {
 
-Replica::Replica(const Scenario& scenario, const MemoryPlan& memory, std::vector<Request>& requests, RunMetrics& metrics)
+const char* replica_role_name(ReplicaRole r) {
+  switch (r) {
+    case ReplicaRole::unified: return "unified";
+    case ReplicaRole::prefill: return "prefill";
+    case ReplicaRole::decode: return "decode";
+  }
+  return "?";
+}
+
+Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, std::vector<Request>& requests, FleetKv& fleet_kv)
     : scenario_(scenario),
-      state_(scenario.engine, memory.kv_blocks, memory.kv_block_bytes(), requests),
+      spec_(spec),
+      state_(scenario.engine, spec.memory.kv_blocks, spec.memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
-      metrics_(metrics) {
-  metrics_.kv_capacity_blocks += memory.kv_blocks;
-  metrics_.kv_unit_tokens = memory.kv_unit_tokens;
+      fleet_kv_(fleet_kv) {
+  metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
+  metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
+}
+
+ReplicaLoad Replica::load(bool with_kv_demand) const {
+  ReplicaLoad l;
+  l.outstanding = static_cast<std::int64_t>(state_.waiting.size() + state_.running.size() + state_.swapped.size() +
+                                            state_.migrated.size()) +
+                  handing_off_ + inbound_;
+  l.kv_used_blocks = state_.kv.used_blocks();
+  if (with_kv_demand) {
+    for (std::size_t c = 0; c < state_.waiting.classes(); ++c) {
+      for (const Sequence& s : state_.waiting.queue(c)) l.kv_demand_blocks += state_.kv.blocks_for_tokens(s.target_tokens);
+    }
+    for (const Sequence& s : state_.migrated) l.kv_demand_blocks += state_.kv.blocks_for_tokens(s.target_tokens);
+  }
+  l.kv_capacity_blocks = std::max<std::int64_t>(1, state_.kv.capacity_blocks());
+  return l;
 }
 
 Replica::Admission Replica::enqueue(std::uint32_t request_index, TimeNs now) {
-  const Request& r = state_.requests[request_index];
+  Request& r = state_.requests[request_index];
+  r.replica = static_cast<std::int32_t>(spec_.index);
+  metrics_.arrived += 1;
   const std::int64_t total = static_cast<std::int64_t>(r.prompt_tokens) + r.output_tokens;
   const auto& kv = state_.kv;
   if (total > scenario_.engine.max_model_len ||
@@ -38,6 +68,25 @@ void Replica::note_waiting(TimeNs now, std::int64_t delta) {
   waiting_new_ += delta;
 }
 
+void Replica::enqueue_migrated(std::uint32_t request_index, TimeNs /*now*/) {
+  Request& r = state_.requests[request_index];
+  r.replica = static_cast<std::int32_t>(spec_.index);
+  inbound_ -= 1;
+  metrics_.arrived += 1;
+  Sequence seq;
+  seq.request = request_index;
+  seq.target_tokens = r.prompt_tokens;
+  seq.computed_tokens = r.prompt_tokens;
+  seq.kv_tokens = r.prompt_tokens;
+  state_.migrated.push_back(seq);
+}
+
+void Replica::release_handoff(const Handoff& h, TimeNs now) {
+  state_.release(h.seq);
+  handing_off_ -= 1;
+  note_kv_usage(now);
+}
+
 void Replica::note_kv_usage(TimeNs now) {
   const double dt = ns_to_seconds(now - kv_since_ns_);
   const double unit = static_cast<double>(state_.kv.block_size_tokens());
@@ -45,7 +94,12 @@ void Replica::note_kv_usage(TimeNs now) {
   metrics_.kv_used_slot_seconds += static_cast<double>(kv_used_) * unit * dt;
   metrics_.kv_frag_slot_seconds += static_cast<double>(kv_frag_) * dt;
   kv_since_ns_ = now;
-  kv_used_ = state_.kv.used_blocks();
+  const std::int64_t used = state_.kv.used_blocks();
+  fleet_kv_.used_blocks += used - kv_used_;
+  fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
+  const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
+  fleet_kv_.usage.set(now, fleet_capacity > 0.0 ? static_cast<double>(fleet_kv_.used_blocks) / fleet_capacity : 0.0);
+  kv_used_ = used;
   kv_frag_ = state_.frag_slots;
   metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
   if (kv_used_ > 0) {
@@ -63,6 +117,9 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   const std::int64_t preemptions_before = state_.preemptions;
   state_.preempted_ids.clear();
   state_.dropped_ids.clear();
+  // Sequences whose KV arrived from a prefill replica take blocks before the policy runs; they
+  // then decode with the running batch whatever the policy.
+  state_.admit_migrated();
   scheduler_->schedule(state_, plan_);
   metrics_.preemptions += state_.preemptions - preemptions_before;
   if (state_.dropped_timeout != dropped_seen_) {
@@ -113,8 +170,8 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     if (padded == 0) launch.cuda_graphs = false;
     for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
   }
-  build_iteration_ops(scenario_.model, shape, scenario_.precision, ops_, engine.profile.kernels);
-  const StepTime step = estimate_step(ops_, scenario_.hw, scenario_.precision.weights, launch, plan_.shape.total_seqs());
+  const StepTime step = estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, engine.profile.kernels,
+                                           spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_);
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
@@ -127,6 +184,8 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   metrics_.max_batch_seqs = std::max(metrics_.max_batch_seqs, seqs);
   metrics_.busy_s += step.time_s + swap_s;
   metrics_.gpu_s += step.gpu_s;
+  metrics_.comm_s += step.comm_s;
+  metrics_.bubble_s += step.bubble_frac * (step.time_s - step.host_s);
   metrics_.bytes_moved += step.bytes;
   metrics_.swap_s += swap_s;
   metrics_.padding_tokens += plan_.padding_tokens;
@@ -169,7 +228,19 @@ void Replica::emit_token(Request& r, TimeNs now) {
   r.last_token_ns = now;
 }
 
-void Replica::finish_iteration(TimeNs now) {
+void Replica::complete(Request& r, TimeNs now) {
+  r.state = RequestState::completed;
+  metrics_.completed += 1;
+  metrics_.prompt_tokens += r.prompt_tokens;
+  metrics_.output_tokens += r.output_tokens;
+  if (r.preemptions > 0) metrics_.preempted_requests += 1;
+  metrics_.e2e_s.add(ns_to_seconds(now - r.arrival_ns));
+  if (r.output_tokens > 1) {
+    metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
+  }
+}
+
+void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   busy_ = false;
   completed_.clear();
   auto& running = state_.running;
@@ -181,24 +252,18 @@ void Replica::finish_iteration(TimeNs now) {
       if (item.prefill && observer_) observer_->on_prefill_done(seq.request, now);
     }
   }
-  // Stable compaction: finished sequences leave, the rest keep admission order.
+  // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < running.size(); ++i) {
     Request& r = state_.requests[running[i].request];
     if (r.generated_tokens >= r.output_tokens) {
-      r.state = RequestState::completed;
       state_.release(running[i]);
       completed_.push_back(running[i].request);
-      metrics_.completed += 1;
-      metrics_.prompt_tokens += r.prompt_tokens;
-      metrics_.output_tokens += r.output_tokens;
-      if (r.preemptions > 0) metrics_.preempted_requests += 1;
-      const double e2e = ns_to_seconds(now - r.arrival_ns);
-      metrics_.e2e_s.add(e2e);
-      if (r.output_tokens > 1) {
-        metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
-      }
+      complete(r, now);
       if (observer_) observer_->on_finished(running[i].request, r, now);
+    } else if (spec_.role == ReplicaRole::prefill && running[i].prefilled()) {
+      handoffs.push_back({running[i].request, running[i]});
+      handing_off_ += 1;
     } else {
       if (kept != i) running[kept] = running[i];  // no self-copy: it stalls on store forwarding
       ++kept;

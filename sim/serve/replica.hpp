@@ -1,6 +1,8 @@
-// Replica: one serving instance on one GPU. A batch scheduler (policy) over a paged KV allocator
-// (mechanism), timed by the cost model. The engine asks it to start an iteration whenever it is
-// idle and to commit the iteration when it ends.
+// Replica: one serving instance on tp x pp GPUs. A batch scheduler (policy) over a paged KV
+// allocator (mechanism), timed by the (parallel) cost model. The engine asks it to start an
+// iteration whenever it is idle and to commit the iteration when it ends. In a disaggregated
+// deployment a prefill replica hands each prompt's KV off after its first token, and a decode
+// replica takes such sequences in without recomputing them.
 #pragma once
 #include <memory>
 #include <optional>
@@ -12,33 +14,75 @@
 #include "sim/metrics/run_observer.hpp"
 #include "sim/sched/scheduler.hpp"
 #include "sim/serve/memory_plan.hpp"
+#include "sim/serve/router.hpp"
 
 namespace servesim {
 
+enum class ReplicaRole { unified, prefill, decode };
+const char* replica_role_name(ReplicaRole r);
+
+struct ReplicaSpec {
+  std::uint32_t index = 0;
+  ReplicaRole role = ReplicaRole::unified;
+  ParallelConfig parallel;  // tensor/pipeline sizes of this replica (data_parallel_size unused)
+  MemoryPlan memory;
+};
+
+// KV blocks in use across all replicas, for the fleet's peak (the sum of peaks overstates it) and
+// its usage series (used fraction of all replicas' blocks).
+struct FleetKv {
+  std::int64_t capacity_blocks = 0;
+  std::int64_t used_blocks = 0;
+  std::int64_t peak_used_blocks = 0;
+  SampledSeries usage;
+};
+
+// A prefilled sequence leaving a prefill replica: its blocks stay allocated until the transfer ends.
+struct Handoff {
+  std::uint32_t request = 0;
+  Sequence seq;  // its slot and written tokens, released when the transfer ends
+};
+
 class Replica {
  public:
-  Replica(const Scenario& scenario, const MemoryPlan& memory, std::vector<Request>& requests, RunMetrics& metrics);
+  Replica(const Scenario& scenario, const ReplicaSpec& spec, std::vector<Request>& requests, FleetKv& fleet_kv);
 
   enum class Admission { queued, too_long, queue_full };
 
+  const ReplicaSpec& spec() const { return spec_; }
   bool busy() const { return busy_; }
-  bool has_work() const { return !state_.waiting.empty() || !state_.running.empty() || !state_.swapped.empty(); }
-  // Queues a new request, or says why it is rejected: longer than max_model_len or than the KV
-  // cache could ever hold, or the waiting queue is at max_queue_size.
+  bool has_work() const {
+    return !state_.waiting.empty() || !state_.running.empty() || !state_.swapped.empty() || !state_.migrated.empty();
+  }
+  const ReplicaState& state() const { return state_; }
+  const RunMetrics& metrics() const { return metrics_; }
+  RunMetrics& metrics() { return metrics_; }
+  // The router's view; the KV demand of the waiting queue (O(queue)) only when asked for.
+  ReplicaLoad load(bool with_kv_demand) const;
+
+  // A new request routed here (counted as arrived at this replica): queues it, or says why it is
+  // rejected: longer than max_model_len or than the KV cache could ever hold, or the waiting
+  // queue is at max_queue_size.
   Admission enqueue(std::uint32_t request_index, TimeNs now);
+  // A request whose KV is on its way here from a prefill replica (counts as outstanding).
+  void expect_migrated() { inbound_ += 1; }
+  // Its KV arrived: it waits for blocks and then decodes without prefill.
+  void enqueue_migrated(std::uint32_t request_index, TimeNs now);
+  // The KV of a handed-off sequence has been sent: its blocks are freed.
+  void release_handoff(const Handoff& h, TimeNs now);
 
   // Plans the next iteration at `now`; returns its duration, or nothing (the replica stays idle,
   // until wake_at_ns() if that is set).
   std::optional<TimeNs> start_iteration(TimeNs now);
   TimeNs wake_at_ns() const { return plan_.wake_at_ns; }
-  // Commits the running iteration at `now`: tokens are produced, finished requests leave
-  // (listed in completed() until the next call).
-  void finish_iteration(TimeNs now);
+  // Commits the running iteration at `now`: tokens are produced, finished requests leave (listed
+  // in completed() until the next call), and (prefill role) prefilled sequences that still have
+  // tokens to generate are appended to `handoffs`.
+  void finish_iteration(TimeNs now, std::vector<Handoff>& handoffs);
   const std::vector<std::uint32_t>& completed() const { return completed_; }
   // Copies the scheduler's counters into the metrics and closes the time integrals at `end`.
   void finish_run(TimeNs end);
 
-  const ReplicaState& state() const { return state_; }
   // Reports request transitions and iterations to `observer` (not owned; null = none).
   void set_observer(RunObserver* observer, std::int32_t replica_index) {
     observer_ = observer;
@@ -49,14 +93,19 @@ class Replica {
   void note_kv_usage(TimeNs now);
   void note_waiting(TimeNs now, std::int64_t delta);
   void emit_token(Request& r, TimeNs now);
+  void complete(Request& r, TimeNs now);
 
   const Scenario& scenario_;
+  ReplicaSpec spec_;
   ReplicaState state_;
   std::unique_ptr<BatchScheduler> scheduler_;
-  RunMetrics& metrics_;
+  RunMetrics metrics_;
+  FleetKv& fleet_kv_;
   IterationPlan plan_;
   std::vector<Op> ops_;  // reused each iteration
   std::vector<std::uint32_t> completed_;
+  std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away
+  std::int64_t inbound_ = 0;      // sequences whose KV is on its way here
   bool busy_ = false;
   RunObserver* observer_ = nullptr;
   std::int32_t index_ = 0;

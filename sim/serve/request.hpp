@@ -24,6 +24,7 @@ struct Request {
   std::uint32_t stream_id = 0;
   std::int32_t turn = 0;           // index within its session
   std::uint8_t priority = 0;       // class, 0 = most urgent
+  std::int32_t replica = -1;       // where it runs now (the decode replica once its KV moved)
   RequestState state = RequestState::waiting;
 };
 

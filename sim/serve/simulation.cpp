@@ -1,28 +1,70 @@
 // Event loop. Arrivals are generated lazily (each arrival schedules the next), so the queue holds
-// O(replicas) events however many requests the workload has; with one replica and no contention
-// there is exactly one event per iteration.
+// O(replicas) events however many requests the workload has. A replica's next iteration is
+// planned at once when no other event shares the instant (the phase order could not change
+// anything), so one replica with no contention costs one event per iteration plus one per
+// arrival; otherwise a Schedule event defers it until completions, transfers and arrivals at that
+// instant have been handled.
 #include "sim/serve/simulation.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <variant>
 #include <vector>
 
+#include "sim/core/error.hpp"
 #include "sim/core/event_queue.hpp"
-#include "sim/serve/replica.hpp"
+#include "sim/serve/parallel.hpp"
+#include "sim/serve/router.hpp"
 #include "sim/serve/saturation.hpp"
 #include "sim/workload/workload.hpp"
 
 namespace servesim {
+
+std::vector<ReplicaSpec> replica_specs(const Scenario& s) {
+  std::vector<ReplicaSpec> specs;
+  const auto add = [&](ReplicaRole role, std::int64_t count, std::int64_t tp, std::int64_t pp) {
+    ReplicaSpec spec;
+    spec.role = role;
+    spec.parallel = s.parallel;
+    spec.parallel.tensor_parallel_size = tp;
+    spec.parallel.pipeline_parallel_size = pp;
+    spec.parallel.data_parallel_size = 1;
+    spec.memory = plan_memory(s, tp, pp);
+    for (std::int64_t i = 0; i < count; ++i) {
+      spec.index = static_cast<std::uint32_t>(specs.size());
+      specs.push_back(spec);
+    }
+  };
+  if (s.disaggregation.enabled) {
+    const auto& d = s.disaggregation;
+    add(ReplicaRole::prefill, d.prefill.replicas, d.prefill.tensor_parallel_size, d.prefill.pipeline_parallel_size);
+    add(ReplicaRole::decode, d.decode.replicas, d.decode.tensor_parallel_size, d.decode.pipeline_parallel_size);
+  } else {
+    add(ReplicaRole::unified, s.parallel.data_parallel_size, s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
+  }
+  return specs;
+}
 
 namespace {
 
 struct ArrivalEvent {
   RequestSpec spec;
 };
-struct IterationDoneEvent {};
-struct ScheduleEvent {};
-struct WakeEvent {};  // a policy waiting for a batch window or timeout to expire
-using Payload = std::variant<ArrivalEvent, IterationDoneEvent, ScheduleEvent, WakeEvent>;
+struct IterationDoneEvent {
+  std::uint32_t replica;
+};
+struct ScheduleEvent {
+  std::uint32_t replica;
+};
+struct WakeEvent {  // a policy waiting for a batch window or timeout to expire
+  std::uint32_t replica;
+};
+struct KvTransferDoneEvent {
+  std::uint32_t from, to;
+  Handoff handoff;
+};
+using Payload = std::variant<ArrivalEvent, IterationDoneEvent, ScheduleEvent, WakeEvent, KvTransferDoneEvent>;
 
 RequestSpec spec_of(const Request& r) {
   RequestSpec s;
@@ -37,13 +79,41 @@ RequestSpec spec_of(const Request& r) {
   return s;
 }
 
+// A pool of interchangeable replicas behind one router.
+struct Pool {
+  std::vector<std::uint32_t> members;
+  std::unique_ptr<Router> router;
+};
+
+LinkScope kv_link(const Scenario& s, std::int64_t total_gpus) {
+  const std::string& l = s.disaggregation.kv_transfer_link;
+  if (l == "nvlink") return LinkScope::nvlink;
+  if (l == "pcie") return LinkScope::pcie;
+  if (l == "inter_node") return LinkScope::inter_node;
+  return s.hw.interconnect.scope_for(static_cast<int>(total_gpus));
+}
+
 class Engine {
  public:
-  Engine(const Scenario& s, const SimHooks& hooks)
-      : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed), hooks_(hooks) {
+  Engine(const Scenario& s, const SimHooks& hooks) : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks) {
     requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
-    replica_.emplace(s, memory_, requests_, metrics_);
-    replica_->set_observer(hooks.observer, 0);
+    const std::vector<ReplicaSpec> specs = replica_specs(s);
+    for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
+    for (const ReplicaSpec& spec : specs) {
+      replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_));
+      replicas_.back()->set_observer(hooks.observer, static_cast<std::int32_t>(spec.index));
+      gpus_ += spec.parallel.gpus_per_replica();
+      Pool& pool = spec.role == ReplicaRole::decode ? decode_ : entry_;
+      pool.members.push_back(spec.index);
+    }
+    entry_.router = make_router(s.router);
+    if (!decode_.members.empty()) decode_.router = make_router(s.router);
+    memory_ = specs.front().memory;
+    schedule_pending_.assign(replicas_.size(), false);
+    wake_pending_ns_.assign(replicas_.size(), -1);
+    link_free_ns_.assign(replicas_.size(), 0);
+    transfer_scope_ = kv_link(s, gpus_);
+    with_kv_demand_ = s.router.impl == "least_kv";
   }
 
   SimResult run() {
@@ -57,36 +127,79 @@ class Engine {
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
       if ((events & 0xfff) == 0 && hooks_.progress) report_progress();
     }
-    metrics_.end_ns = now_;
-    replica_->finish_run(now_);
+    SimResult result;
+    result.metrics.rejected = rejected_;
+    result.metrics.rejected_queue_full = rejected_queue_full_;
+    for (const auto& r : replicas_) {
+      r->finish_run(now_);
+      RunMetrics m = r->metrics();
+      m.end_ns = now_;
+      result.metrics.merge(m);
+      result.replicas.push_back({r->spec(), std::move(m)});
+    }
     if (hooks_.progress) report_progress();
     if (hooks_.observer) hooks_.observer->on_end(now_);
-    SimResult result{std::move(metrics_), memory_, events,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(), Saturation{}};
+    // Arrivals at the fleet are the workload's (migrated requests arrive twice at replicas).
+    result.metrics.arrived = arrived_;
+    result.metrics.kv_peak_used_blocks = fleet_kv_.peak_used_blocks;
+    fleet_kv_.usage.finish(now_);
+    result.metrics.kv_usage = fleet_kv_.usage;
+    result.metrics.end_ns = now_;
+    result.memory = memory_;
+    result.gpus = gpus_;
+    result.kv_transfers = kv_transfers_;
+    result.kv_transfer_bytes = kv_transfer_bytes_;
+    result.kv_transfer_s = kv_transfer_s_;
+    result.kv_transfer_link = scenario_.disaggregation.enabled ? link_scope_name(transfer_scope_) : "";
+    result.events = events;
+    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return result;
   }
 
  private:
   void report_progress() {
-    hooks_.progress(Progress{metrics_.arrived, metrics_.completed + metrics_.rejected,
-                             scenario_.workload.num_requests, ns_to_seconds(now_)});
+    // Completions and timeouts are counted by the replicas; rejections at the door here.
+    std::int64_t finished = rejected_;
+    for (const auto& r : replicas_) finished += r->metrics().completed + r->metrics().rejected_timeout;
+    hooks_.progress(Progress{arrived_, finished, scenario_.workload.num_requests, ns_to_seconds(now_)});
   }
 
   void push_next_arrival() {
     if (auto spec = workload_.next()) queue_.push(spec->arrival_ns, Phase::Arrival, ArrivalEvent{*spec});
   }
 
-  void request_schedule() {
-    if (!replica_->busy() && !schedule_pending_) {
-      schedule_pending_ = true;
-      queue_.push(now_, Phase::Schedule, ScheduleEvent{});
+  // Plans replica r's next iteration now if nothing else happens at this instant, else once
+  // everything at this instant has been handled.
+  void request_schedule(std::uint32_t r) {
+    if (replicas_[r]->busy() || schedule_pending_[r]) return;
+    if (queue_.empty() || queue_.top().time_ns > now_) {
+      start(r);
+      return;
     }
+    schedule_pending_[r] = true;
+    queue_.push(now_, Phase::Schedule, ScheduleEvent{r});
+  }
+
+  void start(std::uint32_t r) {
+    if (auto duration = replicas_[r]->start_iteration(now_)) {
+      queue_.push(now_ + *duration, Phase::Completion, IterationDoneEvent{r});
+    } else if (const TimeNs wake = replicas_[r]->wake_at_ns(); wake > now_ && wake != wake_pending_ns_[r]) {
+      wake_pending_ns_[r] = wake;
+      queue_.push(wake, Phase::Schedule, WakeEvent{r});
+    }
+  }
+
+  std::uint32_t route(Pool& pool, std::int64_t prefix_id) {
+    if (pool.members.size() == 1) return pool.members.front();
+    loads_.clear();
+    for (const std::uint32_t i : pool.members) loads_.push_back(replicas_[i]->load(with_kv_demand_));
+    return pool.members[pool.router->route(loads_, prefix_id)];
   }
 
   void handle(ArrivalEvent& a) {
     // Later turns of a session come from completions, not from the arrival process.
     if (a.spec.turn == 0) push_next_arrival();
-    metrics_.arrived += 1;
+    arrived_ += 1;
     Request r;
     r.arrival_ns = a.spec.arrival_ns;
     r.prompt_tokens = static_cast<std::int32_t>(a.spec.prompt_tokens);
@@ -99,56 +212,106 @@ class Engine {
     const auto index = static_cast<std::uint32_t>(requests_.size());
     requests_.push_back(r);
     if (hooks_.observer) hooks_.observer->on_arrival(index, r, now_);
-    // A request longer than max_model_len, or one the KV cache could never hold even alone, is
-    // rejected at once (vLLM does the same) rather than waiting forever; so is one that finds
-    // the queue full. A rejected turn ends its session.
-    const Replica::Admission admission = replica_->enqueue(index, now_);
-    if (admission != Replica::Admission::queued) {
-      requests_.back().state = RequestState::rejected;
-      metrics_.rejected += 1;
-      if (admission == Replica::Admission::queue_full) metrics_.rejected_queue_full += 1;
-      if (hooks_.observer) hooks_.observer->on_rejected(index, requests_.back(), now_);
+    // A request longer than max_model_len, or one a replica's KV cache could never hold even
+    // alone, is rejected at once (vLLM does the same) rather than waiting forever; so is one that
+    // finds its replica's queue full. A rejected turn ends its session.
+    const std::int64_t total = a.spec.prompt_tokens + a.spec.output_tokens;
+    if (total > scenario_.engine.max_model_len || !fits_alone(entry_, total) ||
+        (!decode_.members.empty() && !fits_alone(decode_, total))) {
+      reject(RequestState::rejected);
       return;
     }
-    request_schedule();
+    const std::uint32_t target = route(entry_, r.prefix_id);
+    const Replica::Admission admission = replicas_[target]->enqueue(index, now_);
+    if (admission != Replica::Admission::queued) {
+      reject(RequestState::rejected);
+      if (admission == Replica::Admission::queue_full) rejected_queue_full_ += 1;
+      return;
+    }
+    request_schedule(target);
   }
 
-  void handle(IterationDoneEvent&) {
-    replica_->finish_iteration(now_);
+  void reject(RequestState state) {
+    requests_.back().state = state;
+    rejected_ += 1;
+    const auto index = static_cast<std::uint32_t>(requests_.size() - 1);
+    if (hooks_.observer) hooks_.observer->on_rejected(index, requests_.back(), now_);
+  }
+
+  bool fits_alone(const Pool& pool, std::int64_t tokens) const {
+    const ReplicaState& st = replicas_[pool.members.front()]->state();
+    return st.kv.blocks_for_tokens(st.reserve_target(tokens)) <= st.kv.capacity_blocks() - st.watermark_blocks;
+  }
+
+  void handle(IterationDoneEvent& e) {
+    handoffs_.clear();
+    Replica& replica = *replicas_[e.replica];
+    replica.finish_iteration(now_, handoffs_);
+    for (const Handoff& h : handoffs_) start_transfer(e.replica, h);
     if (sessions_) {
-      for (const std::uint32_t i : replica_->completed()) {
+      for (const std::uint32_t i : replica.completed()) {
         if (auto next = workload_.next_turn(spec_of(requests_[i]), now_)) {
           queue_.push(next->arrival_ns, Phase::Arrival, ArrivalEvent{*next});
         }
       }
     }
-    request_schedule();
+    request_schedule(e.replica);
   }
 
-  void handle(ScheduleEvent&) {
-    schedule_pending_ = false;
-    if (auto duration = replica_->start_iteration(now_)) {
-      queue_.push(now_ + *duration, Phase::Completion, IterationDoneEvent{});
-    } else if (const TimeNs wake = replica_->wake_at_ns(); wake > now_ && wake != wake_pending_ns_) {
-      wake_pending_ns_ = wake;
-      queue_.push(wake, Phase::Schedule, WakeEvent{});
-    }
+  // The prompt's KV goes from every GPU of the prefill replica to its counterpart in parallel
+  // (the side with fewer GPUs sets the shard size); transfers from one replica queue on its links.
+  void start_transfer(std::uint32_t from, const Handoff& h) {
+    const Request& r = requests_[h.request];
+    const std::uint32_t to = route(decode_, r.prefix_id);
+    replicas_[to]->expect_migrated();
+    const double bytes = static_cast<double>(r.prompt_tokens) * scenario_.model.kv_bytes_per_token(scenario_.precision.kv_cache);
+    const auto lanes = static_cast<double>(std::min(replicas_[from]->spec().parallel.gpus_per_replica(),
+                                                    replicas_[to]->spec().parallel.gpus_per_replica()));
+    const double seconds = scenario_.hw.interconnect.time_s(Collective::send_recv, bytes / lanes, 2, transfer_scope_);
+    const TimeNs begin = std::max(now_, link_free_ns_[from]);
+    const TimeNs end = begin + std::max<TimeNs>(1, seconds_to_ns(seconds));
+    link_free_ns_[from] = end;
+    kv_transfers_ += 1;
+    kv_transfer_bytes_ += bytes;
+    kv_transfer_s_ += seconds;
+    queue_.push(end, Phase::Transfer, KvTransferDoneEvent{from, to, h});
   }
 
-  void handle(WakeEvent&) { request_schedule(); }
+  void handle(KvTransferDoneEvent& e) {
+    replicas_[e.from]->release_handoff(e.handoff, now_);
+    request_schedule(e.from);
+    replicas_[e.to]->enqueue_migrated(e.handoff.request, now_);
+    request_schedule(e.to);
+  }
+
+  void handle(ScheduleEvent& e) {
+    schedule_pending_[e.replica] = false;
+    start(e.replica);
+  }
+
+  void handle(WakeEvent& e) { request_schedule(e.replica); }
 
   const Scenario& scenario_;
-  MemoryPlan memory_;
   WorkloadGenerator workload_;
   const SimHooks& hooks_;
   std::vector<Request> requests_;
-  RunMetrics metrics_;
-  std::optional<Replica> replica_;
+  FleetKv fleet_kv_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  Pool entry_, decode_;
+  MemoryPlan memory_;
+  std::int64_t gpus_ = 0;
+  std::vector<bool> schedule_pending_;
+  std::vector<TimeNs> link_free_ns_;
+  LinkScope transfer_scope_ = LinkScope::nvlink;
+  bool with_kv_demand_ = false;
+  std::vector<ReplicaLoad> loads_;
+  std::vector<Handoff> handoffs_;
   EventQueue<Payload> queue_;
   TimeNs now_ = 0;
-  bool schedule_pending_ = false;
+  std::int64_t arrived_ = 0, rejected_ = 0, rejected_queue_full_ = 0, kv_transfers_ = 0;
+  double kv_transfer_bytes_ = 0.0, kv_transfer_s_ = 0.0;
   bool sessions_ = scenario_.workload.sessions.turns > 1;
-  TimeNs wake_pending_ns_ = -1;
+  std::vector<TimeNs> wake_pending_ns_;
 };
 
 }  // namespace

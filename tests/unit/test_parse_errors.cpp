@@ -12,14 +12,6 @@ using namespace servesim;
 using namespace servesim::test;
 
 namespace {
-std::string parse_error(const nlohmann::json& doc) {
-  try {
-    scenario_from(doc);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 }  // namespace
 

@@ -1,0 +1,110 @@
+// Tensor/pipeline-parallel iteration cost; see parallel.hpp for the model.
+#include "sim/serve/parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace servesim {
+
+std::string parallel_config_error(const ModelSpec& m, std::int64_t tp, std::int64_t pp) {
+  if (tp < 1 || pp < 1) return "parallel sizes must be >= 1";
+  if (m.num_attention_heads % tp != 0) {
+    return "tensor_parallel_size " + std::to_string(tp) + " does not divide the " +
+           std::to_string(m.num_attention_heads) + " attention heads of " + m.name;
+  }
+  if (m.num_kv_heads % tp != 0 && tp % m.num_kv_heads != 0) {
+    return "tensor_parallel_size " + std::to_string(tp) + " neither divides nor is a multiple of the " +
+           std::to_string(m.num_kv_heads) + " KV heads of " + m.name;
+  }
+  if (pp > m.num_layers) {
+    return "pipeline_parallel_size " + std::to_string(pp) + " exceeds the " + std::to_string(m.num_layers) + " layers of " + m.name;
+  }
+  return "";
+}
+
+LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp) {
+  const Interconnect& ic = hw.interconnect;
+  const std::int64_t gpus = tp * pp;
+  if (gpus > ic.gpus_per_node) return LinkScope::inter_node;
+  return gpus <= ic.nvlink_domain_gpus ? LinkScope::nvlink : LinkScope::pcie;
+}
+
+namespace {
+
+// One of m equal micro-batches of `b` (rounded up: the largest one sets the stage time).
+BatchShape micro_batch(const BatchShape& b, std::int64_t m) {
+  if (m <= 1) return b;
+  const auto up = [m](std::int64_t v) { return (v + m - 1) / m; };
+  const double md = static_cast<double>(m);
+  BatchShape s;
+  s.prefill_seqs = up(b.prefill_seqs);
+  s.prefill_tokens = up(b.prefill_tokens);
+  s.prefill_attn_pairs = b.prefill_attn_pairs / md;
+  s.prefill_kv_tokens = b.prefill_kv_tokens / md;
+  s.prefill_sampled = up(b.prefill_sampled);
+  s.decode_seqs = up(b.decode_seqs);
+  s.decode_kv_tokens = b.decode_kv_tokens / md;
+  return s;
+}
+
+}  // namespace
+
+StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
+                            const KernelPlan& plan, const ParallelConfig& par, const BatchShape& shape, const LaunchConfig& launch,
+                            std::int64_t batch_seqs, std::vector<Op>& ops) {
+  const std::int64_t tp = par.tensor_parallel_size, pp = par.pipeline_parallel_size;
+  if (pp <= 1) {
+    build_iteration_ops(model, shape, precision, ops, plan, tp);
+    return estimate_step(ops, hw, precision.weights, launch, batch_seqs);
+  }
+  const std::int64_t m = std::max<std::int64_t>(1, std::min(par.micro_batches(), shape.total_seqs()));
+  const BatchShape mb = micro_batch(shape, m);
+  ModelSpec stage_model = model;
+  stage_model.num_layers = (model.num_layers + pp - 1) / pp;
+  build_iteration_ops(stage_model, mb, precision, ops, plan, tp);
+
+  // Per-stage sums: layer ops run on every stage, the rest on the first or the last stage only.
+  struct Part {
+    double gpu_s = 0, comm_s = 0, roofline_s = 0, bytes = 0, flops = 0;
+    std::int64_t kernels = 0;
+  } layer, first, last;
+  for (const Op& op : ops) {
+    const KernelTime k = estimate(op, hw, precision.weights);
+    Part& part = op.placement == Placement::layer ? layer : (op.placement == Placement::first_stage ? first : last);
+    const double n = static_cast<double>(op.count);
+    part.gpu_s += n * k.time_s;
+    part.roofline_s += n * k.roofline_s;
+    part.flops += n * op.flops;
+    part.kernels += op.count * k.launches;
+    if (is_communication(op.kind)) {
+      part.comm_s += n * k.time_s;
+    } else {
+      part.bytes += n * k.bytes;
+    }
+  }
+  const Part& ends = first.gpu_s >= last.gpu_s ? first : last;  // the slower end stage sets the pace
+  const double stage_gpu_s = layer.gpu_s + ends.gpu_s;
+  const std::int64_t stage_kernels = layer.kernels + ends.kernels;
+  const double stage_launch_s = launch.cuda_graphs ? hw.graph_launch_s : static_cast<double>(stage_kernels) * launch.per_kernel_s(hw);
+  const double act_bytes = static_cast<double>(mb.total_tokens()) * static_cast<double>(model.hidden_size) *
+                           dtype_bytes(precision.activations);
+  const double p2p_s = hw.interconnect.time_s(Collective::send_recv, act_bytes, 2, pipeline_link(hw, tp, pp));
+  const double slots = static_cast<double>(std::max(m, pp));
+  const double md = static_cast<double>(m);
+
+  StepTime s;
+  s.gpu_s = slots * (stage_gpu_s + p2p_s);
+  s.comm_s = slots * (layer.comm_s + ends.comm_s + p2p_s);
+  s.roofline_s = slots * (layer.roofline_s + ends.roofline_s);
+  s.bytes = md * (layer.bytes + ends.bytes);  // HBM bytes one stage GPU moves over the iteration
+  s.flops = md * (layer.flops + ends.flops);
+  s.kernels = m * stage_kernels;
+  s.launch_s = slots * stage_launch_s;
+  s.launch_bound = stage_launch_s > stage_gpu_s;
+  s.host_s = launch.host_overhead_per_step_s + static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
+  s.bubble_frac = 1.0 - md / slots;
+  s.time_s = s.host_s + slots * (std::max(stage_gpu_s, stage_launch_s) + p2p_s);
+  return s;
+}
+
+}  // namespace servesim

@@ -1,0 +1,32 @@
+// Tensor- and pipeline-parallel iteration cost: one replica's iteration over tp x pp GPUs, the
+// same model for `servesim step --tp/--pp` and for the simulator's replicas.
+//  - TP: ops for one GPU's shard plus two all-reduces per layer (build_iteration_ops with tp).
+//  - PP: layers split into pp stages (ceil(L/pp) on the largest; embedding on the first, LM head
+//    on the last); the batch is split into m = min(num_micro_batches, sequences) micro-batches
+//    that flow through the stages with activations sent stage to stage (send/recv). In steady
+//    state (vLLM/TRT-LLM keep pp micro-batches in flight) every sequence advances one token per
+//    max(m, pp) stage slots, so the iteration takes host + max(m, pp) x (stage time + send/recv)
+//    and a fraction 1 - m / max(m, pp) of the stage slots is bubble.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario.hpp"
+#include "sim/hw/cost_model.hpp"
+
+namespace servesim {
+
+// "" when (tp, pp) can run `model`, else why not: heads must split evenly over tp, KV heads must
+// split evenly or be replicated evenly (vLLM's rules), and every stage needs at least one layer.
+std::string parallel_config_error(const ModelSpec& model, std::int64_t tp, std::int64_t pp);
+
+// The link a pipeline stage boundary crosses for a replica of tp x pp GPUs packed onto nodes.
+LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp);
+
+// Wall time of one iteration of `shape` on one replica; `ops` receives the op list of one GPU
+// (for pp > 1: one stage's ops for one micro-batch), reused across calls.
+StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
+                            const KernelPlan& plan, const ParallelConfig& parallel, const BatchShape& shape, const LaunchConfig& launch,
+                            std::int64_t batch_seqs, std::vector<Op>& ops);
+
+}  // namespace servesim

@@ -1,0 +1,99 @@
+// Routing policies and their registry.
+#include "sim/serve/router.hpp"
+
+#include <stdexcept>
+#include <unordered_map>
+
+namespace servesim {
+
+namespace {
+
+std::size_t least_outstanding(const std::vector<ReplicaLoad>& loads) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < loads.size(); ++i) {
+    if (loads[i].outstanding < loads[best].outstanding) best = i;
+  }
+  return best;
+}
+
+class RoundRobin final : public Router {
+ public:
+  std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t) override { return next_++ % loads.size(); }
+
+ private:
+  std::size_t next_ = 0;
+};
+
+class LeastOutstanding final : public Router {
+ public:
+  std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t) override { return least_outstanding(loads); }
+};
+
+class LeastKv final : public Router {
+ public:
+  std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t) override {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < loads.size(); ++i) {
+      const double a = loads[i].kv_load_frac(), b = loads[best].kv_load_frac();
+      if (a < b || (a == b && loads[i].outstanding < loads[best].outstanding)) best = i;
+    }
+    return best;
+  }
+};
+
+// SGLang-router style cache-aware routing without the radix tree: the router remembers where each
+// prefix went, so later requests with it land where its KV was computed, unless that replica is
+// overloaded relative to the least loaded one.
+class PrefixAffinity final : public Router {
+ public:
+  explicit PrefixAffinity(const RouterConfig& c) : abs_(c.balance_abs_threshold), rel_(c.balance_rel_threshold) {}
+  std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t prefix_id) override {
+    const std::size_t least = least_outstanding(loads);
+    if (prefix_id < 0) return least;
+    const auto it = home_.find(prefix_id);
+    if (it != home_.end()) {
+      const double load = static_cast<double>(loads[it->second].outstanding);
+      const double min_load = static_cast<double>(loads[least].outstanding);
+      if (!(load > min_load + abs_ && load > rel_ * min_load)) return it->second;
+    }
+    home_[prefix_id] = least;
+    return least;
+  }
+
+ private:
+  double abs_, rel_;
+  std::unordered_map<std::int64_t, std::size_t> home_;
+};
+
+}  // namespace
+
+std::unique_ptr<Router> make_router(const RouterConfig& c) {
+  if (c.impl == "round_robin") return std::make_unique<RoundRobin>();
+  if (c.impl == "least_outstanding") return std::make_unique<LeastOutstanding>();
+  if (c.impl == "least_kv") return std::make_unique<LeastKv>();
+  if (c.impl == "prefix_affinity") return std::make_unique<PrefixAffinity>(c);
+  throw std::logic_error("unknown router " + c.impl);  // the parser rejects unknown names first
+}
+
+std::vector<PolicyInfo> list_routers() {
+  return {
+      {"round_robin", "router: replicas in turn", {}},
+      {"least_outstanding", "router: the replica with the fewest unfinished requests (ties: lowest index)", {}},
+      {"least_kv",
+       "router: the replica with the lowest KV load, (used blocks + blocks its waiting requests need) / capacity",
+       {}},
+      {"prefix_affinity",
+       "router: where the request's shared prefix went before (its KV is cached there), else least outstanding",
+       {{"router.balance_abs_threshold", "number", "32", "fall back when the prefix's replica has this many more outstanding requests than the least loaded..."},
+        {"router.balance_rel_threshold", "number", "1.5", "...and more than this times its load"}}},
+  };
+}
+
+bool is_router(const std::string& name) {
+  for (const auto& r : list_routers()) {
+    if (r.name == name) return true;
+  }
+  return false;
+}
+
+}  // namespace servesim
