@@ -10,7 +10,14 @@ namespace servesim::cli {
 namespace {
 void usage(std::ostream& os) {
   os << "usage: servesim <command> [options]\n"
-        "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N]\n"
+        "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--load-profile P] [--slo S]\n"
+        "      [--replications N]\n"
+        "  sweep SCENARIO.json --grid key=v1,v2 [--grid ...] [--replications N] [--json] [--csv F] [--md F]\n"
+        "  saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R] [--json]\n"
+        "  plan --model M --rate R --slo ... [--hw all] [--quant bf16,fp16] [--tp 1] [--prices FILE] [--json]\n"
+        "  roofline --model M --hw H --batch B --context C [--phase decode|prefill] [--json]\n"
+        "  compare BASE.json NEW.json [--threshold X] [--threshold metric=X ...] [--json]   (exit 3 on drift)\n"
+        "  gen-trace SCENARIO.json --format azure|burstgpt|splitwise|jsonl --out FILE\n"
         "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
         "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8 --hw H [--json]\n"
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
@@ -32,6 +39,12 @@ int dispatch(const std::vector<std::string>& argv) {
     if (cmd == "list") return cmd_list(rest);
     if (cmd == "op") return cmd_op(rest);
     if (cmd == "calibrate") return cmd_calibrate(rest);
+    if (cmd == "sweep") return cmd_sweep(rest);
+    if (cmd == "saturate") return cmd_saturate(rest);
+    if (cmd == "plan") return cmd_plan(rest);
+    if (cmd == "roofline") return cmd_roofline(rest);
+    if (cmd == "compare") return cmd_compare(rest);
+    if (cmd == "gen-trace") return cmd_gen_trace(rest);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "servesim " << SERVESIM_VERSION << "\n";
       return kExitOk;

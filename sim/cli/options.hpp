@@ -11,3 +11,8 @@ namespace servesim::cli {
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args);
 
 }  // namespace servesim::cli
+
+namespace servesim::cli {
+// The arguments as one line (for "reproduce with" notes in written tables).
+std::string join_args(const std::vector<std::string>& args);
+}  // namespace servesim::cli

@@ -28,8 +28,35 @@ void Replica::note_kv_usage(TimeNs now) {
   metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
 }
 
+void Replica::expire(TimeNs now) {
+  // A client that gave up is gone from the engine: waiting or running, its blocks are freed.
+  // Checked at iteration boundaries (the engine notices an abort between steps, as vLLM does).
+  const double timeout_s = scenario_.workload.request_timeout_s;
+  if (timeout_s <= 0.0) return;
+  const TimeNs timeout_ns = seconds_to_ns(timeout_s);
+  auto expired = [&](const Sequence& seq) { return now - state_.requests[seq.request].arrival_ns >= timeout_ns; };
+  auto drop = [&](const Sequence& seq) {
+    Request& r = state_.requests[seq.request];
+    r.state = RequestState::timed_out;
+    metrics_.timed_out += 1;
+    metrics_.classes[r.cls].timed_out += 1;
+  };
+  std::erase_if(state_.waiting, [&](const Sequence& seq) {
+    if (!expired(seq)) return false;
+    drop(seq);
+    return true;
+  });
+  std::erase_if(state_.running, [&](const Sequence& seq) {
+    if (!expired(seq)) return false;
+    state_.release(seq);
+    drop(seq);
+    return true;
+  });
+}
+
 std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
+  expire(now);
   plan_.clear();
   const std::int64_t preemptions_before = state_.preemptions;
   scheduler_->schedule(state_, plan_);
@@ -68,6 +95,19 @@ void Replica::emit_token(Request& r, TimeNs now) {
   r.last_token_ns = now;
 }
 
+void Replica::record_class(const Request& r, double ttft_s, double tpot_s, double e2e_s) {
+  ClassMetrics& c = metrics_.classes[r.cls];
+  const SloConfig& slo = scenario_.workload.classes[r.cls].slo;
+  c.completed += 1;
+  c.output_tokens += r.output_tokens;
+  c.ttft_s.add(ttft_s);
+  c.e2e_s.add(e2e_s);
+  if (r.output_tokens > 1) c.tpot_s.add(tpot_s);
+  const bool met = (slo.ttft_s <= 0.0 || ttft_s <= slo.ttft_s) && (slo.tpot_s <= 0.0 || tpot_s <= slo.tpot_s) &&
+                   (slo.e2e_s <= 0.0 || e2e_s <= slo.e2e_s);
+  if (met) c.slo_met += 1;
+}
+
 void Replica::finish_iteration(TimeNs now) {
   busy_ = false;
   auto& running = state_.running;
@@ -89,9 +129,13 @@ void Replica::finish_iteration(TimeNs now) {
       if (r.preemptions > 0) metrics_.preempted_requests += 1;
       const double e2e = ns_to_seconds(now - r.arrival_ns);
       metrics_.e2e_s.add(e2e);
+      const double ttft = ns_to_seconds(r.first_token_ns - r.arrival_ns);
+      double tpot = 0.0;
       if (r.output_tokens > 1) {
-        metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
+        tpot = ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1);
+        metrics_.tpot_s.add(tpot);
       }
+      record_class(r, ttft, tpot, e2e);
     } else {
       running[kept++] = running[i];
     }

@@ -6,7 +6,7 @@
 
 namespace servesim {
 
-enum class RequestState : std::uint8_t { waiting, running, completed, rejected };
+enum class RequestState : std::uint8_t { waiting, running, completed, rejected, timed_out };
 
 // One user request. Times are -1 until they happen.
 struct Request {
@@ -17,6 +17,7 @@ struct Request {
   std::int32_t output_tokens = 0;
   std::int32_t generated_tokens = 0;
   std::int32_t preemptions = 0;
+  std::uint16_t cls = 0;  // request class (index into the workload's classes)
   RequestState state = RequestState::waiting;
 };
 

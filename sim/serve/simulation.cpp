@@ -26,7 +26,8 @@ class Engine {
  public:
   explicit Engine(const Scenario& s)
       : scenario_(s), memory_(plan_memory(s)), workload_(s.workload, s.seed) {
-    requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
+    if (s.workload.num_requests > 0) requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
+    metrics_.classes.resize(s.workload.classes.size());
     replica_.emplace(s, memory_.kv_blocks, requests_, metrics_);
   }
 
@@ -41,6 +42,7 @@ class Engine {
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
     }
     metrics_.end_ns = now_;
+    metrics_.trace_rows_skipped = workload_.trace_rows_skipped();
     SimResult result{std::move(metrics_), memory_, events,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count()};
     return result;
@@ -61,7 +63,9 @@ class Engine {
   void handle(ArrivalEvent& a) {
     push_next_arrival();
     metrics_.arrived += 1;
+    metrics_.classes[a.spec.cls].arrived += 1;
     Request r;
+    r.cls = static_cast<std::uint16_t>(a.spec.cls);
     r.arrival_ns = a.spec.arrival_ns;
     r.prompt_tokens = static_cast<std::int32_t>(a.spec.prompt_tokens);
     r.output_tokens = static_cast<std::int32_t>(a.spec.output_tokens);
@@ -73,12 +77,25 @@ class Engine {
     const auto& kv = replica_->state().kv;
     const auto watermark = static_cast<std::int64_t>(scenario_.engine.watermark_frac * static_cast<double>(kv.capacity_blocks()));
     if (total > scenario_.engine.max_model_len || kv.blocks_for_tokens(total) > kv.capacity_blocks() - watermark) {
-      requests_.back().state = RequestState::rejected;
-      metrics_.rejected += 1;
+      reject(a.spec.cls);
+      metrics_.rejected_too_long += 1;
+      return;
+    }
+    // A bounded queue (SGLang's max_queued_requests) turns overload into counted rejections.
+    const std::int64_t limit = scenario_.engine.max_queued_requests;
+    if (limit > 0 && static_cast<std::int64_t>(replica_->state().waiting.size()) >= limit) {
+      reject(a.spec.cls);
+      metrics_.rejected_queue_full += 1;
       return;
     }
     replica_->enqueue(index, now_);
     request_schedule();
+  }
+
+  void reject(std::uint32_t cls) {
+    requests_.back().state = RequestState::rejected;
+    metrics_.rejected += 1;
+    metrics_.classes[cls].rejected += 1;
   }
 
   void handle(IterationDoneEvent&) {
