@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
-
 #include "sim/analysis/table.hpp"
+#include "sim/cli/options.hpp"
 #include "sim/config/scenario.hpp"
 
 namespace servesim::cli {

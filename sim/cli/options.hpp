@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+// Repeatable flags take each value whole: "--grid k=1,2" and "--set k=[1,2]" must not be split at
+// commas (cxxopts' default), so the delimiter is a character no argument contains.
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
 namespace servesim::cli {
