@@ -1,11 +1,15 @@
-// `servesim run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--no-html]
-//  [--no-csv] [--no-trace] [--trace-requests N] [--trace-seconds S] [--quiet]`
+// `servesim run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--load-profile P]
+//  [--slo S] [--replications N] [--no-html] [--no-csv] [--no-trace] [--trace-requests N]
+//  [--trace-seconds S] [--quiet]`
 // Writes DIR/report.json, report.html, requests.csv and trace.json (see README "Outputs").
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "sim/analysis/summary.hpp"
+#include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
@@ -42,15 +46,16 @@ int cmd_run(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim run", "Simulate a serving scenario and write DIR/report.json, report.html, requests.csv, trace.json");
   opts.add_options()("scenario", "scenario JSON file", cxxopts::value<std::string>())(
       "o,out", "output directory", cxxopts::value<std::string>()->default_value("out"))(
-      "set", "override a scenario key: key.path=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "seed", "override the scenario seed", cxxopts::value<long long>())(
       "no-html", "do not write report.html")("no-csv", "do not write requests.csv")(
       "no-trace", "do not write trace.json")(
       "trace-requests", "trace.json: follow at most N requests (the first to arrive)",
       cxxopts::value<long long>()->default_value("1000"))(
       "trace-seconds", "trace.json: iterations, counters and requests of the first S simulated seconds",
       cxxopts::value<double>()->default_value("60"))(
+      "replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
+      cxxopts::value<int>()->default_value("1"))(
       "q,quiet", "print nothing on success, no progress bar")("h,help", "show help");
+  add_scenario_flags(opts);
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO.json");
   const auto parsed = parse_args(opts, args);
@@ -60,13 +65,9 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (!parsed.count("scenario")) throw InputError("servesim run", "", "missing SCENARIO.json (see --help)");
   const std::string path = parsed["scenario"].as<std::string>();
-  std::vector<std::string> overrides;
-  if (parsed.count("set")) overrides = parsed["set"].as<std::vector<std::string>>();
-  if (parsed.count("seed")) {
-    const long long seed = parsed["seed"].as<long long>();
-    if (seed < 0) throw InputError("--seed", "", "must be >= 0");
-    overrides.push_back("seed=" + std::to_string(seed));
-  }
+  const ScenarioSource src = scenario_source(parsed, path);
+  const int reps = parsed["replications"].as<int>();
+  if (reps < 1 || reps > 1000) throw InputError("--replications", "", "must be in [1, 1000]");
   TraceOptions trace_options;
   const long long trace_requests = parsed["trace-requests"].as<long long>();
   if (trace_requests < 0 || trace_requests > 100'000'000) throw InputError("--trace-requests", "", "must be in [0, 1e8]");
@@ -75,7 +76,12 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!(trace_options.window_s >= 0.0) || trace_options.window_s > 1e9) throw InputError("--trace-seconds", "", "must be in [0, 1e9]");
   const bool quiet = parsed.count("quiet") > 0;
 
-  const Scenario scenario = load_scenario(path, overrides);
+  const Scenario scenario = src.load();
+  // Replications 1..N-1: independent seeds spread over cores (TBB) without outputs; the report,
+  // CSV, trace and HTML are seed 0's, run below with the observers.
+  std::vector<Scenario> more;
+  for (int i = 1; i < reps; ++i) more.push_back(src.load({}, static_cast<long long>(replication_seed(scenario.seed, i))));
+  const std::vector<Metrics> more_metrics = run_all(more, true);
 
   const std::filesystem::path out_dir = parsed["out"].as<std::string>();
   std::error_code ec;
@@ -106,17 +112,47 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   const SimResult result = simulate(scenario, hooks);
   bar.finish();
-  const nlohmann::json report = make_report(scenario, result);
+  nlohmann::json report = make_report(scenario, result);
+  if (reps > 1) {
+    std::vector<Metrics> metrics{summarize_run(scenario, result)};
+    metrics.insert(metrics.end(), more_metrics.begin(), more_metrics.end());
+    nlohmann::json rep = {{"count", reps}, {"seeds", nlohmann::json::array({scenario.seed})}, {"metrics", nlohmann::json::object()}};
+    for (const auto& s : more) rep["seeds"].push_back(s.seed);
+    for (const auto& name : replicated_metrics()) {
+      std::vector<double> xs;
+      for (const auto& m : metrics) xs.push_back(metric(m, name));
+      const Interval iv = interval(xs);
+      rep["metrics"][name] = {{"mean", iv.mean}, {"stddev", iv.stddev}, {"ci95_half_width", iv.ci95_half},
+                              {"ci95_low", iv.mean - iv.ci95_half}, {"ci95_high", iv.mean + iv.ci95_half},
+                              {"min", iv.min}, {"max", iv.max}};
+    }
+    report["replications"] = rep;
+  }
 
   const auto report_path = out_dir / "report.json";
   write_atomically(report_path, [&](std::ostream& out) { out << report.dump(2) << "\n"; });
   if (csv) csv->commit();
   if (trace) trace->commit();
   if (recorder) {
-    write_atomically(out_dir / "report.html", [&](std::ostream& out) { write_run_html(out, scenario, result, report, *recorder); });
+    // The charts draw the first class's SLO (the scenario-wide one unless classes set their own).
+    std::vector<SloTarget> slos;
+    const SloConfig& slo = scenario.workload.classes.front().slo;
+    const double pct = 100.0 * slo.percentile;
+    if (slo.ttft_s > 0.0) slos.push_back({"ttft_s", pct, slo.ttft_s});
+    if (slo.tpot_s > 0.0) slos.push_back({"tpot_s", pct, slo.tpot_s});
+    if (slo.e2e_s > 0.0) slos.push_back({"e2e_s", pct, slo.e2e_s});
+    write_atomically(out_dir / "report.html",
+                     [&](std::ostream& out) { write_run_html(out, scenario, result, report, *recorder, slos); });
   }
   if (!quiet) {
     print_summary(std::cout, report);
+    if (reps > 1) {
+      for (const char* name : {"latency.ttft_s.p99", "latency.tpot_s.p99", "latency.e2e_s.p99"}) {
+        const auto& m = report["replications"]["metrics"][name];
+        std::printf("  %-19s %d seeds: mean %.4f s, 95%% CI +/- %.4f s\n", name, reps, m["mean"].get<double>(),
+                    m["ci95_half_width"].get<double>());
+      }
+    }
     std::cout << "  report     " << report_path.string() << "\n";
     if (recorder) std::cout << "  html       " << (out_dir / "report.html").string() << "\n";
     if (csv) std::cout << "  requests   " << (out_dir / "requests.csv").string() << " (" << csv->rows() << " rows)\n";

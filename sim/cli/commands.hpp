@@ -14,6 +14,12 @@ int cmd_calibrate(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_quant_table(const std::vector<std::string>& args);
 int cmd_contention(const std::vector<std::string>& args);
+int cmd_sweep(const std::vector<std::string>& args);
+int cmd_saturate(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_roofline(const std::vector<std::string>& args);
+int cmd_compare(const std::vector<std::string>& args);  // exit 3 when drift crosses a threshold
+int cmd_gen_trace(const std::vector<std::string>& args);
 
 // Runs a subcommand by name with error handling (used by main and by tests).
 int dispatch(const std::vector<std::string>& argv);

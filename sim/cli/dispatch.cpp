@@ -12,6 +12,13 @@ void usage(std::ostream& os) {
   os << "usage: servesim <command> [options]\n"
         "  run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--quiet]\n"
         "      [--no-html] [--no-csv] [--no-trace] [--trace-requests N] [--trace-seconds S]\n"
+        "      [--load-profile P] [--slo S] [--replications N]\n"
+        "  sweep SCENARIO.json --grid key=v1,v2 [--grid ...] [--replications N] [--json] [--csv F] [--md F]\n"
+        "  saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R] [--json]\n"
+        "  plan --model M --rate R --slo ... [--hw all] [--quant bf16,fp16] [--tp 1] [--prices FILE] [--json]\n"
+        "  roofline --model M --hw H --batch B --context C [--phase decode|prefill] [--json]\n"
+        "  compare BASE.json NEW.json [--threshold X] [--threshold metric=X ...] [--json]   (exit 3 on drift)\n"
+        "  gen-trace SCENARIO.json --format azure|burstgpt|splitwise|jsonl --out FILE\n"
         "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
         "  step ... [--quant bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq] [--engine NAME] [--tp N] [--pp N]\n"
         "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq] --hw H [--json]\n"
@@ -40,6 +47,12 @@ int dispatch(const std::vector<std::string>& argv) {
     if (cmd == "validate") return cmd_validate(rest);
     if (cmd == "quant-table") return cmd_quant_table(rest);
     if (cmd == "contention") return cmd_contention(rest);
+    if (cmd == "sweep") return cmd_sweep(rest);
+    if (cmd == "saturate") return cmd_saturate(rest);
+    if (cmd == "plan") return cmd_plan(rest);
+    if (cmd == "roofline") return cmd_roofline(rest);
+    if (cmd == "compare") return cmd_compare(rest);
+    if (cmd == "gen-trace") return cmd_gen_trace(rest);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "servesim " << SERVESIM_VERSION << "\n";
       return kExitOk;

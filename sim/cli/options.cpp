@@ -17,3 +17,14 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std
 }
 
 }  // namespace servesim::cli
+
+namespace servesim::cli {
+std::string join_args(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) {
+    const bool quote = a.find_first_of(" ,\"'") != std::string::npos && a.find('"') == std::string::npos;
+    s += (s.empty() ? "" : " ") + (quote ? "\"" + a + "\"" : a);
+  }
+  return s;
+}
+}  // namespace servesim::cli

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-// `--set key=[1,3]` and `--set key={"a":1,"b":2}` are one value each: never split repeatable
-// options at commas (cxxopts' default). Every use of cxxopts comes through this header.
+// Repeatable flags take each value whole: "--grid k=1,2" and "--set k=[1,2]" must not be split at
+// commas (cxxopts' default), so the delimiter is a character no argument contains.
 #define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
@@ -13,4 +13,9 @@ namespace servesim::cli {
 
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args);
 
+}  // namespace servesim::cli
+
+namespace servesim::cli {
+// The arguments as one line (for "reproduce with" notes in written tables).
+std::string join_args(const std::vector<std::string>& args);
 }  // namespace servesim::cli

@@ -51,7 +51,10 @@ std::vector<std::string> bundled_names(const std::string& subdir) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(fs::path(data_dir()) / subdir, ec)) {
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+    // hwprofiles/prices.json is the price list, not a profile.
+    if (entry.path().extension() == ".json" && !(subdir == "hwprofiles" && entry.path().stem() == "prices")) {
+      names.push_back(entry.path().stem().string());
+    }
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -305,9 +305,16 @@ std::string roofline_chart(const Scenario& s, const RunRecorder& rec, std::strin
 }
 
 std::string describe(const ArrivalConfig& a) {
+  using K = ArrivalConfig::Kind;
   switch (a.kind) {
-    case ArrivalConfig::Kind::poisson: return "poisson, " + fmt("%g", a.rate_per_s) + " req/s";
-    case ArrivalConfig::Kind::all_at_once: return "all at t = 0";
+    case K::poisson: return "poisson, " + fmt("%g", a.rate_per_s) + " req/s";
+    case K::gamma: return "gamma, " + fmt("%g", a.rate_per_s) + " req/s, cv " + fmt("%g", a.cv);
+    case K::constant: return "constant, " + fmt("%g", a.rate_per_s) + " req/s";
+    case K::on_off: return "on/off, " + fmt("%g", a.rate_per_s) + " req/s for " + fmt("%g", a.on_s) + " s, off " + fmt("%g", a.off_s) + " s";
+    case K::ramp:
+      return "ramp " + fmt("%g", a.start_rate_per_s) + " to " + fmt("%g", a.end_rate_per_s) + " req/s over " + fmt("%g", a.ramp_s) + " s";
+    case K::trace: return "trace replay";
+    case K::all_at_once: return "all at t = 0";
   }
   return "?";
 }
@@ -318,6 +325,10 @@ std::string describe(const LengthDist& d) {
     case LengthDist::Kind::fixed: return "fixed " + std::to_string(d.value_tokens);
     case LengthDist::Kind::uniform: return "uniform" + range;
     case LengthDist::Kind::lognormal: return "lognormal, mean " + fmt("%g", d.mean_tokens) + ", sigma " + fmt("%g", d.sigma) + range;
+    case LengthDist::Kind::normal: return "normal, mean " + fmt("%g", d.mean_tokens) + ", sd " + fmt("%g", d.stddev_tokens) + range;
+    case LengthDist::Kind::zipf: return "zipf, s " + fmt("%g", d.zipf_s) + range;
+    case LengthDist::Kind::empirical: return "empirical, " + std::to_string(d.tokens.size()) + " values";
+    case LengthDist::Kind::trace: return "from the trace";
   }
   return "?";
 }
@@ -359,18 +370,21 @@ void write_run_html(std::ostream& os, const Scenario& s, const SimResult& res, c
         {"dtype", dtype_name(s.precision.weights)},
         {"weights", escape(format_number(get(r, {"memory", "weight_bytes"}))) + "B"},
         {"KV per token", escape(format_number(get(r, {"memory", "kv_bytes_per_token"}))) + "B"}});
-  card(os, "Policy and workload",
-       {{"scheduler", escape(str(r, {"scenario", "engine", "scheduler", "impl"}))},
-        {"max_num_seqs", std::to_string(s.engine.max_num_seqs)},
-        {"max_num_batched_tokens", std::to_string(s.engine.max_num_batched_tokens)},
-        {"block_size", std::to_string(s.engine.block_size)},
-        {"gpu_memory_utilization", fmt("%g", s.engine.gpu_memory_utilization)},
-        {"KV capacity", escape(format_number(get(r, {"kv_cache", "capacity_tokens"}))) + " tokens"},
-        {"CUDA graphs", s.engine.launch.cuda_graphs ? "on (decode)" : "off"},
-        {"requests", std::to_string(s.workload.num_requests)},
-        {"arrivals", escape(describe(s.workload.arrival))},
-        {"prompt tokens", escape(describe(s.workload.prompt_tokens))},
-        {"output tokens", escape(describe(s.workload.output_tokens))}});
+  Rows policy = {{"scheduler", escape(str(r, {"scenario", "engine", "scheduler", "impl"}))},
+                 {"max_num_seqs", std::to_string(s.engine.max_num_seqs)},
+                 {"max_num_batched_tokens", std::to_string(s.engine.max_num_batched_tokens)},
+                 {"block_size", std::to_string(s.engine.block_size)},
+                 {"gpu_memory_utilization", fmt("%g", s.engine.gpu_memory_utilization)},
+                 {"KV capacity", escape(format_number(get(r, {"kv_cache", "capacity_tokens"}))) + " tokens"},
+                 {"CUDA graphs", s.engine.launch.cuda_graphs ? "on (decode)" : "off"},
+                 {"requests", std::to_string(static_cast<long long>(get(r, {"requests", "arrived"})))},
+                 {"arrivals", escape(describe(s.workload.arrival))}};
+  for (const RequestClass& c : s.workload.classes) {
+    const std::string tag = s.workload.classes.size() > 1 ? " (" + c.name + ")" : "";
+    policy.push_back({"prompt tokens" + tag, escape(describe(c.prompt_tokens))});
+    policy.push_back({"output tokens" + tag, escape(describe(c.output_tokens))});
+  }
+  card(os, "Policy and workload", policy);
   Rows km;
   for (const char* m : {"ttft_s", "tpot_s", "e2e_s"}) {
     km.push_back({metric_title(m) + " p50 / p99", escape(seconds(get(r, {"latency", m, "p50"}))) + " / " + escape(seconds(get(r, {"latency", m, "p99"})))});

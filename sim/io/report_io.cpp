@@ -8,6 +8,7 @@
 #include "sim/io/model_io.hpp"
 #include "sim/io/scenario_io.hpp"
 #include "sim/serve/cold_start.hpp"
+#include "sim/metrics/slo.hpp"
 
 namespace servesim {
 
@@ -37,8 +38,11 @@ void metric_sections(nlohmann::json& j, const RunMetrics& m, const Scenario& s, 
   j["requests"] = {{"arrived", m.arrived},
                    {"completed", m.completed},
                    {"rejected", m.rejected},
+                   {"rejected_too_long", m.rejected_too_long},
                    {"rejected_queue_full", m.rejected_queue_full},
                    {"rejected_timeout", m.rejected_timeout},
+                   {"timed_out", m.timed_out},
+                   {"trace_rows_skipped", m.trace_rows_skipped},
                    {"preempted", m.preempted_requests},
                    {"preemptions", m.preemptions},
                    {"recomputed_tokens", m.recomputed_tokens},
@@ -98,6 +102,31 @@ nlohmann::json memory_json(const MemoryPlan& p) {
           {"kv_bytes_per_token", p.kv_bytes_per_token}};
 }
 
+nlohmann::json slo_to_json(const SloResult& r, const WorkloadConfig& w, const RunMetrics& m) {
+  nlohmann::json classes = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.classes.size(); ++i) {
+    const ClassSloResult& c = r.classes[i];
+    const ClassMetrics& cm = m.classes[i];
+    nlohmann::json targets = nlohmann::json::object();
+    for (const auto& t : c.targets) targets[t.metric] = {{"threshold_s", t.threshold_s}, {"value_s", t.value_s}, {"met", t.met}};
+    classes.push_back({{"name", c.name},
+                       {"percentile", w.classes[i].slo.percentile},
+                       {"min_success_frac", w.classes[i].slo.min_success_frac},
+                       {"targets", targets},
+                       {"arrived", cm.arrived},
+                       {"completed", cm.completed},
+                       {"rejected", cm.rejected},
+                       {"timed_out", cm.timed_out},
+                       {"slo_met_requests", cm.slo_met},
+                       {"success_frac", c.success_frac},
+                       {"slo_attained_frac", c.slo_attained_frac},
+                       {"goodput_requests_per_s", c.goodput_requests_per_s},
+                       {"latency", {{"ttft_s", summarize(cm.ttft_s)}, {"tpot_s", summarize(cm.tpot_s)}, {"e2e_s", summarize(cm.e2e_s)}}},
+                       {"met", c.met}});
+  }
+  return {{"met", r.met}, {"success_frac", r.success_frac}, {"goodput_requests_per_s", r.goodput_requests_per_s}, {"classes", classes}};
+}
+
 }  // namespace
 
 nlohmann::json make_report(const Scenario& s, const SimResult& res) {
@@ -123,6 +152,7 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
                      {"framework_init_s", cold.framework_init_s},
                      {"graph_capture_s", cold.graph_capture_s},
                      {"captured_batch_sizes", cold.captured_batch_sizes}};
+  j["slo"] = slo_to_json(evaluate_slo(s.workload, m), s.workload, m);
   j["sim"] = {{"events", res.events}, {"wall_s", res.wall_s}, {"simulated_s", duration_s}};
   // Cluster view: the fleet above is the sum over these replicas.
   j["cluster"] = {{"replicas", res.replicas.size()},
@@ -157,9 +187,9 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
                 r["model"]["name"].get<std::string>().c_str(), r["hardware"]["name"].get<std::string>().c_str(),
                 r["hardware"]["provenance"]["kind"].get<std::string>().c_str());
   os << line;
-  std::snprintf(line, sizeof line, "  requests   %lld arrived, %lld completed, %lld rejected, %lld preempted\n",
+  std::snprintf(line, sizeof line, "  requests   %lld arrived, %lld completed, %lld rejected, %lld timed out, %lld preempted\n",
                 req["arrived"].get<long long>(), req["completed"].get<long long>(), req["rejected"].get<long long>(),
-                req["preempted"].get<long long>());
+                req["timed_out"].get<long long>(), req["preempted"].get<long long>());
   os << line;
   for (const char* key : {"ttft_s", "tpot_s", "itl_s", "e2e_s"}) {
     const auto& l = lat[key];
@@ -200,6 +230,10 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
       os << line;
     }
   }
+  const auto& slo = r["slo"];
+  std::snprintf(line, sizeof line, "  slo        %s: success %.2f%%, goodput %.2f req/s\n", slo["met"].get<bool>() ? "met" : "NOT met",
+                100.0 * slo["success_frac"].get<double>(), slo["goodput_requests_per_s"].get<double>());
+  os << line;
   const auto& sim = r["sim"];
   std::snprintf(line, sizeof line, "  sim        %llu events, %.3f simulated s in %.3f wall s\n", sim["events"].get<unsigned long long>(),
                 sim["simulated_s"].get<double>(), sim["wall_s"].get<double>());

@@ -1,7 +1,9 @@
 // Scenario parsing with strict keys and the cross-checks vLLM itself makes at start-up.
 #include "sim/io/scenario_io.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
@@ -12,6 +14,7 @@
 #include "sim/sched/scheduler.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
+#include "sim/io/trace_io.hpp"
 
 namespace servesim {
 
@@ -20,6 +23,11 @@ namespace {
 LengthDist parse_length(JsonReader r) {
   LengthDist d;
   const std::string impl = r.string("impl");
+  auto bounds = [&](std::int64_t default_max) {
+    d.min_tokens = r.positive_integer_or("min_tokens", 1);
+    d.max_tokens = default_max > 0 ? r.positive_integer_or("max_tokens", default_max) : r.positive_integer("max_tokens");
+    if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
+  };
   if (impl == "fixed") {
     d.kind = LengthDist::Kind::fixed;
     d.value_tokens = r.positive_integer("value_tokens");
@@ -29,42 +37,165 @@ LengthDist parse_length(JsonReader r) {
     d.min_tokens = r.positive_integer("min_tokens");
     d.max_tokens = r.positive_integer("max_tokens");
     if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
+  } else if (impl == "normal") {
+    d.kind = LengthDist::Kind::normal;
+    d.mean_tokens = r.positive("mean_tokens");
+    d.stddev_tokens = r.number_in("stddev_tokens", 0.0, 1e9);
+    bounds(0);
   } else if (impl == "lognormal") {
     d.kind = LengthDist::Kind::lognormal;
     d.mean_tokens = r.positive("mean_tokens");
     d.sigma = r.number_in("sigma", 0.0, 5.0);
-    d.min_tokens = r.positive_integer_or("min_tokens", 1);
-    d.max_tokens = r.positive_integer("max_tokens");
-    if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
+    bounds(0);
+  } else if (impl == "zipf") {
+    d.kind = LengthDist::Kind::zipf;
+    d.zipf_s = r.number_in("s", 0.0, 10.0);
+    bounds(0);
+    if (d.max_tokens - d.min_tokens > 10'000'000) r.fail("max_tokens", "zipf support must be <= 1e7 tokens wide");
+  } else if (impl == "empirical") {
+    d.kind = LengthDist::Kind::empirical;
+    const auto& tokens = r.raw("tokens");
+    const auto& weights = r.raw("weights");
+    if (!tokens.is_array() || tokens.empty()) r.fail("tokens", "must be a non-empty array of token counts");
+    if (!weights.is_array() || weights.size() != tokens.size()) r.fail("weights", "must be an array as long as tokens");
+    double total = 0.0;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      if (!tokens[i].is_number_integer() || tokens[i].get<std::int64_t>() <= 0) r.fail("tokens", "[" + std::to_string(i) + "] must be an integer > 0");
+      if (!weights[i].is_number() || !std::isfinite(weights[i].get<double>()) || weights[i].get<double>() < 0.0) {
+        r.fail("weights", "[" + std::to_string(i) + "] must be a finite number >= 0");
+      }
+      d.tokens.push_back(tokens[i].get<std::int64_t>());
+      d.weights.push_back(weights[i].get<double>());
+      total += d.weights.back();
+    }
+    if (total <= 0.0) r.fail("weights", "must not all be 0");
+    d.min_tokens = *std::min_element(d.tokens.begin(), d.tokens.end());
+    d.max_tokens = *std::max_element(d.tokens.begin(), d.tokens.end());
+  } else if (impl == "trace") {
+    d.kind = LengthDist::Kind::trace;
   } else {
-    r.fail("impl", "unknown length distribution '" + impl + "' (fixed, uniform, lognormal)");
+    r.fail("impl", "unknown length distribution '" + impl + "' (fixed, uniform, normal, lognormal, zipf, empirical, trace)");
   }
   r.finish();
   return d;
 }
 
 ArrivalConfig parse_arrival(JsonReader r) {
+  using K = ArrivalConfig::Kind;
   ArrivalConfig a;
   const std::string impl = r.string("impl");
   if (impl == "poisson") {
-    a.kind = ArrivalConfig::Kind::poisson;
+    a.kind = K::poisson;
     a.rate_per_s = r.positive("rate_per_s");
+  } else if (impl == "gamma") {
+    a.kind = K::gamma;
+    a.rate_per_s = r.positive("rate_per_s");
+    a.cv = r.number_in("cv", 0.05, 20.0);
+  } else if (impl == "constant") {
+    a.kind = K::constant;
+    a.rate_per_s = r.positive("rate_per_s");
+  } else if (impl == "on_off") {
+    a.kind = K::on_off;
+    a.rate_per_s = r.positive("rate_per_s");
+    a.on_s = r.positive("on_s");
+    a.off_s = r.number_in("off_s", 0.0, 1e9);
+  } else if (impl == "ramp") {
+    a.kind = K::ramp;
+    a.start_rate_per_s = r.number_in("start_rate_per_s", 0.0, 1e9);
+    a.end_rate_per_s = r.positive("end_rate_per_s");
+    a.ramp_s = r.positive("ramp_s");
+  } else if (impl == "trace") {
+    a.kind = K::trace;
   } else if (impl == "all_at_once") {
-    a.kind = ArrivalConfig::Kind::all_at_once;
+    a.kind = K::all_at_once;
   } else {
-    r.fail("impl", "unknown arrival process '" + impl + "' (poisson, all_at_once)");
+    r.fail("impl", "unknown arrival process '" + impl + "' (poisson, gamma, constant, on_off, ramp, trace, all_at_once)");
   }
   r.finish();
   return a;
 }
 
-WorkloadConfig parse_workload(JsonReader r) {
+SloConfig parse_slo(JsonReader r, SloConfig s) {
+  s.ttft_s = r.number_in_or("ttft_s", 0.0, 1e9, s.ttft_s);
+  s.tpot_s = r.number_in_or("tpot_s", 0.0, 1e9, s.tpot_s);
+  s.e2e_s = r.number_in_or("e2e_s", 0.0, 1e9, s.e2e_s);
+  s.percentile = r.number_in_or("percentile", 0.01, 1.0, s.percentile);
+  s.min_success_frac = r.number_in_or("min_success_frac", 0.0, 1.0, s.min_success_frac);
+  r.finish();
+  return s;
+}
+
+TraceConfig parse_trace(JsonReader r) {
+  TraceConfig t;
+  t.path = r.string("path");
+  t.format = r.string("format");
+  bool known = false;
+  for (const auto& f : trace_formats()) known = known || f == t.format;
+  if (!known) r.fail("format", "unknown trace format '" + t.format + "' (azure, burstgpt, splitwise, jsonl)");
+  t.time_scale = r.positive_or("time_scale", 1.0);
+  t.loop = r.boolean_or("loop", false);
+  r.finish();
+  // Relative paths: from the working directory, else from the scenario file's directory.
+  namespace fs = std::filesystem;
+  if (fs::path(t.path).is_relative() && !fs::exists(t.path)) {
+    const fs::path beside = fs::path(r.file()).parent_path() / t.path;
+    if (fs::exists(beside)) t.path = beside.string();
+  }
+  if (!fs::exists(t.path)) r.fail("path", "trace file not found: '" + t.path + "'");
+  return t;
+}
+
+WorkloadConfig parse_workload(JsonReader r, const SloConfig& default_slo) {
   WorkloadConfig w;
-  w.num_requests = r.integer("num_requests");
-  if (w.num_requests < 0) r.fail("num_requests", "must be >= 0, got " + std::to_string(w.num_requests));
+  if (r.has("trace")) w.trace = parse_trace(r.object("trace"));
+  w.duration_s = r.number_in_or("duration_s", 0.0, 1e9, 0.0);
+  w.request_timeout_s = r.number_in_or("request_timeout_s", 0.0, 1e9, 0.0);
+  if (r.has("num_requests")) {
+    w.num_requests = r.integer("num_requests");
+    if (w.num_requests < 0) r.fail("num_requests", "must be >= 0, got " + std::to_string(w.num_requests));
+  } else if (w.duration_s <= 0.0 && !w.trace) {
+    r.fail("num_requests", "required unless workload.duration_s or workload.trace ends the workload");
+  }
   w.arrival = parse_arrival(r.object("arrival"));
-  w.prompt_tokens = parse_length(r.object("prompt_tokens"));
-  w.output_tokens = parse_length(r.object("output_tokens"));
+  if (w.arrival.kind == ArrivalConfig::Kind::trace && !w.trace) r.fail("arrival", "impl 'trace' needs workload.trace");
+  if (w.arrival.kind == ArrivalConfig::Kind::all_at_once && w.num_requests < 0) {
+    r.fail("num_requests", "required with all_at_once arrivals");
+  }
+  const bool top = r.has("prompt_tokens") || r.has("output_tokens");
+  if (r.has("classes")) {
+    if (top) r.fail("classes", "give lengths either per class or at the top of workload, not both");
+    const auto& arr = r.raw("classes");
+    if (!arr.is_array() || arr.empty()) r.fail("classes", "must be a non-empty array of request classes");
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      JsonReader c(arr[i], r.file(), r.path_of("classes") + "[" + std::to_string(i) + "]");
+      RequestClass k;
+      k.name = c.string("name");
+      for (const auto& other : w.classes) {
+        if (other.name == k.name) c.fail("name", "duplicate class name '" + k.name + "'");
+      }
+      k.weight = c.number_in_or("weight", 0.0, 1e9, 1.0);
+      k.prompt_tokens = parse_length(c.object("prompt_tokens"));
+      k.output_tokens = parse_length(c.object("output_tokens"));
+      k.slo = c.has("slo") ? parse_slo(c.object("slo"), default_slo) : default_slo;
+      c.finish();
+      w.classes.push_back(k);
+    }
+    w.legacy_lengths = false;
+    double total = 0.0;
+    for (const auto& k : w.classes) total += k.weight;
+    if (total <= 0.0) r.fail("classes", "weights must not all be 0");
+  } else {
+    RequestClass k;
+    k.prompt_tokens = parse_length(r.object("prompt_tokens"));
+    k.output_tokens = parse_length(r.object("output_tokens"));
+    k.slo = default_slo;
+    w.classes.push_back(k);
+  }
+  for (const auto& k : w.classes) {
+    if ((k.prompt_tokens.kind == LengthDist::Kind::trace || k.output_tokens.kind == LengthDist::Kind::trace) && !w.trace) {
+      r.fail(w.legacy_lengths ? "prompt_tokens" : "classes", "length impl 'trace' needs workload.trace");
+    }
+  }
   if (auto p = r.object_if("shared_prefix")) {
     w.shared_prefix.num_prefixes = p->positive_integer("num_prefixes");
     w.shared_prefix.prefix_tokens = p->positive_integer("prefix_tokens");
@@ -84,6 +215,13 @@ WorkloadConfig parse_workload(JsonReader r) {
         r.fail(key, "must be an array of 1 to 16 positive numbers, got " + v.dump());
       }
       w.priority_class_weights.push_back(v.get<double>());
+    }
+  }
+  if (w.sessions.turns > 1) {
+    for (const auto& k : w.classes) {
+      if (k.prompt_tokens.kind == LengthDist::Kind::trace || k.output_tokens.kind == LengthDist::Kind::trace) {
+        r.fail("sessions", "later turns draw their lengths: sessions need drawn prompt/output lengths, not 'trace'");
+      }
     }
   }
   r.finish();
@@ -192,6 +330,9 @@ EngineConfig parse_engine(JsonReader r) {
   e.gpu_memory_utilization = r.number_in_or("gpu_memory_utilization", 0.01, 1.0, e.gpu_memory_utilization);
   e.max_model_len = r.positive_integer_or("max_model_len", 0);
   e.watermark_frac = r.number_in_or("watermark_frac", 0.0, 0.5, e.watermark_frac);
+  if (r.has("max_queued_requests")) {
+    r.fail("max_queued_requests", "the queue limit is engine.scheduler.max_queue_size (0 = no limit)");
+  }
   e.runtime_overhead_bytes = r.number_in_or("runtime_overhead_bytes", 0.0, 1e13, e.runtime_overhead_bytes);
   e.launch.cuda_graphs = r.boolean_or("cuda_graphs", e.launch.cuda_graphs);
   e.launch.host_overhead_per_step_s = r.number_in_or("host_overhead_per_step_s", 0.0, 10.0, e.launch.host_overhead_per_step_s);
@@ -259,7 +400,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   static const nlohmann::json kNoEngineKeys = nlohmann::json::object();  // every engine key has a default
   s.engine = parse_engine(JsonReader(r.has("engine") ? r.raw("engine") : kNoEngineKeys, file, "engine"));
   r.accept("engine");
-  s.workload = parse_workload(r.object("workload"));
+  SloConfig slo;
+  if (r.has("slo")) slo = parse_slo(r.object("slo"), slo);
+  s.workload = parse_workload(r.object("workload"), slo);
   if (auto p = r.object_if("parallel")) s.parallel = parse_parallel(*p);
   if (auto p = r.object_if("router")) s.router = parse_router(*p);
   if (auto p = r.object_if("disaggregation")) {
@@ -323,12 +466,34 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 
 namespace {
 nlohmann::json length_to_json(const LengthDist& d) {
+  using K = LengthDist::Kind;
   switch (d.kind) {
-    case LengthDist::Kind::fixed: return {{"impl", "fixed"}, {"value_tokens", d.value_tokens}};
-    case LengthDist::Kind::uniform: return {{"impl", "uniform"}, {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
-    case LengthDist::Kind::lognormal:
+    case K::fixed: return {{"impl", "fixed"}, {"value_tokens", d.value_tokens}};
+    case K::uniform: return {{"impl", "uniform"}, {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
+    case K::normal:
+      return {{"impl", "normal"}, {"mean_tokens", d.mean_tokens}, {"stddev_tokens", d.stddev_tokens},
+              {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
+    case K::lognormal:
       return {{"impl", "lognormal"}, {"mean_tokens", d.mean_tokens}, {"sigma", d.sigma},
               {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
+    case K::zipf: return {{"impl", "zipf"}, {"s", d.zipf_s}, {"min_tokens", d.min_tokens}, {"max_tokens", d.max_tokens}};
+    case K::empirical: return {{"impl", "empirical"}, {"tokens", d.tokens}, {"weights", d.weights}};
+    case K::trace: return {{"impl", "trace"}};
+  }
+  return {};
+}
+
+nlohmann::json arrival_to_json(const ArrivalConfig& a) {
+  using K = ArrivalConfig::Kind;
+  switch (a.kind) {
+    case K::poisson: return {{"impl", "poisson"}, {"rate_per_s", a.rate_per_s}};
+    case K::gamma: return {{"impl", "gamma"}, {"rate_per_s", a.rate_per_s}, {"cv", a.cv}};
+    case K::constant: return {{"impl", "constant"}, {"rate_per_s", a.rate_per_s}};
+    case K::on_off: return {{"impl", "on_off"}, {"rate_per_s", a.rate_per_s}, {"on_s", a.on_s}, {"off_s", a.off_s}};
+    case K::ramp:
+      return {{"impl", "ramp"}, {"start_rate_per_s", a.start_rate_per_s}, {"end_rate_per_s", a.end_rate_per_s}, {"ramp_s", a.ramp_s}};
+    case K::trace: return {{"impl", "trace"}};
+    case K::all_at_once: return {{"impl", "all_at_once"}};
   }
   return {};
 }
@@ -355,16 +520,30 @@ nlohmann::json scheduler_to_json(const SchedulerConfig& c) {
 }
 }  // namespace
 
+nlohmann::json slo_to_json(const SloConfig& s) {
+  return {{"ttft_s", s.ttft_s}, {"tpot_s", s.tpot_s}, {"e2e_s", s.e2e_s}, {"percentile", s.percentile},
+          {"min_success_frac", s.min_success_frac}};
+}
+
 nlohmann::json scenario_to_json(const Scenario& s) {
-  nlohmann::json arrival = s.workload.arrival.kind == ArrivalConfig::Kind::poisson
-                               ? nlohmann::json{{"impl", "poisson"}, {"rate_per_s", s.workload.arrival.rate_per_s}}
-                               : nlohmann::json{{"impl", "all_at_once"}};
   const EngineConfig& e = s.engine;
   const WorkloadConfig& w = s.workload;
-  nlohmann::json workload = {{"num_requests", w.num_requests},
-                             {"arrival", arrival},
-                             {"prompt_tokens", length_to_json(w.prompt_tokens)},
-                             {"output_tokens", length_to_json(w.output_tokens)}};
+  nlohmann::json workload = {{"num_requests", w.num_requests}, {"arrival", arrival_to_json(w.arrival)}};
+  if (w.duration_s > 0.0) workload["duration_s"] = w.duration_s;
+  if (w.request_timeout_s > 0.0) workload["request_timeout_s"] = w.request_timeout_s;
+  if (w.trace) {
+    workload["trace"] = {{"path", w.trace->path}, {"format", w.trace->format}, {"time_scale", w.trace->time_scale}, {"loop", w.trace->loop}};
+  }
+  if (w.legacy_lengths) {
+    workload["prompt_tokens"] = length_to_json(w.classes[0].prompt_tokens);
+    workload["output_tokens"] = length_to_json(w.classes[0].output_tokens);
+  } else {
+    workload["classes"] = nlohmann::json::array();
+    for (const auto& c : w.classes) {
+      workload["classes"].push_back({{"name", c.name}, {"weight", c.weight}, {"prompt_tokens", length_to_json(c.prompt_tokens)},
+                                     {"output_tokens", length_to_json(c.output_tokens)}, {"slo", slo_to_json(c.slo)}});
+    }
+  }
   if (w.shared_prefix.num_prefixes > 0) {
     workload["shared_prefix"] = {{"num_prefixes", w.shared_prefix.num_prefixes},
                                  {"prefix_tokens", w.shared_prefix.prefix_tokens}};
@@ -412,6 +591,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
             {"balance_abs_threshold", s.router.balance_abs_threshold},
             {"balance_rel_threshold", s.router.balance_rel_threshold}}},
           {"workload", workload}};
+  if (w.legacy_lengths) j["slo"] = slo_to_json(w.classes[0].slo);
   if (s.disaggregation.enabled) {
     const auto pool = [](const PoolConfig& p) {
       return nlohmann::json{{"replicas", p.replicas},

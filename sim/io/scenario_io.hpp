@@ -13,5 +13,6 @@ namespace servesim {
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& file);
 nlohmann::json scenario_to_json(const Scenario& s);
+nlohmann::json slo_to_json(const SloConfig& s);
 
 }  // namespace servesim

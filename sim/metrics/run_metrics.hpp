@@ -2,6 +2,7 @@
 // the number of requests or tokens).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "sim/core/time.hpp"
 #include "sim/metrics/log_histogram.hpp"
@@ -9,13 +10,38 @@
 
 namespace servesim {
 
+// One request class: its own latencies and SLO accounting (a request meets the SLO when each of
+// its TTFT, TPOT and E2E is within the class's thresholds).
+struct ClassMetrics {
+  LogHistogram ttft_s, tpot_s, e2e_s;
+  std::int64_t arrived = 0, completed = 0, rejected = 0, timed_out = 0, slo_met = 0;
+  std::int64_t output_tokens = 0;
+  void merge(const ClassMetrics& o) {
+    ttft_s.merge(o.ttft_s);
+    tpot_s.merge(o.tpot_s);
+    e2e_s.merge(o.e2e_s);
+    arrived += o.arrived;
+    completed += o.completed;
+    rejected += o.rejected;
+    timed_out += o.timed_out;
+    slo_met += o.slo_met;
+    output_tokens += o.output_tokens;
+  }
+};
+
 struct RunMetrics {
   // Latency distributions, seconds.
   LogHistogram ttft_s, tpot_s, itl_s, e2e_s;
   LogHistogram queue_s;  // arrival to the first iteration that computes the request
 
-  std::int64_t arrived = 0, completed = 0, rejected = 0;  // rejected: all reasons together
-  std::int64_t rejected_queue_full = 0, rejected_timeout = 0;
+  std::int64_t arrived = 0, completed = 0;
+  // rejected: every request that never completed for a server-side reason, the sum of the three
+  // causes after it. timed_out (the client gave up after workload.request_timeout_s) is separate.
+  std::int64_t rejected = 0;
+  std::int64_t rejected_too_long = 0, rejected_queue_full = 0, rejected_timeout = 0;
+  std::int64_t timed_out = 0;
+  std::int64_t trace_rows_skipped = 0;  // trace rows that are not requests (BurstGPT failures)
+  std::vector<ClassMetrics> classes;
   double waiting_request_seconds = 0.0;  // integral over time of requests waiting to start
   std::int64_t preempted_requests = 0;  // requests preempted at least once
   std::int64_t preemptions = 0, recomputed_tokens = 0;
@@ -66,6 +92,11 @@ struct RunMetrics {
     rejected += o.rejected;
     rejected_queue_full += o.rejected_queue_full;
     rejected_timeout += o.rejected_timeout;
+    rejected_too_long += o.rejected_too_long;
+    timed_out += o.timed_out;
+    trace_rows_skipped += o.trace_rows_skipped;
+    if (classes.size() < o.classes.size()) classes.resize(o.classes.size());
+    for (std::size_t c = 0; c < o.classes.size(); ++c) classes[c].merge(o.classes[c]);
     waiting_request_seconds += o.waiting_request_seconds;
     preempted_requests += o.preempted_requests;
     preemptions += o.preemptions;

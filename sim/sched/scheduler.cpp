@@ -288,6 +288,33 @@ void ReplicaState::drop_expired() {
   }
 }
 
+void ReplicaState::abort_older_than(TimeNs timeout_ns) {
+  const auto expired = [&](const Sequence& seq) {
+    Request& r = requests[seq.request];
+    if (now_ns - r.arrival_ns < timeout_ns) return false;
+    r.state = RequestState::timed_out;
+    timed_out_ids.push_back(seq.request);
+    return true;
+  };
+  for (std::size_t c = 0; c < waiting.classes(); ++c) {
+    auto& q = waiting.queue(c);
+    const std::size_t before = q.size();
+    std::erase_if(q, expired);
+    for (std::size_t i = q.size(); i < before; ++i) waiting.removed_one();
+  }
+  std::erase_if(running, [&](const Sequence& seq) {
+    if (!expired(seq)) return false;
+    release(seq);
+    return true;
+  });
+  std::erase_if(swapped, [&](const Sequence& seq) {
+    if (!expired(seq)) return false;
+    swap_used_blocks -= kv.blocks_for_tokens(seq.computed_tokens);
+    return true;
+  });
+  std::erase_if(migrated, expired);
+}
+
 void ReplicaState::release(const Sequence& seq) {
   const std::int64_t reserved = kv.blocks_of(seq.slot) * kv.block_size_tokens();
   released_reserved_slots += reserved;

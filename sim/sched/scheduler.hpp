@@ -68,6 +68,7 @@ struct ReplicaState {
   std::int64_t watermark_blocks = 0;
   std::vector<std::uint32_t> preempted_ids;  // requests preempted since the replica last cleared it
   std::vector<std::uint32_t> dropped_ids;    // requests dropped by max_waiting_time_s, likewise
+  std::vector<std::uint32_t> timed_out_ids;  // requests whose client gave up, likewise
 
   // Counters read by the replica's metrics.
   std::int64_t preemptions = 0, recomputed_tokens = 0, swap_outs = 0;
@@ -110,6 +111,10 @@ struct ReplicaState {
   void decode_all(IterationPlan& plan);
   // Drops waiting requests (never started) that have waited longer than max_waiting_time_s.
   void drop_expired();
+  // Aborts every request older than `timeout_ns` since arrival (its client gave up), wherever it
+  // is: waiting, running (blocks freed), swapped out (host blocks freed) or migrated. Marks it
+  // timed_out and lists it in timed_out_ids. The engine notices aborts between iterations, as vLLM.
+  void abort_older_than(TimeNs timeout_ns);
   // Frees a running sequence's blocks and slot (the caller removes it from `running`).
   void release(const Sequence& seq);
   // Removes running[index] and preempts it: to host memory (swap mode, while swap space lasts)

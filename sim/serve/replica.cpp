@@ -24,6 +24,7 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, std::vector<
       fleet_kv_(fleet_kv) {
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
+  metrics_.classes.resize(scenario.workload.classes.size());
 }
 
 ReplicaLoad Replica::load(bool with_kv_demand) const {
@@ -109,8 +110,24 @@ void Replica::note_kv_usage(TimeNs now) {
   metrics_.kv_usage.set(now, capacity > 0.0 ? static_cast<double>(kv_used_) / capacity : 0.0);
 }
 
+void Replica::expire(TimeNs now) {
+  const double timeout_s = scenario_.workload.request_timeout_s;
+  if (timeout_s <= 0.0) return;
+  state_.now_ns = now;
+  state_.timed_out_ids.clear();
+  state_.abort_older_than(seconds_to_ns(timeout_s));
+  for (const std::uint32_t id : state_.timed_out_ids) {
+    const Request& r = state_.requests[id];
+    metrics_.timed_out += 1;
+    metrics_.classes[r.cls].timed_out += 1;
+    if (r.started_ns < 0) note_waiting(now, -1);
+    if (observer_) observer_->on_rejected(id, r, now);
+  }
+}
+
 std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
+  expire(now);
   plan_.clear();
   state_.now_ns = now;
   state_.pending_swap_bytes = 0.0;
@@ -131,6 +148,7 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     if (observer_) {
       for (const std::uint32_t id : state_.dropped_ids) observer_->on_rejected(id, state_.requests[id], now);
     }
+    for (const std::uint32_t id : state_.dropped_ids) metrics_.classes[state_.requests[id].cls].rejected += 1;
   }
   for (const PlannedItem& item : plan_.items) {
     if (!item.prefill) continue;  // a decoding request has started already
@@ -234,10 +252,27 @@ void Replica::complete(Request& r, TimeNs now) {
   metrics_.prompt_tokens += r.prompt_tokens;
   metrics_.output_tokens += r.output_tokens;
   if (r.preemptions > 0) metrics_.preempted_requests += 1;
-  metrics_.e2e_s.add(ns_to_seconds(now - r.arrival_ns));
+  const double e2e = ns_to_seconds(now - r.arrival_ns);
+  metrics_.e2e_s.add(e2e);
+  double tpot = 0.0;
   if (r.output_tokens > 1) {
-    metrics_.tpot_s.add(ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1));
+    tpot = ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1);
+    metrics_.tpot_s.add(tpot);
   }
+  record_class(r, ns_to_seconds(r.first_token_ns - r.arrival_ns), tpot, e2e);
+}
+
+void Replica::record_class(const Request& r, double ttft_s, double tpot_s, double e2e_s) {
+  ClassMetrics& c = metrics_.classes[r.cls];
+  const SloConfig& slo = scenario_.workload.classes[r.cls].slo;
+  c.completed += 1;
+  c.output_tokens += r.output_tokens;
+  c.ttft_s.add(ttft_s);
+  c.e2e_s.add(e2e_s);
+  if (r.output_tokens > 1) c.tpot_s.add(tpot_s);
+  const bool met = (slo.ttft_s <= 0.0 || ttft_s <= slo.ttft_s) && (slo.tpot_s <= 0.0 || tpot_s <= slo.tpot_s) &&
+                   (slo.e2e_s <= 0.0 || e2e_s <= slo.e2e_s);
+  if (met) c.slo_met += 1;
 }
 
 void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {

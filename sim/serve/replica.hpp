@@ -92,6 +92,9 @@ class Replica {
  private:
   void note_kv_usage(TimeNs now);
   void note_waiting(TimeNs now, std::int64_t delta);
+  // Aborts requests older than workload.request_timeout_s (counted as timed out).
+  void expire(TimeNs now);
+  void record_class(const Request& r, double ttft_s, double tpot_s, double e2e_s);
   void emit_token(Request& r, TimeNs now);
   void complete(Request& r, TimeNs now);
 

@@ -6,7 +6,7 @@
 
 namespace servesim {
 
-enum class RequestState : std::uint8_t { waiting, running, completed, rejected };
+enum class RequestState : std::uint8_t { waiting, running, completed, rejected, timed_out };
 
 // One user request. Times are -1 until they happen.
 struct Request {
@@ -25,6 +25,7 @@ struct Request {
   std::int32_t turn = 0;           // index within its session
   std::uint8_t priority = 0;       // class, 0 = most urgent
   std::int32_t replica = -1;       // where it runs now (the decode replica once its KV moved)
+  std::uint16_t cls = 0;           // request class (index into the workload's classes)
   RequestState state = RequestState::waiting;
 };
 

@@ -12,13 +12,15 @@ struct Saturation {
   double context_tokens = 0.0;  // KV tokens per sequence assumed in each decode step
 };
 
-// Expected value of a length distribution (lognormal: its mean before clamping).
+// Expected value of a length distribution (lognormal, normal: the mean before clamping; trace: 0).
 double mean_tokens(const LengthDist& d);
 
 // Decode throughput b / step_time(b) at powers of two b = 1, 2, 4, ...; the answer is the first b
-// whose doubling gains less than 5% (capped at 65536). Context: the workload's mean prompt
-// (shared prefix included) plus half its mean output, i.e. the mean context over a request's
-// decode steps; later turns of sessions are not counted.
+// whose doubling gains less than 5% (capped at 65536), with the engine's kernel plan on one
+// replica (tensor/pipeline parallel as the scenario says). Context: the workload's mean prompt
+// (shared prefix included) plus half its mean output, weighted over request classes, i.e. the
+// mean context over a request's decode steps (trace lengths: the mean of its first 10,000 rows);
+// later turns of sessions are not counted.
 Saturation decode_saturation(const Scenario& s);
 Saturation decode_saturation(const Scenario& s, double context_tokens);
 

@@ -96,7 +96,9 @@ LinkScope kv_link(const Scenario& s, std::int64_t total_gpus) {
 class Engine {
  public:
   Engine(const Scenario& s, const SimHooks& hooks) : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks) {
-    requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
+    if (s.workload.num_requests > 0) requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
+    class_arrived_.assign(s.workload.classes.size(), 0);
+    class_rejected_.assign(s.workload.classes.size(), 0);
     const std::vector<ReplicaSpec> specs = replica_specs(s);
     for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
     for (const ReplicaSpec& spec : specs) {
@@ -130,6 +132,8 @@ class Engine {
     SimResult result;
     result.metrics.rejected = rejected_;
     result.metrics.rejected_queue_full = rejected_queue_full_;
+    result.metrics.rejected_too_long = rejected_too_long_;
+    result.metrics.classes.resize(scenario_.workload.classes.size());
     for (const auto& r : replicas_) {
       r->finish_run(now_);
       RunMetrics m = r->metrics();
@@ -141,6 +145,11 @@ class Engine {
     if (hooks_.observer) hooks_.observer->on_end(now_);
     // Arrivals at the fleet are the workload's (migrated requests arrive twice at replicas).
     result.metrics.arrived = arrived_;
+    for (std::size_t c = 0; c < class_arrived_.size(); ++c) {
+      result.metrics.classes[c].arrived = class_arrived_[c];
+      result.metrics.classes[c].rejected += class_rejected_[c];
+    }
+    result.metrics.trace_rows_skipped = workload_.trace_rows_skipped();
     result.metrics.kv_peak_used_blocks = fleet_kv_.peak_used_blocks;
     fleet_kv_.usage.finish(now_);
     result.metrics.kv_usage = fleet_kv_.usage;
@@ -200,7 +209,9 @@ class Engine {
     // Later turns of a session come from completions, not from the arrival process.
     if (a.spec.turn == 0) push_next_arrival();
     arrived_ += 1;
+    class_arrived_[a.spec.cls] += 1;
     Request r;
+    r.cls = static_cast<std::uint16_t>(a.spec.cls);
     r.arrival_ns = a.spec.arrival_ns;
     r.prompt_tokens = static_cast<std::int32_t>(a.spec.prompt_tokens);
     r.output_tokens = static_cast<std::int32_t>(a.spec.output_tokens);
@@ -218,22 +229,24 @@ class Engine {
     const std::int64_t total = a.spec.prompt_tokens + a.spec.output_tokens;
     if (total > scenario_.engine.max_model_len || !fits_alone(entry_, total) ||
         (!decode_.members.empty() && !fits_alone(decode_, total))) {
-      reject(RequestState::rejected);
+      reject();
+      rejected_too_long_ += 1;
       return;
     }
     const std::uint32_t target = route(entry_, r.prefix_id);
     const Replica::Admission admission = replicas_[target]->enqueue(index, now_);
     if (admission != Replica::Admission::queued) {
-      reject(RequestState::rejected);
+      reject();
       if (admission == Replica::Admission::queue_full) rejected_queue_full_ += 1;
       return;
     }
     request_schedule(target);
   }
 
-  void reject(RequestState state) {
-    requests_.back().state = state;
+  void reject() {
+    requests_.back().state = RequestState::rejected;
     rejected_ += 1;
+    class_rejected_[requests_.back().cls] += 1;
     const auto index = static_cast<std::uint32_t>(requests_.size() - 1);
     if (hooks_.observer) hooks_.observer->on_rejected(index, requests_.back(), now_);
   }
@@ -308,7 +321,8 @@ class Engine {
   std::vector<Handoff> handoffs_;
   EventQueue<Payload> queue_;
   TimeNs now_ = 0;
-  std::int64_t arrived_ = 0, rejected_ = 0, rejected_queue_full_ = 0, kv_transfers_ = 0;
+  std::int64_t arrived_ = 0, rejected_ = 0, rejected_queue_full_ = 0, rejected_too_long_ = 0, kv_transfers_ = 0;
+  std::vector<std::int64_t> class_arrived_, class_rejected_;  // the fleet's view (replicas count the rest)
   double kv_transfer_bytes_ = 0.0, kv_transfer_s_ = 0.0;
   bool sessions_ = scenario_.workload.sessions.turns > 1;
   std::vector<TimeNs> wake_pending_ns_;

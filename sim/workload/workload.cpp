@@ -1,51 +1,180 @@
-// Arrival processes and length distributions.
+// Arrival processes, length distributions, request classes and trace replay.
 #include "sim/workload/workload.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/error.hpp"
+#include "sim/io/trace_io.hpp"
+
 namespace servesim {
 
-LengthSampler::LengthSampler(const LengthDist& dist, std::uint64_t seed, const char* stream)
+namespace {
+std::vector<double> normalised_cdf(const std::vector<double>& weights) {
+  std::vector<double> cdf(weights.size());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < weights.size(); ++i) cdf[i] = (sum += weights[i]);
+  for (double& c : cdf) c /= sum;
+  return cdf;
+}
+std::size_t draw_index(const std::vector<double>& cdf, double u) {
+  const auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
+  return std::min<std::size_t>(static_cast<std::size_t>(it - cdf.begin()), cdf.size() - 1);
+}
+}  // namespace
+
+LengthSampler::LengthSampler(const LengthDist& dist, std::uint64_t seed, const std::string& stream)
     : dist_(dist), rng_(seed, stream) {
   // Parameterised by the mean: for log L ~ N(mu, sigma^2), E[L] = exp(mu + sigma^2 / 2).
   if (dist_.kind == LengthDist::Kind::lognormal) log_mu_ = std::log(dist_.mean_tokens) - 0.5 * dist_.sigma * dist_.sigma;
+  if (dist_.kind == LengthDist::Kind::zipf) {
+    std::vector<double> w;
+    for (std::int64_t k = dist_.min_tokens; k <= dist_.max_tokens; ++k) w.push_back(std::pow(static_cast<double>(k), -dist_.zipf_s));
+    cdf_ = normalised_cdf(w);
+  }
+  if (dist_.kind == LengthDist::Kind::empirical) cdf_ = normalised_cdf(dist_.weights);
+}
+
+std::int64_t LengthSampler::clamp(double v) const {
+  return static_cast<std::int64_t>(std::clamp(std::round(v), static_cast<double>(dist_.min_tokens), static_cast<double>(dist_.max_tokens)));
 }
 
 std::int64_t LengthSampler::next() {
   switch (dist_.kind) {
     case LengthDist::Kind::fixed: return dist_.value_tokens;
     case LengthDist::Kind::uniform: return rng_.uniform_int(dist_.min_tokens, dist_.max_tokens);
-    case LengthDist::Kind::lognormal: {
-      const double v = std::exp(rng_.normal(log_mu_, dist_.sigma));
-      const double clamped = std::clamp(std::round(v), static_cast<double>(dist_.min_tokens),
-                                        static_cast<double>(dist_.max_tokens));
-      return static_cast<std::int64_t>(clamped);
-    }
+    case LengthDist::Kind::normal: return clamp(rng_.normal(dist_.mean_tokens, dist_.stddev_tokens));
+    case LengthDist::Kind::lognormal: return clamp(std::exp(rng_.normal(log_mu_, dist_.sigma)));
+    case LengthDist::Kind::zipf: return dist_.min_tokens + static_cast<std::int64_t>(draw_index(cdf_, rng_.uniform()));
+    case LengthDist::Kind::empirical: return dist_.tokens[draw_index(cdf_, rng_.uniform())];
+    case LengthDist::Kind::trace: break;
   }
   return dist_.value_tokens;
 }
 
+double gamma_variate(RngStream& rng, double shape) {
+  if (shape < 1.0) {
+    const double u = 1.0 - rng.uniform();  // (0, 1]
+    return gamma_variate(rng, shape + 1.0) * std::pow(u, 1.0 / shape);
+  }
+  const double d = shape - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = rng.normal(0.0, 1.0);
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = 1.0 - rng.uniform();
+    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+ArrivalProcess::ArrivalProcess(const ArrivalConfig& config, std::uint64_t seed) : c_(config), rng_(seed, "arrivals") {}
+
+double ArrivalProcess::next_s() {
+  using K = ArrivalConfig::Kind;
+  switch (c_.kind) {
+    case K::poisson: return clock_s_ += rng_.exponential(c_.rate_per_s);
+    case K::gamma: {
+      // Gaps ~ Gamma(k, theta) with k = 1/cv^2 and mean k*theta = 1/rate.
+      const double k = 1.0 / (c_.cv * c_.cv);
+      return clock_s_ += gamma_variate(rng_, k) / (k * c_.rate_per_s);
+    }
+    case K::constant: return static_cast<double>(count_++) / c_.rate_per_s;
+    case K::on_off: {
+      // A Poisson clock that runs only while "on": clock_s_ counts on-time; map it to wall time.
+      clock_s_ += rng_.exponential(c_.rate_per_s);
+      const double cycles = std::floor(clock_s_ / c_.on_s);
+      return cycles * (c_.on_s + c_.off_s) + (clock_s_ - cycles * c_.on_s);
+    }
+    case K::ramp: {
+      // Non-homogeneous Poisson by inversion: clock_s_ holds Lambda(t) = integral of the rate.
+      clock_s_ += rng_.exponential(1.0);
+      const double a = c_.start_rate_per_s, b = (c_.end_rate_per_s - c_.start_rate_per_s) / c_.ramp_s;
+      const double lambda_ramp = a * c_.ramp_s + 0.5 * b * c_.ramp_s * c_.ramp_s;
+      if (clock_s_ >= lambda_ramp) return c_.ramp_s + (clock_s_ - lambda_ramp) / c_.end_rate_per_s;
+      if (std::abs(b) < 1e-300) return clock_s_ / a;
+      // Solve a t + b t^2 / 2 = L for the root in [0, ramp_s] (stable form).
+      return 2.0 * clock_s_ / (a + std::sqrt(std::max(0.0, a * a + 2.0 * b * clock_s_)));
+    }
+    case K::trace:
+    case K::all_at_once: break;
+  }
+  return 0.0;
+}
+
 WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t seed)
     : config_(config),
-      arrivals_(seed, "arrivals"),
-      prompt_(config.prompt_tokens, seed, "prompt_tokens"),
-      output_(config.output_tokens, seed, "output_tokens"),
+      arrivals_(config.arrival, seed),
+      class_rng_(seed, "class"),
       prefix_rng_(seed, "shared_prefix"),
       priority_rng_(seed, "priority") {
+  std::vector<double> weights;
+  for (std::size_t i = 0; i < config_.classes.size(); ++i) {
+    const RequestClass& c = config_.classes[i];
+    // The first class keeps the stream names of single-class workloads, so adding classes never
+    // shifts an existing scenario's draws.
+    const std::string suffix = i == 0 ? "" : "/" + c.name;
+    prompt_.emplace_back(c.prompt_tokens, seed, "prompt_tokens" + suffix);
+    output_.emplace_back(c.output_tokens, seed, "output_tokens" + suffix);
+    weights.push_back(c.weight);
+  }
+  class_cdf_ = normalised_cdf(weights);
+  if (config_.trace) trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format);
   const std::int64_t turns = config_.sessions.turns;
-  sessions_total_ = (config_.num_requests + turns - 1) / turns;
+  if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
+  if (config_.priority_class_weights.size() > 1) priority_cdf_ = normalised_cdf(config_.priority_class_weights);
+}
+
+WorkloadGenerator::~WorkloadGenerator() = default;
+
+std::int64_t WorkloadGenerator::trace_rows_skipped() const {
+  return trace_skipped_before_ + (trace_ ? trace_->skipped_rows() : 0);
+}
+
+std::uint32_t WorkloadGenerator::pick_class(const std::string& label) {
+  if (config_.classes.size() == 1) return 0;
+  if (!label.empty()) {
+    for (std::size_t i = 0; i < config_.classes.size(); ++i) {
+      if (config_.classes[i].name == label) return static_cast<std::uint32_t>(i);
+    }
+    throw InputError(config_.trace->path, "line " + std::to_string(trace_->line()),
+                     "class '" + label + "' is not one of workload.classes");
+  }
+  return static_cast<std::uint32_t>(draw_index(class_cdf_, class_rng_.uniform()));
 }
 
 std::optional<RequestSpec> WorkloadGenerator::next() {
-  if (sessions_started_ >= sessions_total_) return std::nullopt;
-  RequestSpec r;
-  if (config_.arrival.kind == ArrivalConfig::Kind::poisson) {
-    clock_s_ += arrivals_.exponential(config_.arrival.rate_per_s);
-    r.arrival_ns = seconds_to_ns(clock_s_);
+  if (sessions_total_ >= 0 && sessions_started_ >= sessions_total_) return std::nullopt;
+  std::optional<TraceRecord> row;
+  if (trace_) {
+    row = trace_->next();
+    if (!row && config_.trace->loop && produced_ > 0) {
+      // Times continue after the last row by the mean gap, so the loop seam is not a burst.
+      trace_offset_s_ = trace_last_s_ + trace_last_s_ / static_cast<double>(std::max<std::int64_t>(1, produced_));
+      trace_skipped_before_ += trace_->skipped_rows();
+      trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format);
+      row = trace_->next();
+    }
+    if (!row) return std::nullopt;
   }
-  r.prompt_tokens = prompt_.next();
-  r.output_tokens = output_.next();
+  double t_s = 0.0;
+  if (config_.arrival.kind == ArrivalConfig::Kind::trace) {
+    t_s = trace_offset_s_ + row->arrival_s * config_.trace->time_scale;
+    trace_last_s_ = t_s;
+  } else {
+    t_s = arrivals_.next_s();
+    if (trace_) trace_last_s_ = t_s;
+  }
+  if (config_.duration_s > 0.0 && t_s > config_.duration_s) return std::nullopt;
+  RequestSpec r;
+  r.arrival_ns = seconds_to_ns(t_s);
+  r.cls = pick_class(row ? row->cls : std::string());
+  const RequestClass& c = config_.classes[r.cls];
+  r.prompt_tokens = c.prompt_tokens.kind == LengthDist::Kind::trace ? row->prompt_tokens : prompt_[r.cls].next();
+  r.output_tokens = c.output_tokens.kind == LengthDist::Kind::trace ? row->output_tokens : output_[r.cls].next();
   r.stream_id = static_cast<std::uint32_t>(sessions_started_++);
   const SharedPrefixConfig& sp = config_.shared_prefix;
   if (sp.num_prefixes > 0) {
@@ -54,14 +183,7 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
     r.prompt_tokens += sp.prefix_tokens;
   }
   const auto& w = config_.priority_class_weights;
-  if (w.size() > 1) {
-    double total = 0.0;
-    for (const double x : w) total += x;
-    double u = priority_rng_.uniform() * total;
-    std::size_t c = 0;
-    while (c + 1 < w.size() && u >= w[c]) u -= w[c++];
-    r.priority = static_cast<std::uint8_t>(c);
-  }
+  if (w.size() > 1) r.priority = static_cast<std::uint8_t>(draw_index(priority_cdf_, priority_rng_.uniform()));
   ++produced_;
   return r;
 }
@@ -69,13 +191,16 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
 std::optional<RequestSpec> WorkloadGenerator::next_turn(const RequestSpec& done, TimeNs done_ns) {
   const std::int64_t turns = config_.sessions.turns;
   const std::int64_t index = static_cast<std::int64_t>(done.stream_id) * turns + done.turn + 1;
-  if (done.turn + 1 >= turns || index >= config_.num_requests) return std::nullopt;
+  if (done.turn + 1 >= turns || (config_.num_requests >= 0 && index >= config_.num_requests)) return std::nullopt;
+  const double arrival_s = ns_to_seconds(done_ns) + config_.sessions.think_time_s;
+  if (config_.duration_s > 0.0 && arrival_s > config_.duration_s) return std::nullopt;
   RequestSpec r = done;
   r.turn = done.turn + 1;
   r.arrival_ns = done_ns + seconds_to_ns(config_.sessions.think_time_s);
-  // The new prompt extends the conversation: everything before, including the answer.
-  r.prompt_tokens = done.prompt_tokens + done.output_tokens + prompt_.next();
-  r.output_tokens = output_.next();
+  // The new prompt extends the conversation: everything before, including the answer. (Sessions
+  // need drawn lengths: the scenario parser rejects them with trace lengths.)
+  r.prompt_tokens = done.prompt_tokens + done.output_tokens + prompt_[r.cls].next();
+  r.output_tokens = output_[r.cls].next();
   ++produced_;
   return r;
 }

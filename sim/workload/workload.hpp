@@ -1,14 +1,19 @@
-// Request generation: arrival times and prompt/output lengths, drawn lazily (one request at a
-// time) from independent random streams so memory does not grow with the request count.
+// Request generation: arrival times, request classes and prompt/output lengths, drawn lazily (one
+// request at a time) from independent random streams, or streamed from a trace, so memory does
+// not grow with the request count.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "sim/config/scenario.hpp"
 #include "sim/core/rng.hpp"
 #include "sim/core/time.hpp"
 
 namespace servesim {
+
+class TraceReader;
 
 // One request as the workload creates it. prompt_tokens is the whole prompt: shared prefix,
 // conversation history (later turns of a session) and the new tokens.
@@ -21,38 +26,66 @@ struct RequestSpec {
   std::uint32_t stream_id = 0;      // the conversation: tokens after the prefix belong to it
   std::int32_t turn = 0;            // 0 for a session's first request
   std::uint8_t priority = 0;        // class, 0 = most urgent
+  std::uint32_t cls = 0;             // index into WorkloadConfig::classes
 };
 
+// Draws lengths from one distribution. Kind::trace has no sampler (the trace row gives the length).
 class LengthSampler {
  public:
-  LengthSampler(const LengthDist& dist, std::uint64_t seed, const char* stream);
+  LengthSampler(const LengthDist& dist, std::uint64_t seed, const std::string& stream);
   std::int64_t next();
 
  private:
+  std::int64_t clamp(double v) const;
   LengthDist dist_;
   RngStream rng_;
   double log_mu_ = 0.0;
+  std::vector<double> cdf_;  // zipf and empirical: cumulative weights, normalised
 };
+
+// Arrival times in seconds from t = 0. For Kind::trace the caller supplies each time.
+class ArrivalProcess {
+ public:
+  ArrivalProcess(const ArrivalConfig& config, std::uint64_t seed);
+  double next_s();
+
+ private:
+  ArrivalConfig c_;
+  RngStream rng_;
+  double clock_s_ = 0.0;       // poisson/gamma/constant: wall time; on_off/ramp: see next_s
+  std::int64_t count_ = 0;
+};
+
+// Gamma(shape, scale=1) by Marsaglia-Tsang; shape < 1 through the boost U^(1/shape).
+double gamma_variate(RngStream& rng, double shape);
 
 class WorkloadGenerator {
  public:
   WorkloadGenerator(const WorkloadConfig& config, std::uint64_t seed);
-  // The next request (a session's first turn) in arrival order, or nothing once all are made.
+  ~WorkloadGenerator();
+  // The next request (a session's first turn) in arrival order, or nothing once the workload is
+  // over (num_requests made, duration_s passed, or the trace ended).
   std::optional<RequestSpec> next();
   // The turn after `done`, which completed at done_ns, or nothing when its session is over.
   std::optional<RequestSpec> next_turn(const RequestSpec& done, TimeNs done_ns);
   std::int64_t produced() const { return produced_; }
+  std::int64_t trace_rows_skipped() const;
 
  private:
+  std::uint32_t pick_class(const std::string& label);
   WorkloadConfig config_;
-  RngStream arrivals_;
-  LengthSampler prompt_;
-  LengthSampler output_;
+  ArrivalProcess arrivals_;
+  RngStream class_rng_;
+  std::vector<double> class_cdf_;
+  std::vector<LengthSampler> prompt_, output_;
+  std::unique_ptr<TraceReader> trace_;
+  double trace_offset_s_ = 0.0, trace_last_s_ = 0.0;
+  std::int64_t trace_skipped_before_ = 0;
   RngStream prefix_rng_;
   RngStream priority_rng_;
-  std::int64_t sessions_total_ = 0;
+  std::vector<double> priority_cdf_;
+  std::int64_t sessions_total_ = -1;  // -1: no request count (duration or trace ends the workload)
   std::int64_t sessions_started_ = 0;
-  double clock_s_ = 0.0;
   std::int64_t produced_ = 0;
 };
 

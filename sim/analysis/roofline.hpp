@@ -1,0 +1,39 @@
+// roofline: one iteration's ops against the hardware's roofline. Per op: FLOPs, bytes, arithmetic
+// intensity, the bound the roofline predicts (against the ridge point), the datasheet-floor time,
+// the cost model's predicted time, the fraction of peak achieved, and the gap split into
+//   launch       fixed per-kernel cost (ramp-up, tail, inter-kernel gap)
+//   small_shape  compute efficiency below 1 (tiles, waves, occupancy) when compute limits
+//   bandwidth    achieved HBM bandwidth below the datasheet when memory limits.
+// Step-level gaps (host overhead, launches the GPU waits on) are reported separately.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/hw/cost_model.hpp"
+#include "sim/model/ops.hpp"
+
+namespace servesim {
+
+struct RooflineOp {
+  std::string name;
+  std::int64_t count = 0;
+  double flops = 0.0, bytes = 0.0, arithmetic_intensity = 0.0;
+  std::string bound;           // roofline bound: compute or memory (intensity vs ridge point)
+  std::string achieved_bound;  // cost model: compute, memory or launch
+  double roofline_time_s = 0.0, predicted_time_s = 0.0, peak_frac = 0.0;
+  double gap_launch_s = 0.0, gap_small_shape_s = 0.0, gap_bandwidth_s = 0.0;
+};
+
+struct RooflineResult {
+  double ridge_point_flops_per_byte = 0.0;
+  std::vector<RooflineOp> ops;
+  double step_time_s = 0.0, gpu_s = 0.0, roofline_s = 0.0, host_s = 0.0, launch_s = 0.0;
+  double launch_wait_s = 0.0;  // launch time beyond GPU time (the GPU waits on the host)
+  double attention_share_frac = 0.0;  // attention ops' share of GPU time
+};
+
+RooflineResult roofline(const std::vector<Op>& ops, const HwProfile& hw, Dtype compute_dtype, const LaunchConfig& launch,
+                        std::int64_t batch_seqs);
+
+}  // namespace servesim

@@ -1,0 +1,110 @@
+// See saturate.hpp.
+#include "sim/analysis/saturate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/hw/cost_model.hpp"
+
+namespace servesim {
+
+namespace {
+SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, const SaturateOptions& o) {
+  std::vector<Scenario> runs;
+  for (int i = 0; i < o.replications; ++i) runs.push_back(make(rate, replication_seed(base_seed, i)));
+  const auto results = run_all(runs, o.parallel);
+  SaturateProbe p;
+  p.rate_per_s = rate;
+  p.runs = o.replications;
+  for (const auto& m : results) {
+    if (metric(m, "slo.met") > 0.5) ++p.passed;
+    p.goodput_requests_per_s += metric(m, "slo.goodput_requests_per_s") / p.runs;
+    p.success_frac += metric(m, "slo.success_frac") / p.runs;
+    p.mean_batch += metric(m, "batch.mean_size") / p.runs;
+  }
+  p.mean_context_tokens = metric(results[0], "mean_prompt_tokens") + 0.5 * metric(results[0], "mean_output_tokens");
+  p.kv_capacity_tokens = static_cast<std::int64_t>(metric(results[0], "kv_cache.capacity_tokens"));
+  return p;
+}
+bool passes(const SaturateProbe& p) { return 2 * p.passed > p.runs; }
+}  // namespace
+
+void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_capacity_tokens, SaturateResult& out) {
+  out.mean_context_tokens = mean_context;
+  const auto ctx = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(mean_context)));
+  out.max_batch_size = std::max<std::int64_t>(1, std::min<std::int64_t>(s.engine.max_num_seqs, kv_capacity_tokens / ctx));
+  std::vector<Op> ops;
+  auto tokens_per_s = [&](std::int64_t b) {
+    BatchShape shape;
+    for (std::int64_t i = 0; i < b; ++i) shape.add_decode(ctx);
+    build_iteration_ops(s.model, shape, s.precision, ops);
+    return static_cast<double>(b) / estimate_step(ops, s.hw, s.precision.weights, s.engine.launch, b).time_s;
+  };
+  const double top = tokens_per_s(out.max_batch_size);
+  out.saturation_batch_size = out.max_batch_size;
+  for (std::int64_t b = 1; b <= out.max_batch_size; ++b) {
+    if (tokens_per_s(b) >= 0.95 * top) {
+      out.saturation_batch_size = b;
+      break;
+    }
+  }
+}
+
+SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& o) {
+  SaturateResult out;
+  int budget = o.max_probes;
+  auto run = [&](double rate) {
+    out.probes.push_back(probe(make, base_seed, rate, o));
+    --budget;
+    return out.probes.back();
+  };
+  // 1. Bracket: double up from a passing rate, or halve down from a failing one.
+  double lo = 0.0, hi = 0.0;
+  SaturateProbe best;
+  const SaturateProbe first = run(o.start_rate_per_s);
+  if (passes(first)) {
+    lo = first.rate_per_s;
+    best = first;
+    while (budget > 0) {
+      const SaturateProbe p = run(lo * 2.0);
+      if (!passes(p)) {
+        hi = p.rate_per_s;
+        break;
+      }
+      lo = p.rate_per_s;
+      best = p;
+      if (lo > 1e6) break;
+    }
+  } else {
+    hi = first.rate_per_s;
+    while (budget > 0 && hi > 1e-4) {
+      const SaturateProbe p = run(hi / 2.0);
+      if (passes(p)) {
+        lo = p.rate_per_s;
+        best = p;
+        break;
+      }
+      hi = p.rate_per_s;
+    }
+  }
+  // 2. Bisect geometrically inside [lo, hi].
+  while (lo > 0.0 && hi > 0.0 && hi / lo - 1.0 > o.rel_tolerance && budget > 0) {
+    const double mid = std::sqrt(lo * hi);
+    const SaturateProbe p = run(mid);
+    if (passes(p)) {
+      lo = mid;
+      best = p;
+    } else {
+      hi = mid;
+    }
+  }
+  out.stable_qps = lo;
+  out.first_failing_qps = hi;
+  out.batch_at_stable_qps = best.mean_batch;
+  out.goodput_at_stable_qps = best.goodput_requests_per_s;
+  const SaturateProbe& ref = best.runs > 0 ? best : out.probes.front();
+  saturation_batch(make(ref.rate_per_s, base_seed), ref.mean_context_tokens, ref.kv_capacity_tokens, out);
+  return out;
+}
+
+}  // namespace servesim

@@ -1,0 +1,51 @@
+// saturate: the highest arrival rate at which the scenario meets its SLO (latency targets at the
+// percentile and >= min_success_frac completed), found by bracketing then geometric bisection.
+// Robust to noise: each probe runs R replications whose seeds are the same at every rate (common
+// random numbers: the arrival gaps scale with 1/rate, the lengths do not change), and a rate
+// passes when a majority of its replications meet the SLO.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "sim/analysis/summary.hpp"
+
+namespace servesim {
+
+// Builds the scenario at `rate_per_s` with `seed`.
+using RateScenarioFactory = std::function<Scenario(double rate_per_s, std::uint64_t seed)>;
+
+struct SaturateOptions {
+  int replications = 3;
+  double start_rate_per_s = 1.0;
+  double rel_tolerance = 0.01;  // stop when hi / lo - 1 is below this
+  int max_probes = 40;
+  bool parallel = true;
+};
+
+struct SaturateProbe {
+  double rate_per_s = 0.0;
+  int passed = 0, runs = 0;
+  double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0;  // means over replications
+  double mean_context_tokens = 0.0;  // prompt + half the output, first replication
+  std::int64_t kv_capacity_tokens = 0;
+};
+
+struct SaturateResult {
+  double stable_qps = 0.0;            // highest passing rate found (0: none down to the floor)
+  double first_failing_qps = 0.0;     // the bracket's top (0 when nothing failed up to the ceiling)
+  double batch_at_stable_qps = 0.0;   // mean batch size in the runs at stable_qps
+  double goodput_at_stable_qps = 0.0;
+  // Smallest decode batch whose cost-model throughput is >= 95% of the largest batch's (at the
+  // workload's mean context): beyond it, more batching buys little.
+  std::int64_t saturation_batch_size = 0;
+  std::int64_t max_batch_size = 0;    // min(max_num_seqs, sequences the KV cache holds at that context)
+  double mean_context_tokens = 0.0;
+  std::vector<SaturateProbe> probes;  // in the order they ran
+};
+
+SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& options);
+
+// The decode-throughput knee described above, for a scenario at a mean context.
+void saturation_batch(const Scenario& s, double mean_context_tokens, std::int64_t kv_capacity_tokens, SaturateResult& out);
+
+}  // namespace servesim

@@ -1,0 +1,35 @@
+// The headline numbers of one run under the same names as report.json's paths
+// ("latency.ttft_s.p99", "slo.goodput_requests_per_s"), for sweeps, replications and saturate.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/config/scenario.hpp"
+#include "sim/serve/simulation.hpp"
+
+namespace servesim {
+
+using Metrics = std::vector<std::pair<std::string, double>>;
+
+Metrics summarize_run(const Scenario& scenario, const SimResult& result);
+double metric(const Metrics& m, const std::string& name);  // NaN when absent
+
+// Mean, sample standard deviation and the 95% confidence half-width (Student t) of a sample.
+struct Interval {
+  double mean = 0.0, stddev = 0.0, ci95_half = 0.0, min = 0.0, max = 0.0;
+  int n = 0;
+};
+Interval interval(const std::vector<double>& xs);
+
+// Seed of replication i: the scenario's seed for i = 0, then fresh streams derived from it.
+std::uint64_t replication_seed(std::uint64_t base, int i);
+
+// Metrics whose spread across seeds `--replications` reports.
+const std::vector<std::string>& replicated_metrics();
+
+// Runs `scenarios` (independent simulations) across cores with TBB; results in input order.
+// parallel = false runs them one after another (same results, for checking).
+std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep = nullptr);
+
+}  // namespace servesim

@@ -1,0 +1,103 @@
+// See sweep.hpp.
+#include "sim/analysis/sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/error.hpp"
+
+namespace servesim {
+
+GridAxis parse_grid(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw InputError("--grid", "", "expected key=v1,v2,... got '" + text + "'");
+  GridAxis a;
+  a.key = text.substr(0, eq);
+  std::string rest = text.substr(eq + 1);
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    const auto comma = rest.find(',', start);
+    const std::string v = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (v.empty()) throw InputError("--grid", a.key, "empty value in '" + text + "'");
+    a.values.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return a;
+}
+
+namespace {
+const std::vector<std::string>& default_metrics() {
+  static const std::vector<std::string> m = {
+      "requests.completed", "requests.rejected", "requests.timed_out", "latency.ttft_s.p50", "latency.ttft_s.p99",
+      "latency.tpot_s.p50", "latency.tpot_s.p99", "latency.e2e_s.p99", "throughput.requests_per_s",
+      "throughput.output_tokens_per_s", "kv_cache.peak_used_frac", "batch.mean_size", "gpu.hbm_bw_util_frac",
+      "slo.success_frac", "slo.goodput_requests_per_s", "slo.met"};
+  return m;
+}
+}  // namespace
+
+void add_replication_columns(Table& t, std::size_t row, const std::vector<Metrics>& reps) {
+  if (reps.size() < 2) return;
+  for (const auto& name : replicated_metrics()) {
+    std::vector<double> xs;
+    for (const auto& r : reps) xs.push_back(metric(r, name));
+    const Interval iv = interval(xs);
+    t.set(row, name + ".mean", iv.mean);
+    t.set(row, name + ".ci95", iv.ci95_half);
+    t.set(row, name + ".stddev", iv.stddev);
+    t.set(row, name + ".min", iv.min);
+    t.set(row, name + ".max", iv.max);
+  }
+}
+
+Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, const SweepOptions& o) {
+  // Combinations in odometer order: the last axis varies fastest.
+  std::size_t combos = 1;
+  for (const auto& a : grid) combos *= a.values.size();
+  const int reps = std::max(1, o.replications);
+  std::vector<std::vector<std::string>> assignments(combos);
+  std::vector<Scenario> scenarios;
+  for (std::size_t c = 0; c < combos; ++c) {
+    std::size_t rest = c;
+    for (std::size_t i = grid.size(); i-- > 0;) {
+      const auto& a = grid[i];
+      assignments[c].insert(assignments[c].begin(), a.key + "=" + a.values[rest % a.values.size()]);
+      rest /= a.values.size();
+    }
+    // Scenarios are built (and validated) up front, serially, so a bad value fails before any run.
+    const Scenario first = make(assignments[c], -1);
+    for (int r = 0; r < reps; ++r) {
+      scenarios.push_back(r == 0 ? first : make(assignments[c], static_cast<long long>(replication_seed(first.seed, r))));
+    }
+  }
+  const std::vector<Metrics> results = run_all(scenarios, o.parallel);
+  const auto& names = o.metrics.empty() ? default_metrics() : o.metrics;
+  Table t;
+  for (const auto& a : grid) t.column(a.key);
+  for (std::size_t c = 0; c < combos; ++c) {
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      const std::string& as = assignments[c][i];
+      t.set(c, grid[i].key, as.substr(as.find('=') + 1));
+    }
+    t.set(c, "seed", static_cast<std::int64_t>(scenarios[c * reps].seed));
+    const Metrics& m = results[c * reps];
+    for (const auto& n : names) {
+      const double v = metric(m, n);
+      if (std::isnan(v)) throw InputError("--metrics", "", "unknown metric '" + n + "'");
+      if (n == "slo.met") {
+        t.set(c, n, v > 0.5);
+      } else {
+        t.set(c, n, v);
+      }
+    }
+    if (reps > 1) {
+      t.set(c, "replications", static_cast<std::int64_t>(reps));
+      add_replication_columns(t, c, std::vector<Metrics>(results.begin() + static_cast<long>(c * reps),
+                                                         results.begin() + static_cast<long>((c + 1) * reps)));
+    }
+  }
+  return t;
+}
+
+}  // namespace servesim

@@ -1,0 +1,36 @@
+// sweep: every combination of grid values, one row each (grid values then the run's metrics),
+// simulations spread across cores with TBB, rows in grid order whatever the thread timing.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/analysis/summary.hpp"
+#include "sim/analysis/table.hpp"
+
+namespace servesim {
+
+struct GridAxis {
+  std::string key;                  // scenario key path, e.g. engine.max_num_seqs
+  std::vector<std::string> values;  // as written (JSON when they parse, else strings)
+};
+
+// Builds the scenario for one combination: `overrides` are "key=value" assignments; `seed` replaces
+// the scenario's seed when >= 0. Throws InputError for bad values.
+using ScenarioFactory = std::function<Scenario(const std::vector<std::string>& overrides, long long seed)>;
+
+struct SweepOptions {
+  int replications = 1;
+  bool parallel = true;
+  std::vector<std::string> metrics;  // empty: a default selection
+};
+
+// "key=v1,v2,..." -> GridAxis; InputError on a missing '=' or empty value list.
+GridAxis parse_grid(const std::string& text);
+
+Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, const SweepOptions& options);
+
+// Adds `name.mean`, `.ci95` (and `.stddev`, `.min`, `.max`) columns for each replicated metric.
+void add_replication_columns(Table& t, std::size_t row, const std::vector<Metrics>& reps);
+
+}  // namespace servesim

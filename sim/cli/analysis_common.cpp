@@ -1,0 +1,106 @@
+// See analysis_common.hpp.
+#include "sim/cli/analysis_common.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "sim/core/error.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/load_profile.hpp"
+#include "sim/io/scenario_io.hpp"
+#include "sim/io/table_io.hpp"
+
+namespace servesim::cli {
+
+SloConfig parse_slo_flag(const std::string& text) {
+  SloConfig s;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw InputError("--slo", "", "expected key=value, got '" + item + "'");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "ttft") s.ttft_s = parse_duration_s(value, "ttft");
+    else if (key == "tpot") s.tpot_s = parse_duration_s(value, "tpot");
+    else if (key == "e2e") s.e2e_s = parse_duration_s(value, "e2e");
+    else if (key == "p" || key == "percentile" || key == "success") {
+      double v = 0.0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc() || ptr != value.data() + value.size() || !std::isfinite(v) || v <= 0.0 || v > 100.0) {
+        throw InputError("--slo", key, "must be a fraction in (0, 1] or a percentage, got '" + value + "'");
+      }
+      if (v > 1.0) v /= 100.0;
+      (key == "success" ? s.min_success_frac : s.percentile) = v;
+    } else {
+      throw InputError("--slo", key, "unknown key (ttft, tpot, e2e, p, success)");
+    }
+  }
+  return s;
+}
+
+Scenario ScenarioSource::load(const std::vector<std::string>& extra, long long seed_override) const {
+  nlohmann::json doc = load_json_file(path);
+  if (!load_profile.empty()) apply_load_profile(doc, load_profile);
+  for (const auto& o : overrides) apply_override(doc, o, path);
+  for (const auto& o : extra) apply_override(doc, o, path);
+  if (seed) doc["seed"] = *seed;
+  if (seed_override >= 0) doc["seed"] = seed_override;
+  Scenario s = parse_scenario(doc, path);
+  if (slo) {
+    for (auto& c : s.workload.classes) c.slo = *slo;
+  }
+  return s;
+}
+
+void add_scenario_flags(cxxopts::Options& opts) {
+  opts.add_options()("set", "override a scenario key: key.path=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "load-profile", "workload as benchmark tools take it: \"rps=50, duration=300s\"", cxxopts::value<std::string>())(
+      "slo", "SLO for every class: ttft=0.5,tpot=50ms,e2e=20,p=0.99,success=0.999", cxxopts::value<std::string>())(
+      "seed", "override the scenario seed", cxxopts::value<long long>());
+}
+
+ScenarioSource scenario_source(const cxxopts::ParseResult& p, const std::string& path) {
+  ScenarioSource s;
+  s.path = path;
+  if (p.count("set")) s.overrides = p["set"].as<std::vector<std::string>>();
+  if (p.count("load-profile")) s.load_profile = p["load-profile"].as<std::string>();
+  if (p.count("slo")) s.slo = parse_slo_flag(p["slo"].as<std::string>());
+  if (p.count("seed")) {
+    const long long seed = p["seed"].as<long long>();
+    if (seed < 0) throw InputError("--seed", "", "must be >= 0");
+    s.seed = seed;
+  }
+  return s;
+}
+
+void add_output_flags(cxxopts::Options& opts) {
+  opts.add_options()("json", "print the result as JSON on stdout")("csv", "also write the table as CSV to FILE",
+                                                                   cxxopts::value<std::string>())(
+      "md", "also write the table as markdown to FILE", cxxopts::value<std::string>());
+}
+
+void emit_table(const cxxopts::ParseResult& p, const Table& t, const std::string& title) {
+  if (p.count("csv")) {
+    std::ostringstream os;
+    write_csv(os, t);
+    write_file(p["csv"].as<std::string>(), os.str());
+  }
+  if (p.count("md")) {
+    std::ostringstream os;
+    os << title << "\n\n";
+    write_markdown(os, t);
+    write_file(p["md"].as<std::string>(), os.str());
+  }
+  if (p.count("json")) {
+    std::cout << table_to_json(t).dump(2) << "\n";
+  } else {
+    write_text(std::cout, t);
+  }
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,121 @@
+// `servesim saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R]
+//  [--start-rate R] [--tolerance F] [--json] [--csv FILE] [--md FILE]`: the highest arrival rate
+// meeting the SLO (stable_qps) and the saturation batch size.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/analysis/saturate.hpp"
+#include "sim/cli/analysis_common.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/cli/options.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/table_io.hpp"
+
+namespace servesim::cli {
+
+void check_saturable(const Scenario& s) {
+  using K = ArrivalConfig::Kind;
+  const K k = s.workload.arrival.kind;
+  if (k != K::poisson && k != K::gamma && k != K::constant && k != K::on_off) {
+    throw InputError(s.file, "workload.arrival.impl", "saturate varies rate_per_s: needs poisson, gamma, constant or on_off arrivals");
+  }
+  bool bounded = s.workload.request_timeout_s > 0.0 || s.engine.scheduler.max_queue_size > 0;
+  for (const auto& c : s.workload.classes) bounded = bounded || c.slo.has_latency_target();
+  if (!bounded) {
+    throw InputError(s.file, "slo", "saturate needs a latency target (--slo ttft=...,tpot=...,e2e=...), a request timeout or a queue limit: "
+                                    "otherwise every rate eventually succeeds");
+  }
+}
+
+int cmd_saturate(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim saturate", "Find the highest arrival rate that meets the SLO (stable QPS)");
+  opts.add_options()("scenario", "scenario JSON file", cxxopts::value<std::string>())(
+      "replications", "seeds per probed rate (majority must pass)", cxxopts::value<int>()->default_value("3"))(
+      "start-rate", "first rate probed, req/s", cxxopts::value<double>()->default_value("1"))(
+      "tolerance", "stop when the bracket is this tight (relative)", cxxopts::value<double>()->default_value("0.01"))(
+      "serial", "run on one thread (same output)")("h,help", "show help");
+  add_scenario_flags(opts);
+  add_output_flags(opts);
+  opts.parse_positional({"scenario"});
+  const auto p = parse_args(opts, args);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  if (!p.count("scenario")) throw InputError("servesim saturate", "", "missing SCENARIO.json (see --help)");
+  const ScenarioSource src = scenario_source(p, p["scenario"].as<std::string>());
+  const Scenario base = src.load();
+  check_saturable(base);
+  SaturateOptions o;
+  o.replications = p["replications"].as<int>();
+  o.start_rate_per_s = p["start-rate"].as<double>();
+  o.rel_tolerance = p["tolerance"].as<double>();
+  o.parallel = !p.count("serial");
+  if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
+  if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
+  if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
+  const SaturateResult r = saturate(
+      [&](double rate, std::uint64_t seed) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", rate);
+        return src.load({buf}, static_cast<long long>(seed));
+      },
+      base.seed, o);
+  Table t;
+  for (std::size_t i = 0; i < r.probes.size(); ++i) {
+    const auto& pr = r.probes[i];
+    t.set(i, "rate_per_s", pr.rate_per_s);
+    t.set(i, "passed", static_cast<std::int64_t>(pr.passed));
+    t.set(i, "runs", static_cast<std::int64_t>(pr.runs));
+    t.set(i, "meets_slo", 2 * pr.passed > pr.runs);
+    t.set(i, "success_frac", pr.success_frac);
+    t.set(i, "goodput_requests_per_s", pr.goodput_requests_per_s);
+    t.set(i, "mean_batch_size", pr.mean_batch);
+  }
+  const std::string title = "# saturate\n\n`servesim saturate " + join_args(args) + "`";
+  if (p.count("json")) {
+    nlohmann::json j = {{"stable_qps", r.stable_qps},
+                        {"first_failing_qps", r.first_failing_qps},
+                        {"saturation_batch_size", r.saturation_batch_size},
+                        {"max_batch_size", r.max_batch_size},
+                        {"mean_context_tokens", r.mean_context_tokens},
+                        {"batch_at_stable_qps", r.batch_at_stable_qps},
+                        {"goodput_at_stable_qps", r.goodput_at_stable_qps},
+                        {"replications", o.replications},
+                        {"probes", table_to_json(t)}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("stable_qps %.4g req/s (first failing %.4g), saturation_batch_size %lld (of %lld at mean context %.0f), "
+                "mean batch at stable_qps %.1f\n",
+                r.stable_qps, r.first_failing_qps, static_cast<long long>(r.saturation_batch_size),
+                static_cast<long long>(r.max_batch_size), r.mean_context_tokens, r.batch_at_stable_qps);
+  }
+  if (p.count("csv") || p.count("md")) {
+    Table summary;
+    summary.set(0, "stable_qps", r.stable_qps);
+    summary.set(0, "first_failing_qps", r.first_failing_qps);
+    summary.set(0, "saturation_batch_size", r.saturation_batch_size);
+    summary.set(0, "max_batch_size", r.max_batch_size);
+    summary.set(0, "batch_at_stable_qps", r.batch_at_stable_qps);
+    if (p.count("csv")) {
+      std::ostringstream os;
+      write_csv(os, t);
+      write_file(p["csv"].as<std::string>(), os.str());
+    }
+    if (p.count("md")) {
+      std::ostringstream os;
+      os << title << "\n\n";
+      write_markdown(os, summary);
+      os << "\nProbes:\n\n";
+      write_markdown(os, t);
+      write_file(p["md"].as<std::string>(), os.str());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace servesim::cli

@@ -1,0 +1,128 @@
+// Analyses: sweep rows are deterministic and identical run in parallel or serially; replication
+// intervals; compare's drift and its exit code; roofline's gap decomposition adds up.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "sim/analysis/compare.hpp"
+#include "sim/analysis/roofline.hpp"
+#include "sim/analysis/sweep.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/table_io.hpp"
+#include "../support.hpp"
+
+using namespace servesim;
+
+namespace {
+ScenarioFactory factory(const nlohmann::json& base) {
+  return [base](const std::vector<std::string>& overrides, long long seed) {
+    nlohmann::json doc = base;
+    for (const auto& o : overrides) apply_override(doc, o, "test.json");
+    if (seed >= 0) doc["seed"] = seed;
+    return test::scenario_from(doc);
+  };
+}
+}  // namespace
+
+TEST_CASE("sweep: one row per combination in grid order; parallel output equals serial output") {
+  auto base = test::base_scenario();
+  base["workload"]["num_requests"] = 60;
+  const std::vector<GridAxis> grid = {parse_grid("engine.max_num_seqs=8,32"), parse_grid("workload.arrival.rate_per_s=1,4,16")};
+  SweepOptions o;
+  o.replications = 2;
+  o.parallel = true;
+  const Table par = run_sweep(factory(base), grid, o);
+  o.parallel = false;
+  const Table ser = run_sweep(factory(base), grid, o);
+  CHECK(table_to_json(par).dump() == table_to_json(ser).dump());
+  REQUIRE(par.rows.size() == 6);
+  const auto rows = table_to_json(par);
+  CHECK(rows[0]["engine.max_num_seqs"] == "8");
+  CHECK(rows[2]["workload.arrival.rate_per_s"] == "16");
+  CHECK(rows[3]["engine.max_num_seqs"] == "32");
+  CHECK(rows[0].contains("latency.ttft_s.p99.ci95"));
+  // Same seed => same row whatever the grid around it: row 1 equals a single run at rate 4.
+  const Table single = run_sweep(factory(base), {parse_grid("engine.max_num_seqs=8"), parse_grid("workload.arrival.rate_per_s=4")}, o);
+  CHECK(table_to_json(single)[0].dump() == rows[1].dump());
+  CHECK_THROWS_AS(parse_grid("engine.max_num_seqs"), InputError);
+  CHECK_THROWS_AS(parse_grid("engine.max_num_seqs=1,,2"), InputError);
+}
+
+TEST_CASE("replication intervals: Student t half-width") {
+  const Interval iv = interval({1.0, 2.0, 3.0, 4.0});
+  CHECK(iv.mean == 2.5);
+  CHECK(iv.stddev == doctest::Approx(1.2909944));
+  CHECK(iv.ci95_half == doctest::Approx(3.182 * 1.2909944 / 2.0));
+}
+
+TEST_CASE("compare: relative drift, per-metric thresholds, missing metrics cross") {
+  const std::map<std::string, double> base = {{"latency.ttft_s.p99", 1.0}, {"throughput.requests_per_s", 10.0}, {"gone", 1.0}};
+  const std::map<std::string, double> now = {{"latency.ttft_s.p99", 1.08}, {"throughput.requests_per_s", 10.1}, {"new", 2.0}};
+  CompareOptions o;
+  o.threshold = 0.05;
+  o.per_metric["latency."] = 0.1;
+  const auto d = compare_metrics(base, now, o);
+  REQUIRE(d.size() == 4);
+  for (const auto& x : d) {
+    if (x.metric == "latency.ttft_s.p99") {
+      CHECK(x.drift == doctest::Approx(0.08));
+      CHECK(x.threshold == 0.1);
+      CHECK_FALSE(x.crossed);
+    }
+    if (x.metric == "throughput.requests_per_s") CHECK_FALSE(x.crossed);
+    if (x.metric == "gone" || x.metric == "new") CHECK(x.crossed);
+  }
+}
+
+TEST_CASE("compare CLI: exit 0 within thresholds, 3 when crossed, 2 on bad input") {
+  const std::string dir = "/tmp/servesim_test_cmp_" + std::to_string(::getpid());
+  const std::string scen = test::write_temp("cmp.json", test::base_scenario().dump());
+  REQUIRE(test::run_cli("run " + scen + " --out " + dir + "/a -q").exit_code == 0);
+  REQUIRE(test::run_cli("run " + scen + " --out " + dir + "/b -q --set workload.arrival.rate_per_s=4").exit_code == 0);
+  CHECK(test::run_cli("compare " + dir + "/a/report.json " + dir + "/a/report.json").exit_code == 0);
+  const auto crossed = test::run_cli("compare " + dir + "/a/report.json " + dir + "/b/report.json --threshold 0.01");
+  CHECK(crossed.exit_code == 3);
+  CHECK(crossed.output.find("throughput.requests_per_s") != std::string::npos);
+  CHECK(test::run_cli("compare " + dir + "/a/report.json " + dir + "/b/report.json --threshold 1000").exit_code == 0);
+  CHECK(test::run_cli("compare " + dir + "/a/report.json " + scen).exit_code == 2);
+  CHECK(test::run_cli("compare " + dir + "/a/report.json " + dir + "/a/report.json --threshold x").exit_code == 2);
+}
+
+TEST_CASE("roofline: per-op gap = launch + small-shape + bandwidth; peak_frac <= 1") {
+  const Scenario s = test::scenario_from(test::base_scenario());
+  for (int batch : {1, 64}) {
+    BatchShape shape;
+    for (int i = 0; i < batch; ++i) shape.add_decode(2048);
+    std::vector<Op> ops;
+    build_iteration_ops(s.model, shape, s.precision, ops);
+    const RooflineResult r = roofline(ops, s.hw, s.precision.weights, s.engine.launch, batch);
+    double sum = 0;
+    for (const auto& o : r.ops) {
+      CHECK(o.peak_frac <= 1.0 + 1e-12);
+      CHECK(o.predicted_time_s == doctest::Approx(o.roofline_time_s + o.gap_launch_s + o.gap_small_shape_s + o.gap_bandwidth_s));
+      sum += o.predicted_time_s;
+    }
+    CHECK(sum == doctest::Approx(r.gpu_s));
+    CHECK(r.ridge_point_flops_per_byte == doctest::Approx(s.hw.peak_flops(s.precision.weights) / s.hw.hbm_bandwidth_bytes_per_s));
+  }
+}
+
+TEST_CASE("sweep/saturate/roofline/plan CLIs: --json parses, bad flags exit 2") {
+  const std::string scen = test::write_temp("cli.json", test::base_scenario().dump());
+  const auto sweep = test::run_cli("sweep " + scen + " --grid engine.max_num_seqs=8,16 --json");
+  REQUIRE(sweep.exit_code == 0);
+  CHECK(nlohmann::json::parse(sweep.output).size() == 2);
+  const auto roof = test::run_cli("roofline --model llama-2-7b --hw a100-80gb-sxm --batch 8 --context 2048 --json");
+  REQUIRE(roof.exit_code == 0);
+  const auto rj = nlohmann::json::parse(roof.output);
+  for (const char* k : {"name", "flops", "bytes", "arithmetic_intensity", "bound", "roofline_time_s", "predicted_time_s", "peak_frac"}) {
+    CHECK(rj["ops"][0].contains(k));
+  }
+  CHECK(test::run_cli("sweep " + scen + " --grid nokey").exit_code == 2);
+  CHECK(test::run_cli("sweep " + scen + " --grid engine.max_num_seqs=-1").exit_code == 2);
+  CHECK(test::run_cli("saturate " + scen).exit_code == 2);  // no latency target, timeout or queue limit
+  CHECK(test::run_cli("saturate " + scen + " --slo ttft=abc").exit_code == 2);
+  CHECK(test::run_cli("plan --model llama-2-7b --rate 1").exit_code == 2);  // no --slo
+  CHECK(test::run_cli("run " + scen + " --out /tmp/x --load-profile 'rps=0'").exit_code == 2);
+}
