@@ -1,7 +1,7 @@
-// `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp16] [--tp 1,2]
-//  [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]`: for each GPU,
-// precision and tensor-parallel size, whether the model fits, the GPUs needed for rate R under the
-// SLO and the cost per million output tokens.
+// `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp8,w4a16-awq,...]
+//  [--tp auto|1,2,4,8] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]`:
+// for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
+// needed for rate R under the SLO and the cost per million output tokens.
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -16,6 +16,7 @@
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/model/quant.hpp"
 #include "sim/serve/memory_plan.hpp"
 
 namespace servesim::cli {
@@ -64,8 +65,10 @@ int cmd_plan(const std::vector<std::string>& args) {
   opts.add_options()("model", "model name or path", cxxopts::value<std::string>())(
       "rate", "target arrival rate, req/s", cxxopts::value<double>())(
       "hw", "hardware profiles: all or a,b,...", cxxopts::value<std::string>()->default_value("all"))(
-      "quant", "precisions to try (bf16, fp16)", cxxopts::value<std::string>()->default_value("bf16"))(
-      "tp", "tensor-parallel sizes to try", cxxopts::value<std::string>()->default_value("1"))(
+      "quant", "precisions to try: bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq (comma-separated)",
+      cxxopts::value<std::string>()->default_value("bf16"))(
+      "tp", "tensor-parallel sizes to try (1, 2, 4, 8), or auto: the smallest that fits each GPU and precision",
+      cxxopts::value<std::string>()->default_value("auto"))(
       "workload", "scenario whose workload and engine settings are used", cxxopts::value<std::string>()->default_value("plan-chat"))(
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
       "replications", "seeds per probed rate", cxxopts::value<int>()->default_value("3"))(
@@ -85,15 +88,53 @@ int cmd_plan(const std::vector<std::string>& args) {
   ScenarioSource src = scenario_source(p, resolve_data_ref("scenarios", p["workload"].as<std::string>(), "servesim plan", "--workload"));
   const std::string model = p["model"].as<std::string>();
   std::vector<std::string> hws = p["hw"].as<std::string>() == "all" ? bundled_names("hwprofiles") : split(p["hw"].as<std::string>());
+  const bool auto_tp = p["tp"].as<std::string>() == "auto";
   std::vector<int> tps;
-  for (const auto& t : split(p["tp"].as<std::string>())) {
-    if (t != "1" && t != "2" && t != "4" && t != "8") throw InputError("servesim plan", "--tp", "sizes are 1, 2, 4 or 8, got '" + t + "'");
+  for (const auto& t : auto_tp ? std::vector<std::string>{"1", "2", "4", "8"} : split(p["tp"].as<std::string>())) {
+    if (t != "1" && t != "2" && t != "4" && t != "8") throw InputError("servesim plan", "--tp", "sizes are 1, 2, 4 or 8 (or auto), got '" + t + "'");
     tps.push_back(std::stoi(t));
   }
+  const std::vector<std::string> quants = split(p["quant"].as<std::string>());
+  for (const auto& q : quants) {
+    if (q != "bf16" && q != "fp16" && !parse_quant(q)) {
+      throw InputError("servesim plan", "--quant", "unknown precision '" + q + "' (bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq)");
+    }
+  }
+  // One replica of `opt` at `r` req/s: the workload scenario with the option's keys set. Loading
+  // checks the dtype, the TP split of the heads and (plan_memory) that the model fits.
+  const auto make = [&](const PlanOption& opt, double r, std::uint64_t seed) -> Scenario {
+    char rate_key[80];
+    std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", r);
+    std::vector<std::string> keys = {"model=\"" + model + "\"", "hardware=\"" + opt.hw + "\"", rate_key,
+                                     "parallel.tensor_parallel_size=" + std::to_string(opt.tp)};
+    if (opt.quant == "bf16" || opt.quant == "fp16") {
+      keys.push_back("dtype=\"" + opt.quant + "\"");
+    } else {
+      keys.push_back("quantization.method=\"" + opt.quant + "\"");
+    }
+    Scenario s = src.load(keys, static_cast<long long>(seed));
+    plan_memory(s);  // throws InputError when the model does not fit
+    return s;
+  };
   std::vector<PlanOption> options;
   for (const auto& hw : hws) {
-    for (const auto& q : split(p["quant"].as<std::string>())) {
-      for (int tp : tps) options.push_back({hw, q, tp});
+    for (const auto& q : quants) {
+      if (!auto_tp) {
+        for (int tp : tps) options.push_back({hw, q, tp});
+        continue;
+      }
+      // auto: the smallest TP that fits (more GPUs per replica only pay when the model needs them);
+      // when none fits, TP 1 is listed with the reason.
+      PlanOption chosen{hw, q, 1};
+      for (int tp : tps) {
+        try {
+          make({hw, q, tp}, rate, 0);
+          chosen.tp = tp;
+          break;
+        } catch (const InputError&) {
+        }
+      }
+      options.push_back(chosen);
     }
   }
   PlanOptions o;
@@ -104,21 +145,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
   o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);
-  const Table t = plan(
-      options,
-      [&](const PlanOption& opt, double r, std::uint64_t seed) -> Scenario {
-        if (opt.tp != 1) {
-          // Tensor parallelism is not in this build's engine (issue 9); the option is listed, not searched.
-          throw InputError("servesim plan", "--tp", "tensor parallelism is not simulated by this build");
-        }
-        char buf[80];
-        std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", r);
-        Scenario s = src.load({"model=\"" + model + "\"", "hardware=\"" + opt.hw + "\"", "dtype=\"" + opt.quant + "\"", buf},
-                              static_cast<long long>(seed));
-        plan_memory(s);  // throws InputError when the model does not fit
-        return s;
-      },
-      base.seed, o);
+  const Table t = plan(options, make, base.seed, o);
   emit_table(p, t, "# plan\n\n`servesim plan " + join_args(args) + "`");
   return kExitOk;
 }
