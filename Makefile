@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 SCENARIO ?= scenarios/default.json
 OUT ?= out
 
-.PHONY: deps build run test clean
+.PHONY: deps build run test bench clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -21,6 +21,12 @@ run: deps build
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Speed and memory (bench/million.sh: 1M and 10M requests on one core) and the 200-scenario sweep
+# on 1 vs 2 threads. Minutes, not seconds: never part of `make test`.
+bench: build
+	./bench/million.sh 1000000 10000000
+	./bench/sweep200.sh
 
 clean:
 	rm -rf $(BUILD) $(OUT)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace servesim {
@@ -216,13 +217,51 @@ void issue(QueueState& s, const KernelTime& k, std::int64_t n, double c) {
 
 }  // namespace
 
+namespace {
+constexpr unsigned kCacheBits = 12;
+
+std::uint64_t bits(double v) {
+  std::uint64_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+// Every field estimate() reads (name, count, per_layer and placement it does not).
+bool same_kernel(const Op& a, const Op& b) {
+  return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
+         a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads &&
+         a.attn_kv_tokens == b.attn_kv_tokens && a.comm_gpus == b.comm_gpus;
+}
+}  // namespace
+
+KernelTimeCache::KernelTimeCache(const HwProfile& hw, Dtype base)
+    : hw_(hw), base_(base), entries_(std::size_t{1} << kCacheBits) {}
+
+const KernelTime& KernelTimeCache::get(const Op& op) {
+  // flops and bytes tell ops and shapes apart; the other fields only refine equality.
+  // Fibonacci hashing: the top bits of the product depend on every bit of the key.
+  const std::uint64_t b = bits(op.bytes);
+  const std::uint64_t key = bits(op.flops) ^ ((b << 17) | (b >> 47)) ^ static_cast<std::uint64_t>(op.kind) ^
+                            (static_cast<std::uint64_t>(op.quant) << 8);
+  Entry& e = entries_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
+  if (e.valid && same_kernel(e.op, op)) {
+    ++hits_;
+    return e.time;
+  }
+  ++misses_;
+  e.valid = true;
+  e.op = op;
+  e.time = estimate(op, hw_, base_);
+  return e.time;
+}
+
 StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
-                       std::int64_t batch_seqs) {
+                       std::int64_t batch_seqs, KernelTimeCache* cache) {
   StepTime s;
-  std::vector<KernelTime> times;
-  times.reserve(ops.size());
+  thread_local std::vector<KernelTime> times;  // reused: this runs once per simulated iteration
+  times.clear();
   for (const Op& op : ops) {
-    const KernelTime k = estimate(op, hw, base);
+    const KernelTime k = cache ? cache->get(op) : estimate(op, hw, base);
     times.push_back(k);
     const double n = static_cast<double>(op.count);
     s.gpu_s += n * k.time_s;

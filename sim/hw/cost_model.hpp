@@ -5,6 +5,7 @@
 // Communication ops (tensor-parallel all-reduce/all-gather) take the interconnect's time instead
 // (interconnect.hpp).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "sim/hw/hw_profile.hpp"
@@ -78,11 +79,38 @@ struct StepTime {
   bool launch_bound = false;    // issuing the kernels takes the host longer than the GPU runs them
 };
 
+// Memo of estimate() for one (hw, base dtype): a direct-mapped table keyed by every Op field
+// estimate() reads, so a hit returns exactly what estimate() computes. A replica's GEMMs, norms
+// and elementwise ops repeat with the batch size, so most lookups hit and skip the log-space
+// table interpolations (decode attention, whose context grows every step, mostly misses).
+class KernelTimeCache {
+ public:
+  KernelTimeCache(const HwProfile& hw, Dtype base);
+  const KernelTime& get(const Op& op);
+  const HwProfile& hw() const { return hw_; }
+  Dtype base() const { return base_; }
+  std::uint64_t hits() const { return hits_; }
+  std::uint64_t misses() const { return misses_; }
+
+ private:
+  struct Entry {
+    bool valid = false;
+    Op op{"", OpKind::gemm};
+    KernelTime time;
+  };
+  const HwProfile& hw_;
+  Dtype base_;
+  std::vector<Entry> entries_;
+  std::uint64_t hits_ = 0, misses_ = 0;
+};
+
 // The launch queue as a max-plus recursion: the host issues launch j at h_j = h_{j-1} + c (c = one
 // eager launch; with CUDA graphs one graph launch up front and c = 0); the GPU runs kernels in
 // order, f_j = max(f_{j-1}, h_j) + d_j. The identical layers are folded as a max-plus map
 // f' = max(f + D, h + A), applied once per layer. Step = host_pre + (f_n - host_pre) + host_post.
+// With a cache (built for the same hw and base), kernel times come from it: same values, same
+// summation order, so the result is bit-identical to the uncached call.
 StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
-                       std::int64_t batch_seqs);
+                       std::int64_t batch_seqs, KernelTimeCache* cache = nullptr);
 
 }  // namespace servesim

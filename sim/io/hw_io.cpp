@@ -22,7 +22,7 @@ EfficiencyTable parse_table(JsonReader& r, const std::string& key) {
       r.fail(where, "must be a [size, fraction] pair of numbers");
     }
     const double x = p[0].get<double>(), y = p[1].get<double>();
-    if (!(x > 0.0)) r.fail(where, "size must be > 0");
+    if (!(x > 0.0) || !std::isfinite(x)) r.fail(where, "size must be finite and > 0");
     if (!(y > 0.0 && y <= 1.0)) r.fail(where, "fraction must be in (0, 1]");
     if (!points.empty() && x <= points.back().first) r.fail(where, "sizes must increase");
     points.emplace_back(x, y);
@@ -209,8 +209,10 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   hw.display_name = r.string("display_name");
   hw.architecture = r.string("architecture");
   r.accept("compute_capability");
-  hw.sm_count = static_cast<int>(r.positive_integer("sm_count"));
+  hw.sm_count = static_cast<int>(r.integer_in("sm_count", 1, 1 << 20));
   hw.memory_bytes = r.positive("memory_bytes");
+  // 10 TB: far above any GPU, and keeps the KV block count (and the allocator's tables) bounded.
+  if (hw.memory_bytes > 1e13) r.fail("memory_bytes", "must be <= 1e13 (10 TB)");
   hw.hbm_bandwidth_bytes_per_s = r.positive("hbm_bandwidth_bytes_per_s");
   hw.l2_bytes = r.positive("l2_bytes");
   {

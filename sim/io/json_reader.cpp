@@ -114,6 +114,15 @@ std::int64_t JsonReader::positive_integer_or(const std::string& key, std::int64_
   return has(key) ? positive_integer(key) : (accept(key), fallback);
 }
 
+std::int64_t JsonReader::integer_in(const std::string& key, std::int64_t lo, std::int64_t hi) {
+  const std::int64_t v = integer(key);
+  if (v < lo || v > hi) fail(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+  return v;
+}
+std::int64_t JsonReader::integer_in_or(const std::string& key, std::int64_t lo, std::int64_t hi, std::int64_t fallback) {
+  return has(key) ? integer_in(key, lo, hi) : (accept(key), fallback);
+}
+
 std::string JsonReader::string(const std::string& key) {
   const auto& j = need(key);
   if (!j.is_string()) fail(key, std::string("must be a string, got ") + type_name(j) + " " + show(j));

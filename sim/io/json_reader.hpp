@@ -32,6 +32,9 @@ class JsonReader {
   std::int64_t integer_or(const std::string& key, std::int64_t fallback);
   std::int64_t positive_integer(const std::string& key);
   std::int64_t positive_integer_or(const std::string& key, std::int64_t fallback);
+  // Integer within [lo, hi]: sizes get an upper bound so arithmetic on them cannot overflow.
+  std::int64_t integer_in(const std::string& key, std::int64_t lo, std::int64_t hi);
+  std::int64_t integer_in_or(const std::string& key, std::int64_t lo, std::int64_t hi, std::int64_t fallback);
   std::string string(const std::string& key);
   std::string string_or(const std::string& key, const std::string& fallback);
   bool boolean(const std::string& key);

@@ -12,7 +12,25 @@ namespace servesim {
 
 namespace {
 
+// Upper bounds well above any real model (Llama-3-405B: 126 layers, hidden 16384, vocab 128K),
+// so sizes multiplied together stay far from int64 overflow.
+constexpr std::int64_t kMaxLayers = 4096;
+constexpr std::int64_t kMaxWidth = 1 << 20;    // hidden, ffn, head_dim x heads
+constexpr std::int64_t kMaxHeads = 1 << 14;
+constexpr std::int64_t kMaxVocab = 1 << 24;
+constexpr std::int64_t kMaxContext = 1 << 24;  // 16M tokens
+
 void check_consistent(const ModelSpec& m, const std::string& file) {
+  if (m.head_dim <= 0) {
+    throw InputError(file, "head_dim", "must be > 0 (hidden_size " + std::to_string(m.hidden_size) + " / " +
+                                           std::to_string(m.num_attention_heads) + " heads rounds to 0)");
+  }
+  if (m.head_dim * m.num_attention_heads > kMaxWidth) {
+    throw InputError(file, "head_dim", "head_dim x num_attention_heads must be <= " + std::to_string(kMaxWidth));
+  }
+  if (m.num_kv_heads > m.num_attention_heads) {
+    throw InputError(file, "num_kv_heads", "must be <= num_attention_heads (" + std::to_string(m.num_attention_heads) + ")");
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     throw InputError(file, "num_kv_heads", "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
                                                "), got " + std::to_string(m.num_kv_heads));
@@ -26,16 +44,16 @@ ModelSpec parse_card(JsonReader& r) {
   r.accept("hf_id");
   m.name = r.string("name");
   m.family = r.string("family");
-  m.num_layers = r.positive_integer("num_layers");
-  m.hidden_size = r.positive_integer("hidden_size");
-  m.num_attention_heads = r.positive_integer("num_attention_heads");
-  m.num_kv_heads = r.positive_integer("num_kv_heads");
-  m.head_dim = r.positive_integer_or("head_dim", m.hidden_size / m.num_attention_heads);
-  m.ffn_size = r.positive_integer("ffn_size");
+  m.num_layers = r.integer_in("num_layers", 1, kMaxLayers);
+  m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
+  m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
+  m.num_kv_heads = r.integer_in("num_kv_heads", 1, kMaxHeads);
+  m.head_dim = r.integer_in_or("head_dim", 1, kMaxWidth, m.hidden_size / m.num_attention_heads);
+  m.ffn_size = r.integer_in("ffn_size", 1, kMaxWidth);
   m.gated_mlp = r.boolean("gated_mlp");
-  m.vocab_size = r.positive_integer("vocab_size");
+  m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
   m.tied_embeddings = r.boolean("tied_embeddings");
-  m.max_context_tokens = r.positive_integer("max_context_tokens");
+  m.max_context_tokens = r.integer_in("max_context_tokens", 1, kMaxContext);
   r.finish();
   return m;
 }
@@ -48,29 +66,29 @@ ModelSpec parse_hf(JsonReader& r, const std::string& file) {
   std::string stem = std::filesystem::path(file).parent_path().filename().string();
   m.name = stem.empty() ? type : stem;
   if (type == "chatglm") {
-    m.num_layers = r.positive_integer("num_layers");
-    m.hidden_size = r.positive_integer("hidden_size");
-    m.num_attention_heads = r.positive_integer("num_attention_heads");
+    m.num_layers = r.integer_in("num_layers", 1, kMaxLayers);
+    m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
+    m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
     const bool mqa = r.boolean_or("multi_query_attention", false);
-    m.num_kv_heads = mqa ? r.positive_integer("multi_query_group_num") : m.num_attention_heads;
-    m.head_dim = r.positive_integer_or("kv_channels", m.hidden_size / m.num_attention_heads);
-    m.ffn_size = r.positive_integer("ffn_hidden_size");
+    m.num_kv_heads = mqa ? r.integer_in("multi_query_group_num", 1, kMaxHeads) : m.num_attention_heads;
+    m.head_dim = r.integer_in_or("kv_channels", 1, kMaxWidth, m.hidden_size / m.num_attention_heads);
+    m.ffn_size = r.integer_in("ffn_hidden_size", 1, kMaxWidth);
     m.gated_mlp = true;  // ChatGLM2/3 use SwiGLU
-    m.vocab_size = r.positive_integer("padded_vocab_size");
+    m.vocab_size = r.integer_in("padded_vocab_size", 1, kMaxVocab);
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.max_context_tokens = r.positive_integer("seq_length");
+    m.max_context_tokens = r.integer_in("seq_length", 1, kMaxContext);
   } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") {
-    m.num_layers = r.positive_integer("num_hidden_layers");
-    m.hidden_size = r.positive_integer("hidden_size");
-    m.num_attention_heads = r.positive_integer("num_attention_heads");
-    m.num_kv_heads = r.positive_integer_or("num_key_value_heads", m.num_attention_heads);
+    m.num_layers = r.integer_in("num_hidden_layers", 1, kMaxLayers);
+    m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
+    m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
+    m.num_kv_heads = r.integer_in_or("num_key_value_heads", 1, kMaxHeads, m.num_attention_heads);
     m.head_dim = m.hidden_size / m.num_attention_heads;
-    if (r.has("head_dim") && !r.raw("head_dim").is_null()) m.head_dim = r.positive_integer("head_dim");
-    m.ffn_size = r.positive_integer("intermediate_size");
+    if (r.has("head_dim") && !r.raw("head_dim").is_null()) m.head_dim = r.integer_in("head_dim", 1, kMaxWidth);
+    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
     m.gated_mlp = true;  // all four families use SiLU-gated MLPs
-    m.vocab_size = r.positive_integer("vocab_size");
+    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.max_context_tokens = r.positive_integer("max_position_embeddings");
+    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
   } else {
     r.fail("model_type", "unsupported model_type '" + type + "' (supported: llama, mistral, qwen2, phi3, chatglm)");
   }

@@ -20,31 +20,36 @@ namespace servesim {
 
 namespace {
 
+// Request lengths are stored as int32 token counts; no model reaches 16M tokens of context.
+constexpr std::int64_t kMaxTokens = 1 << 24;
+// Simulated time is int64 nanoseconds (292 years); a workload must fit well inside it.
+constexpr double kMaxSimulatedSpanS = 1e9;
+
 LengthDist parse_length(JsonReader r) {
   LengthDist d;
   const std::string impl = r.string("impl");
   auto bounds = [&](std::int64_t default_max) {
-    d.min_tokens = r.positive_integer_or("min_tokens", 1);
-    d.max_tokens = default_max > 0 ? r.positive_integer_or("max_tokens", default_max) : r.positive_integer("max_tokens");
+    d.min_tokens = r.integer_in_or("min_tokens", 1, kMaxTokens, 1);
+    d.max_tokens = default_max > 0 ? r.integer_in_or("max_tokens", 1, kMaxTokens, default_max) : r.integer_in("max_tokens", 1, kMaxTokens);
     if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
   };
   if (impl == "fixed") {
     d.kind = LengthDist::Kind::fixed;
-    d.value_tokens = r.positive_integer("value_tokens");
+    d.value_tokens = r.integer_in("value_tokens", 1, kMaxTokens);
     d.min_tokens = d.max_tokens = d.value_tokens;
   } else if (impl == "uniform") {
     d.kind = LengthDist::Kind::uniform;
-    d.min_tokens = r.positive_integer("min_tokens");
-    d.max_tokens = r.positive_integer("max_tokens");
+    d.min_tokens = r.integer_in("min_tokens", 1, kMaxTokens);
+    d.max_tokens = r.integer_in("max_tokens", 1, kMaxTokens);
     if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
   } else if (impl == "normal") {
     d.kind = LengthDist::Kind::normal;
-    d.mean_tokens = r.positive("mean_tokens");
+    d.mean_tokens = r.number_in("mean_tokens", 1.0, static_cast<double>(kMaxTokens));
     d.stddev_tokens = r.number_in("stddev_tokens", 0.0, 1e9);
     bounds(0);
   } else if (impl == "lognormal") {
     d.kind = LengthDist::Kind::lognormal;
-    d.mean_tokens = r.positive("mean_tokens");
+    d.mean_tokens = r.number_in("mean_tokens", 1.0, static_cast<double>(kMaxTokens));
     d.sigma = r.number_in("sigma", 0.0, 5.0);
     bounds(0);
   } else if (impl == "zipf") {
@@ -60,7 +65,9 @@ LengthDist parse_length(JsonReader r) {
     if (!weights.is_array() || weights.size() != tokens.size()) r.fail("weights", "must be an array as long as tokens");
     double total = 0.0;
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-      if (!tokens[i].is_number_integer() || tokens[i].get<std::int64_t>() <= 0) r.fail("tokens", "[" + std::to_string(i) + "] must be an integer > 0");
+      if (!tokens[i].is_number_integer() || tokens[i].get<std::int64_t>() <= 0 || tokens[i].get<std::int64_t>() > kMaxTokens) {
+        r.fail("tokens", "[" + std::to_string(i) + "] must be an integer in [1, " + std::to_string(kMaxTokens) + "]");
+      }
       if (!weights[i].is_number() || !std::isfinite(weights[i].get<double>()) || weights[i].get<double>() < 0.0) {
         r.fail("weights", "[" + std::to_string(i) + "] must be a finite number >= 0");
       }
@@ -151,12 +158,17 @@ WorkloadConfig parse_workload(JsonReader r, const SloConfig& default_slo) {
   w.duration_s = r.number_in_or("duration_s", 0.0, 1e9, 0.0);
   w.request_timeout_s = r.number_in_or("request_timeout_s", 0.0, 1e9, 0.0);
   if (r.has("num_requests")) {
-    w.num_requests = r.integer("num_requests");
-    if (w.num_requests < 0) r.fail("num_requests", "must be >= 0, got " + std::to_string(w.num_requests));
+    w.num_requests = r.integer_in("num_requests", 0, std::int64_t{1} << 40);
   } else if (w.duration_s <= 0.0 && !w.trace) {
     r.fail("num_requests", "required unless workload.duration_s or workload.trace ends the workload");
   }
   w.arrival = parse_arrival(r.object("arrival"));
+  if ((w.arrival.kind == ArrivalConfig::Kind::poisson || w.arrival.kind == ArrivalConfig::Kind::gamma ||
+       w.arrival.kind == ArrivalConfig::Kind::constant) &&
+      static_cast<double>(w.num_requests) / w.arrival.rate_per_s > kMaxSimulatedSpanS) {
+    r.fail("arrival.rate_per_s", "too low for " + std::to_string(w.num_requests) +
+                                     " requests: their arrivals would span more than 1e9 simulated seconds");
+  }
   if (w.arrival.kind == ArrivalConfig::Kind::trace && !w.trace) r.fail("arrival", "impl 'trace' needs workload.trace");
   if (w.arrival.kind == ArrivalConfig::Kind::all_at_once && w.num_requests < 0) {
     r.fail("num_requests", "required with all_at_once arrivals");
@@ -324,11 +336,11 @@ EngineConfig parse_engine(JsonReader r) {
       if (policy.name == e.profile.scheduler) e.scheduler.impl = policy.name;
     }
   }
-  e.max_num_seqs = r.positive_integer_or("max_num_seqs", e.max_num_seqs);
-  e.max_num_batched_tokens = r.positive_integer_or("max_num_batched_tokens", 0);
-  e.block_size = r.positive_integer_or("block_size", e.block_size);
+  e.max_num_seqs = r.integer_in_or("max_num_seqs", 1, 1 << 20, e.max_num_seqs);
+  e.max_num_batched_tokens = r.integer_in_or("max_num_batched_tokens", 1, std::int64_t{1} << 32, 0);
+  e.block_size = r.integer_in_or("block_size", 1, 1 << 16, e.block_size);
   e.gpu_memory_utilization = r.number_in_or("gpu_memory_utilization", 0.01, 1.0, e.gpu_memory_utilization);
-  e.max_model_len = r.positive_integer_or("max_model_len", 0);
+  e.max_model_len = r.integer_in_or("max_model_len", 1, kMaxTokens, 0);
   e.watermark_frac = r.number_in_or("watermark_frac", 0.0, 0.5, e.watermark_frac);
   if (r.has("max_queued_requests")) {
     r.fail("max_queued_requests", "the queue limit is engine.scheduler.max_queue_size (0 = no limit)");
@@ -454,6 +466,19 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   }
   if (e.max_num_batched_tokens < e.max_num_seqs) {
     throw InputError(file, "engine.max_num_batched_tokens", "must be >= max_num_seqs (" + std::to_string(e.max_num_seqs) + ")");
+  }
+  const WorkloadConfig& w = s.workload;
+  for (std::size_t i = 0; i < w.classes.size(); ++i) {
+    const RequestClass& c = w.classes[i];
+    if (w.num_requests == 0 || c.prompt_tokens.kind == LengthDist::Kind::trace || c.output_tokens.kind == LengthDist::Kind::trace) continue;
+    if (c.prompt_tokens.min_tokens + w.shared_prefix.prefix_tokens + c.output_tokens.min_tokens > e.max_model_len) {
+      // Every request of the class would be rejected: almost certainly a mistake, so say so
+      // instead of reporting zeros.
+      throw InputError(file, w.legacy_lengths ? "workload.prompt_tokens.min_tokens" : "workload.classes[" + std::to_string(i) + "]",
+                       "every request is longer than engine.max_model_len (" + std::to_string(e.max_model_len) +
+                           "): at least " + std::to_string(c.prompt_tokens.min_tokens + w.shared_prefix.prefix_tokens) +
+                           " prompt + " + std::to_string(c.output_tokens.min_tokens) + " output tokens");
+    }
   }
   return s;
 }

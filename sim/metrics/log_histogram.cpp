@@ -13,22 +13,13 @@ LogHistogram::LogHistogram(double min_value, double max_value, double relative_w
   buckets_.assign(n, 0);
 }
 
-void LogHistogram::add(double value) {
-  if (count_ == 0) {
-    min_ = max_ = value;
-  } else {
-    min_ = std::min(min_, value);
-    max_ = std::max(max_, value);
-  }
-  ++count_;
-  sum_ += value;
-  sum_sq_ += value * value;
+std::size_t LogHistogram::bucket_of(double value) const {
   std::size_t idx = 0;
   if (value > 0.0) {
     const double pos = (std::log(value) - log_min_) * inv_log_step_;
     if (pos > 0.0) idx = std::min(static_cast<std::size_t>(pos), buckets_.size() - 1);
   }
-  ++buckets_[idx];
+  return idx;
 }
 
 void LogHistogram::merge(const LogHistogram& o) {

@@ -51,7 +51,7 @@ constexpr std::size_t kPriorityClasses = 16;  // the parser caps priority_class_
 }
 
 ReplicaState::ReplicaState(const EngineConfig& cfg, std::int64_t kv_capacity_blocks, double block_bytes,
-                           std::vector<Request>& table)
+                           RequestPool& table)
     : config(cfg),
       kv(kv_capacity_blocks, cfg.kv_reservation == KvReservation::token ? 1 : cfg.block_size),
       requests(table),

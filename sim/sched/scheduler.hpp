@@ -51,11 +51,11 @@ struct IterationPlan;
 struct ReplicaState {
   // kv_block_bytes: bytes of one allocation unit (for swap traffic).
   ReplicaState(const EngineConfig& config, std::int64_t kv_capacity_blocks, double kv_block_bytes,
-               std::vector<Request>& request_table);
+               RequestPool& request_table);
 
   const EngineConfig& config;
   BlockAllocator kv;  // allocation unit: block_size tokens, or 1 token under token reservation
-  std::vector<Request>& requests;
+  RequestPool& requests;
   WaitQueue waiting;
   std::vector<Sequence> running;  // in admission order (oldest first)
   std::deque<Sequence> swapped;   // preempted by swap, oldest first; KV in host memory

@@ -51,11 +51,11 @@ BatchShape micro_batch(const BatchShape& b, std::int64_t m) {
 
 StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
                             const KernelPlan& plan, const ParallelConfig& par, const BatchShape& shape, const LaunchConfig& launch,
-                            std::int64_t batch_seqs, std::vector<Op>& ops) {
+                            std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache) {
   const std::int64_t tp = par.tensor_parallel_size, pp = par.pipeline_parallel_size;
   if (pp <= 1) {
     build_iteration_ops(model, shape, precision, ops, plan, tp);
-    return estimate_step(ops, hw, precision.weights, launch, batch_seqs);
+    return estimate_step(ops, hw, precision.weights, launch, batch_seqs, cache);
   }
   const std::int64_t m = std::max<std::int64_t>(1, std::min(par.micro_batches(), shape.total_seqs()));
   const BatchShape mb = micro_batch(shape, m);
@@ -69,7 +69,7 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
     std::int64_t kernels = 0;
   } layer, first, last;
   for (const Op& op : ops) {
-    const KernelTime k = estimate(op, hw, precision.weights);
+    const KernelTime k = cache ? cache->get(op) : estimate(op, hw, precision.weights);
     Part& part = op.placement == Placement::layer ? layer : (op.placement == Placement::first_stage ? first : last);
     const double n = static_cast<double>(op.count);
     part.gpu_s += n * k.time_s;

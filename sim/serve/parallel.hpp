@@ -24,9 +24,10 @@ std::string parallel_config_error(const ModelSpec& model, std::int64_t tp, std::
 LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp);
 
 // Wall time of one iteration of `shape` on one replica; `ops` receives the op list of one GPU
-// (for pp > 1: one stage's ops for one micro-batch), reused across calls.
+// (for pp > 1: one stage's ops for one micro-batch), reused across calls. `cache`, if given,
+// must be for (hw, precision.weights).
 StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
                             const KernelPlan& plan, const ParallelConfig& parallel, const BatchShape& shape, const LaunchConfig& launch,
-                            std::int64_t batch_seqs, std::vector<Op>& ops);
+                            std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache = nullptr);
 
 }  // namespace servesim

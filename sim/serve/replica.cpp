@@ -16,12 +16,13 @@ const char* replica_role_name(ReplicaRole r) {
   return "?";
 }
 
-Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, std::vector<Request>& requests, FleetKv& fleet_kv)
+Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv)
     : scenario_(scenario),
       spec_(spec),
       state_(scenario.engine, spec.memory.kv_blocks, spec.memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
-      fleet_kv_(fleet_kv) {
+      fleet_kv_(fleet_kv),
+      kernel_cache_(scenario.hw, scenario.precision.weights) {
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
   metrics_.classes.resize(scenario.workload.classes.size());
@@ -121,7 +122,8 @@ void Replica::expire(TimeNs now) {
     metrics_.timed_out += 1;
     metrics_.classes[r.cls].timed_out += 1;
     if (r.started_ns < 0) note_waiting(now, -1);
-    if (observer_) observer_->on_rejected(id, r, now);
+    if (observer_) observer_->on_rejected(r.id, r, now);
+    state_.requests.release(id);
   }
 }
 
@@ -146,9 +148,12 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     metrics_.rejected_timeout += dropped;
     note_waiting(now, -dropped);
     if (observer_) {
-      for (const std::uint32_t id : state_.dropped_ids) observer_->on_rejected(id, state_.requests[id], now);
+      for (const std::uint32_t id : state_.dropped_ids) observer_->on_rejected(state_.requests[id].id, state_.requests[id], now);
     }
-    for (const std::uint32_t id : state_.dropped_ids) metrics_.classes[state_.requests[id].cls].rejected += 1;
+    for (const std::uint32_t id : state_.dropped_ids) {
+      metrics_.classes[state_.requests[id].cls].rejected += 1;
+      state_.requests.release(id);
+    }
   }
   for (const PlannedItem& item : plan_.items) {
     if (!item.prefill) continue;  // a decoding request has started already
@@ -161,7 +166,7 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   }
   note_kv_usage(now);
   if (observer_) {
-    for (const std::uint32_t id : state_.preempted_ids) observer_->on_preempted(id, now);
+    for (const std::uint32_t id : state_.preempted_ids) observer_->on_preempted(state_.requests[id].id, now);
   }
   if (plan_.shape.total_tokens() == 0) return std::nullopt;
   if (plan_.shape.prefill_seqs > 0) {
@@ -172,7 +177,7 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
       // computed_tokens counts a prefix-cache hit too, so a first start is also "started now".
       if (!item.prefill || (seq.computed_tokens != 0 && r.started_ns != now)) continue;
       if (r.scheduled_ns < 0) r.scheduled_ns = now;
-      if (observer_) observer_->on_admitted(seq.request, now);
+      if (observer_) observer_->on_admitted(r.id, now);
     }
   }
 
@@ -189,7 +194,7 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
   }
   const StepTime step = estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, engine.profile.kernels,
-                                           spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_);
+                                           spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_, &kernel_cache_);
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
@@ -284,7 +289,7 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
     seq.computed_tokens += item.new_tokens;
     if (seq.prefilled()) {
       emit_token(state_.requests[seq.request], now);
-      if (item.prefill && observer_) observer_->on_prefill_done(seq.request, now);
+      if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
     }
   }
   // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
@@ -295,7 +300,7 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
       state_.release(running[i]);
       completed_.push_back(running[i].request);
       complete(r, now);
-      if (observer_) observer_->on_finished(running[i].request, r, now);
+      if (observer_) observer_->on_finished(r.id, r, now);
     } else if (spec_.role == ReplicaRole::prefill && running[i].prefilled()) {
       handoffs.push_back({running[i].request, running[i]});
       handing_off_ += 1;

@@ -45,7 +45,7 @@ struct Handoff {
 
 class Replica {
  public:
-  Replica(const Scenario& scenario, const ReplicaSpec& spec, std::vector<Request>& requests, FleetKv& fleet_kv);
+  Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv);
 
   enum class Admission { queued, too_long, queue_full };
 
@@ -106,6 +106,7 @@ class Replica {
   FleetKv& fleet_kv_;
   IterationPlan plan_;
   std::vector<Op> ops_;  // reused each iteration
+  KernelTimeCache kernel_cache_;
   std::vector<std::uint32_t> completed_;
   std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away
   std::int64_t inbound_ = 0;      // sequences whose KV is on its way here

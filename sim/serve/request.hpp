@@ -1,6 +1,7 @@
 // Per-request and per-sequence state shared by the replica and its batch scheduler.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "sim/core/time.hpp"
 
@@ -10,6 +11,7 @@ enum class RequestState : std::uint8_t { waiting, running, completed, rejected, 
 
 // One user request. Times are -1 until they happen.
 struct Request {
+  std::uint32_t id = 0;            // arrival order: what observers (CSV, trace, HTML) see
   TimeNs arrival_ns = 0;
   TimeNs scheduled_ns = -1;  // first admission into a batch (end of its first queueing)
   TimeNs first_token_ns = -1;
@@ -29,9 +31,36 @@ struct Request {
   RequestState state = RequestState::waiting;
 };
 
+// The requests in flight (waiting, running or moving between replicas), by index. A finished
+// request's index is reused by a later arrival, so memory follows the requests alive at once,
+// not the workload's size (a million-request run needs a few hundred entries near saturation).
+class RequestPool {
+ public:
+  std::uint32_t acquire(const Request& r) {
+    if (free_.empty()) {
+      slots_.push_back(r);
+      return static_cast<std::uint32_t>(slots_.size() - 1);
+    }
+    const std::uint32_t i = free_.back();
+    free_.pop_back();
+    slots_[i] = r;
+    return i;
+  }
+  // The request left the system; its index must not be used until acquire() hands it out again.
+  void release(std::uint32_t index) { free_.push_back(index); }
+  Request& operator[](std::uint32_t index) { return slots_[index]; }
+  const Request& operator[](std::uint32_t index) const { return slots_[index]; }
+  std::size_t live() const { return slots_.size() - free_.size(); }
+  std::size_t high_water() const { return slots_.size(); }
+
+ private:
+  std::vector<Request> slots_;
+  std::vector<std::uint32_t> free_;
+};
+
 // A request's place in a replica: how much of it must be in the KV cache before it samples next.
 struct Sequence {
-  std::uint32_t request = 0;      // index into the request table
+  std::uint32_t request = 0;      // index into the RequestPool
   std::uint32_t slot = 0;         // block-table slot while running
   std::int64_t target_tokens = 0; // prompt (plus tokens generated before a preemption) to prefill
   std::int64_t computed_tokens = 0;  // tokens whose KV is in the cache

@@ -96,7 +96,6 @@ LinkScope kv_link(const Scenario& s, std::int64_t total_gpus) {
 class Engine {
  public:
   Engine(const Scenario& s, const SimHooks& hooks) : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks) {
-    if (s.workload.num_requests > 0) requests_.reserve(static_cast<std::size_t>(s.workload.num_requests));
     class_arrived_.assign(s.workload.classes.size(), 0);
     class_rejected_.assign(s.workload.classes.size(), 0);
     const std::vector<ReplicaSpec> specs = replica_specs(s);
@@ -220,35 +219,36 @@ class Engine {
     r.stream_id = a.spec.stream_id;
     r.turn = a.spec.turn;
     r.priority = a.spec.priority;
-    const auto index = static_cast<std::uint32_t>(requests_.size());
-    requests_.push_back(r);
-    if (hooks_.observer) hooks_.observer->on_arrival(index, r, now_);
+    r.id = static_cast<std::uint32_t>(arrived_ - 1);
+    const std::uint32_t index = requests_.acquire(r);
+    if (hooks_.observer) hooks_.observer->on_arrival(r.id, r, now_);
     // A request longer than max_model_len, or one a replica's KV cache could never hold even
     // alone, is rejected at once (vLLM does the same) rather than waiting forever; so is one that
     // finds its replica's queue full. A rejected turn ends its session.
     const std::int64_t total = a.spec.prompt_tokens + a.spec.output_tokens;
     if (total > scenario_.engine.max_model_len || !fits_alone(entry_, total) ||
         (!decode_.members.empty() && !fits_alone(decode_, total))) {
-      reject();
+      reject(index);
       rejected_too_long_ += 1;
       return;
     }
     const std::uint32_t target = route(entry_, r.prefix_id);
     const Replica::Admission admission = replicas_[target]->enqueue(index, now_);
     if (admission != Replica::Admission::queued) {
-      reject();
+      reject(index);
       if (admission == Replica::Admission::queue_full) rejected_queue_full_ += 1;
       return;
     }
     request_schedule(target);
   }
 
-  void reject() {
-    requests_.back().state = RequestState::rejected;
+  void reject(std::uint32_t index) {
+    Request& r = requests_[index];
+    r.state = RequestState::rejected;
     rejected_ += 1;
-    class_rejected_[requests_.back().cls] += 1;
-    const auto index = static_cast<std::uint32_t>(requests_.size() - 1);
-    if (hooks_.observer) hooks_.observer->on_rejected(index, requests_.back(), now_);
+    class_rejected_[r.cls] += 1;
+    if (hooks_.observer) hooks_.observer->on_rejected(r.id, r, now_);
+    requests_.release(index);
   }
 
   bool fits_alone(const Pool& pool, std::int64_t tokens) const {
@@ -261,12 +261,13 @@ class Engine {
     Replica& replica = *replicas_[e.replica];
     replica.finish_iteration(now_, handoffs_);
     for (const Handoff& h : handoffs_) start_transfer(e.replica, h);
-    if (sessions_) {
-      for (const std::uint32_t i : replica.completed()) {
+    for (const std::uint32_t i : replica.completed()) {
+      if (sessions_) {
         if (auto next = workload_.next_turn(spec_of(requests_[i]), now_)) {
           queue_.push(next->arrival_ns, Phase::Arrival, ArrivalEvent{*next});
         }
       }
+      requests_.release(i);
     }
     request_schedule(e.replica);
   }
@@ -307,7 +308,7 @@ class Engine {
   const Scenario& scenario_;
   WorkloadGenerator workload_;
   const SimHooks& hooks_;
-  std::vector<Request> requests_;
+  RequestPool requests_;
   FleetKv fleet_kv_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   Pool entry_, decode_;

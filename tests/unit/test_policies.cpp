@@ -11,7 +11,7 @@ namespace {
 
 struct Harness {
   EngineConfig cfg;
-  std::vector<Request> requests;
+  RequestPool requests;
   std::unique_ptr<ReplicaState> st;
   std::unique_ptr<BatchScheduler> sched;
   IterationPlan plan;
@@ -19,7 +19,6 @@ struct Harness {
   Harness(const Harness&) = delete;  // st refers to cfg and requests
   Harness& operator=(const Harness&) = delete;
   Harness(EngineConfig c, std::int64_t capacity_blocks) : cfg(std::move(c)) {
-    requests.reserve(1000);
     st = std::make_unique<ReplicaState>(cfg, capacity_blocks, 1000.0, requests);
     sched = make_scheduler(cfg.scheduler);
   }
@@ -29,10 +28,9 @@ struct Harness {
     r.prompt_tokens = prompt;
     r.output_tokens = output;
     r.priority = priority;
-    r.stream_id = static_cast<std::uint32_t>(requests.size());
-    requests.push_back(r);
+    r.stream_id = static_cast<std::uint32_t>(requests.high_water());
     Sequence s;
-    s.request = static_cast<std::uint32_t>(requests.size() - 1);
+    s.request = requests.acquire(r);
     s.target_tokens = prompt;
     st->waiting.push_back(s, st->class_of(s));
   }

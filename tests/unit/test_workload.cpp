@@ -179,7 +179,7 @@ TEST_CASE("request classes are drawn by weight with their own lengths") {
   doc["workload"]["num_requests"] = 20000;
   doc["workload"]["classes"] = nlohmann::json::parse(R"([
     {"name": "chat", "weight": 3, "prompt_tokens": {"impl": "fixed", "value_tokens": 100}, "output_tokens": {"impl": "fixed", "value_tokens": 10}},
-    {"name": "docs", "weight": 1, "prompt_tokens": {"impl": "fixed", "value_tokens": 5000}, "output_tokens": {"impl": "fixed", "value_tokens": 20}}])");
+    {"name": "docs", "weight": 1, "prompt_tokens": {"impl": "fixed", "value_tokens": 3000}, "output_tokens": {"impl": "fixed", "value_tokens": 20}}])");
   const Scenario s = test::scenario_from(doc);
   WorkloadGenerator g(s.workload, s.seed);
   int docs = 0, n = 0;
@@ -187,7 +187,7 @@ TEST_CASE("request classes are drawn by weight with their own lengths") {
     ++n;
     if (r->cls == 1) {
       ++docs;
-      CHECK(r->prompt_tokens == 5000);
+      CHECK(r->prompt_tokens == 3000);
     } else {
       CHECK(r->prompt_tokens == 100);
     }
