@@ -1,7 +1,8 @@
 // Validation of issue 5's GPU-level models: quantized decode/prefill against published cases
 // (public_cases.json V18a-c gpt-fast on A100, V6a/V6b/V7c/V7d TensorRT-LLM fp8 on L40S/H100) and
-// engine launch behaviour and multi-process sharing against our own H200 measurements
-// (calibrate/results/h200/engines_decode.json). Prints predicted vs measured and bounds the error.
+// engine launch behaviour, HF transformers, two streams / two processes sharing the GPU and PyTorch
+// GEMMs against our own H200 measurements (calibrate/results/h200/engines_decode.json and
+// engines_decode_2.json). Prints predicted vs measured and bounds the error.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -149,5 +150,136 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
                 static_cast<long long>(batch), together * 1e3, res[0].mean_step_s * 1e3, 100 * e,
                 2.0 * m["alone_step_s"].get<double>() / together);
     CHECK(std::fabs(e) <= 0.20);
+  }
+}
+
+namespace {
+
+nlohmann::json h200_engines_2() {
+  return load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/engines_decode_2.json");
+}
+
+}  // namespace
+
+TEST_CASE("H200 measurements: Hugging Face transformers eager decode vs --engine hf-transformers") {
+  const auto doc = h200_engines_2();
+  const StepQuery hf = query("llama-3-8b", "h200-sxm", "bf16", 128, "hf-transformers");
+  const std::int64_t context = doc["model"]["context_tokens"].get<std::int64_t>();
+  std::printf("\nHF transformers %s eager (%s) decode on H200, context %lld: step time (ms)\n",
+              doc["transformers"].get<std::string>().c_str(), doc["hf_attn_implementation"].get<std::string>().c_str(),
+              static_cast<long long>(context));
+  std::printf("%6s %10s %10s %8s %6s\n", "batch", "measured", "servesim", "error", "launch");
+  double worst = 0.0;
+  for (const auto& [b, m] : doc["hf_transformers"].items()) {
+    const std::int64_t batch = std::stoll(b);
+    // The timed steps ran at context 515..525 (3 warm-up steps after the prefill).
+    const auto p = cli::time_decode(hf, batch, m["context_tokens_at_first_timed_step"].get<std::int64_t>() + 5, false);
+    // The measurement is forward() + argmax per token; generate()'s own per-step Python (the
+    // profile's host overhead) is not in it, so it is left out of the prediction.
+    const double predicted = p.step.time_s - p.step.host_s;
+    const double measured = m["step_s"].get<double>();
+    const double e = rel_err(predicted, measured);
+    worst = std::max(worst, std::fabs(e));
+    std::printf("%6lld %10.2f %10.2f %+7.1f%% %6s\n", static_cast<long long>(batch), measured * 1e3, predicted * 1e3, 100 * e,
+                p.step.launch_bound ? "yes" : "no");
+    // 1495 kernels at ~70 us of Python each take far longer than the GPU's 7-15 ms.
+    CHECK(p.step.launch_bound);
+  }
+  // The profile's per-kernel dispatch cost was fitted to the median of these four steps (it is a
+  // calibration, not an independent check); the measured steps are flat in batch but spread
+  // 82-107 ms run to run (host noise), +-13% around their mean, so 20% bounds noise plus fit.
+  std::printf("worst |error| %.1f%% (bound 20%%)\n", 100 * worst);
+  CHECK(worst <= 0.20);
+  const double kernels_measured = doc["hf_kernels_per_step_b1"].get<double>();
+  const double kernels_predicted = static_cast<double>(cli::time_decode(hf, 1, context, false).step.kernels);
+  std::printf("kernels per step at batch 1: measured %.0f (profiler), hf-transformers profile %.0f (%+.1f%%, bound 15%%)\n",
+              kernels_measured, kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured));
+  CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= 0.15);
+}
+
+TEST_CASE("H200 measurements: two CUDA streams sharing the GPU vs the contention model") {
+  const auto doc = h200_engines_2();
+  const StepQuery graph = query("llama-3-8b", "h200-sxm", "bf16", 128, "torch-cudagraph");
+  const std::int64_t context = doc["model"]["context_tokens"].get<std::int64_t>();
+  std::printf("\ntwo model instances on two CUDA streams (one process), CUDA-graph decode, context %lld\n",
+              static_cast<long long>(context));
+  std::printf("%6s %10s %10s %10s %8s %10s %10s\n", "batch", "alone", "together", "servesim", "error", "speedup", "servesim");
+  for (const auto& [b, m] : doc["streams"].items()) {
+    const std::int64_t batch = std::stoll(b);
+    const auto t = cli::time_decode(graph, batch, context, false);
+    const LaunchConfig launch = graph.engine->launch;
+    const auto stream = kernel_stream(t.ops, graph.hw, graph.precision.weights, launch);
+    const auto res = simulate_shared_gpu({stream, stream}, {launch, launch}, 8);
+    const auto alone = simulate_shared_gpu({stream}, {launch}, 8);
+    const double together = m["two_streams_round_s"].get<double>();
+    const double measured_alone = 0.5 * (m["alone_step_s"].get<double>() + m["alone_step_s_b"].get<double>());
+    const double e = rel_err(res[0].mean_step_s, together);
+    std::printf("%6lld %10.3f %10.3f %10.3f %+7.1f%% %9.2fx %9.2fx\n", static_cast<long long>(batch), measured_alone * 1e3,
+                together * 1e3, res[0].mean_step_s * 1e3, 100 * e, 2 * measured_alone / together,
+                2 * alone[0].mean_step_s / res[0].mean_step_s);
+    // 40%: the model overlaps two instances' kernels by their bandwidth and FLOP shares only. At
+    // batch 1 (GEMVs) that matches (-9%); at batch 128 each GEMM launches enough CTAs to fill all
+    // 132 SMs, so the other stream's kernel waits for SMs even though neither saturates HBM or
+    // the tensor cores: measured 1.10x total speedup, servesim 1.39x. SM occupancy (CTAs per
+    // kernel) is not in the cost model yet; until it is, the error at large batch is this big.
+    CHECK(std::fabs(e) <= 0.40);
+  }
+}
+
+TEST_CASE("H200 measurements: PyTorch quantized GEMMs vs servesim op gemm") {
+  const auto doc = h200_engines_2();
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "", ""));
+  struct Variant {
+    const char* key;    // measured time in each gemm record
+    const char* dtype;  // servesim op gemm --dtype
+    double bound;       // |relative error| bound over the compared points
+  };
+  // bf16 and fp8 run cuBLASLt, the library the profile's GEMM tables were calibrated with
+  // (raw.json): 25% covers PyTorch's different algorithm choice at a few shapes. The other three
+  // are PyTorch kernels that differ from the serving-class kernels servesim models; their bounds
+  // state the gap rather than a model error:
+  //  - int8: torch._int_mm reaches only bf16 speed at M >= 1024 (168 us vs 179 us at 4096^3),
+  //    while the calibrated cuBLASLt IMMA kernel (and CUTLASS in vLLM/TensorRT-LLM) is ~1.9x
+  //    faster than bf16: servesim is up to 48% faster than _int_mm.
+  //  - w8a16 dequantize-then-GEMM: PyTorch's int8->bf16 .to() runs at ~1 TB/s (45 us for a 16 MiB
+  //    int8 weight) where servesim's conversion pass streams at calibrated bandwidth (~4 TB/s).
+  //  - w4a16 tinygemm at M = 1: ~1.2-1.8 TB/s of int4 weights where servesim's fused kernel is
+  //    Marlin-class; servesim is ~55% faster (the same gap as in V18c, gpt-fast's int4 on A100).
+  const Variant variants[] = {
+      {"bf16_s", "bf16", 0.25},
+      {"fp8_s", "fp8", 0.25},
+      {"int8_s", "int8", 0.50},
+      {"w8a16_dequant_then_gemm_s", "w8a16", 0.60},
+      {"w4a16_g128_fused_s", "w4a16-awq", 0.60},
+  };
+  std::printf("\nPyTorch GEMMs on H200 (GPU time, CUDA-graph replays, rotated weights) vs servesim op gemm --hw h200-sxm (us)\n");
+  std::printf("%-28s %6s %6s %6s %10s %10s %8s %-18s\n", "measured", "m", "n", "k", "measured", "servesim", "error", "kernel");
+  for (const Variant& v : variants) {
+    double worst = 0.0;
+    int compared = 0;
+    for (const auto& r : doc["gemm"]) {
+      if (!r.contains(v.key)) continue;
+      const std::int64_t m = r["m"].get<std::int64_t>(), n = r["n"].get<std::int64_t>(), k = r["k"].get<std::int64_t>();
+      const auto g = cli::time_gemm(hw, v.dtype, m, n, k, 128, "test");
+      const double measured = r[v.key].get<double>();
+      const double e = rel_err(g.time.time_s, measured);
+      // PyTorch has no fused weight-only int8 serving kernel (torch._weight_int8pack_mm is a
+      // reference kernel), so its w8a16 path is only comparable where servesim also picks
+      // dequantize-then-GEMM; tinygemm (torch._weight_int4pack_mm) is a GEMV kernel whose time
+      // grows ~linearly with M (it is not tiled over M like Marlin/AWQ-GEMM), so only M = 1 is
+      // compared.
+      bool compare = true;
+      if (std::string(v.dtype) == "w8a16") compare = g.time.gemm == GemmKernel::dequant_gemm;
+      if (std::string(v.dtype) == "w4a16-awq") compare = m == 1;
+      std::printf("%-28s %6lld %6lld %6lld %10.2f %10.2f %+7.1f%% %-18s%s\n", v.key, static_cast<long long>(m),
+                  static_cast<long long>(n), static_cast<long long>(k), measured * 1e6, g.time.time_s * 1e6, 100 * e,
+                  gemm_kernel_name(g.time.gemm), compare ? "" : " (not compared)");
+      if (!compare) continue;
+      ++compared;
+      worst = std::max(worst, std::fabs(e));
+    }
+    std::printf("%s: %d points compared, worst |error| %.1f%% (bound %.0f%%)\n", v.key, compared, 100 * worst, 100 * v.bound);
+    CHECK(compared > 0);
+    CHECK(worst <= v.bound);
   }
 }
