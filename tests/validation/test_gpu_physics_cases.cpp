@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <string>
 
+#include "sim/calib/fit.hpp"
 #include "sim/cli/step_query.hpp"
+#include "sim/core/error.hpp"
 #include "sim/hw/contention.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
@@ -242,15 +244,18 @@ TEST_CASE("H200 measurements: PyTorch quantized GEMMs vs servesim op gemm") {
   //    while the calibrated cuBLASLt IMMA kernel (and CUTLASS in vLLM/TensorRT-LLM) is ~1.9x
   //    faster than bf16: servesim is up to 48% faster than _int_mm.
   //  - w8a16 dequantize-then-GEMM: PyTorch's int8->bf16 .to() runs at ~1 TB/s (45 us for a 16 MiB
-  //    int8 weight) where servesim's conversion pass streams at calibrated bandwidth (~4 TB/s).
-  //  - w4a16 tinygemm at M = 1: ~1.2-1.8 TB/s of int4 weights where servesim's fused kernel is
-  //    Marlin-class; servesim is ~55% faster (the same gap as in V18c, gpt-fast's int4 on A100).
+  //    int8 weight) where servesim's calibrated dequantize kernel (raw.json quant_gemm) streams
+  //    at ~4 TB/s: servesim is up to 49% faster at M = 256, 6-18% at M = 4096.
+  //  - w4a16 tinygemm (torch._weight_int4pack_mm, group 128) against servesim's fused kernel,
+  //    calibrated on our own GEMV kernel (raw.json quant_gemm, M <= 16): both are GEMV-class and
+  //    grow with M, so M <= 16 is compared; 25% covers the two kernels' difference (before the
+  //    calibration, servesim's Marlin-class analytic kernel was 45-55% faster than tinygemm).
   const Variant variants[] = {
       {"bf16_s", "bf16", 0.25},
       {"fp8_s", "fp8", 0.25},
       {"int8_s", "int8", 0.50},
       {"w8a16_dequant_then_gemm_s", "w8a16", 0.60},
-      {"w4a16_g128_fused_s", "w4a16-awq", 0.60},
+      {"w4a16_g128_fused_s", "w4a16-awq", 0.25},
   };
   std::printf("\nPyTorch GEMMs on H200 (GPU time, CUDA-graph replays, rotated weights) vs servesim op gemm --hw h200-sxm (us)\n");
   std::printf("%-28s %6s %6s %6s %10s %10s %8s %-18s\n", "measured", "m", "n", "k", "measured", "servesim", "error", "kernel");
@@ -265,12 +270,11 @@ TEST_CASE("H200 measurements: PyTorch quantized GEMMs vs servesim op gemm") {
       const double e = rel_err(g.time.time_s, measured);
       // PyTorch has no fused weight-only int8 serving kernel (torch._weight_int8pack_mm is a
       // reference kernel), so its w8a16 path is only comparable where servesim also picks
-      // dequantize-then-GEMM; tinygemm (torch._weight_int4pack_mm) is a GEMV kernel whose time
-      // grows ~linearly with M (it is not tiled over M like Marlin/AWQ-GEMM), so only M = 1 is
-      // compared.
+      // dequantize-then-GEMM; tinygemm is compared over the M range servesim's fused kernel was
+      // calibrated on.
       bool compare = true;
       if (std::string(v.dtype) == "w8a16") compare = g.time.gemm == GemmKernel::dequant_gemm;
-      if (std::string(v.dtype) == "w4a16-awq") compare = m == 1;
+      if (std::string(v.dtype) == "w4a16-awq") compare = static_cast<double>(m) <= hw.weight_only_table(4).fused_max_m;
       std::printf("%-28s %6lld %6lld %6lld %10.2f %10.2f %+7.1f%% %-18s%s\n", v.key, static_cast<long long>(m),
                   static_cast<long long>(n), static_cast<long long>(k), measured * 1e6, g.time.time_s * 1e6, 100 * e,
                   gemm_kernel_name(g.time.gemm), compare ? "" : " (not compared)");
@@ -282,4 +286,64 @@ TEST_CASE("H200 measurements: PyTorch quantized GEMMs vs servesim op gemm") {
     CHECK(compared > 0);
     CHECK(worst <= v.bound);
   }
+}
+
+TEST_CASE("H200 calibration: weight-only GEMMs (raw.json quant_gemm) fitted into the profile, held-out points") {
+  const std::string raw_file = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/raw.json";
+  const std::string base_file = resolve_data_ref("hwprofiles", "h200-sxm", "", "");
+  FitOptions opt;
+  opt.name = "h200-sxm";
+  const nlohmann::json raw = load_json_file(raw_file);
+  const FitSummary s = fit_profile(raw, raw_file, load_json_file(base_file), base_file, opt);
+  // The bundled profile holds the same tables (regenerated with the command in docs/calibration.md).
+  const auto bundled = load_json_file(base_file);
+  CHECK(bundled["calibration"]["quant_gemm"] == s.profile["calibration"]["quant_gemm"]);
+  std::printf("\nweight-only GEMMs on H200, points held out of the fit (every 3rd M per curve), predicted by the fitted profile\n");
+  std::printf("%-6s %-12s %6s %7s %6s %10s %10s %8s\n", "dtype", "path", "m", "n", "k", "measured", "servesim", "error");
+  std::vector<double> errs;
+  for (const QuantHoldout& h : s.quant_holdout) {
+    const double e = rel_err(h.predicted_s, h.measured_s);
+    errs.push_back(std::fabs(e));
+    std::printf("%-6s %-12s %6.0f %7.0f %6.0f %10.2f %10.2f %+7.1f%%\n", h.dtype.c_str(), h.path.c_str(), h.m, h.n, h.k,
+                h.measured_s * 1e6, h.predicted_s * 1e6, 100 * e);
+  }
+  REQUIRE(errs.size() >= 30);
+  const double med = median(errs), worst = *std::max_element(errs.begin(), errs.end());
+  // Interpolating in log M between calibrated points is exact at the points; between them the
+  // roofline fraction changes fastest where a kernel goes from weight-bound to compute-bound
+  // (M ~ 512-2048 for dequant-then-GEMM), which is where the worst held-out points fall. Bounds:
+  // median 10%, worst 35% (the dense GEMM tables' held-out median is 2.3%, worst 54%).
+  std::printf("%zu held-out points: median |error| %.1f%% (bound 10%%), worst %.1f%% (bound 35%%)\n", errs.size(), 100 * med,
+              100 * worst);
+  CHECK(med <= 0.10);
+  CHECK(worst <= 0.35);
+
+  // Strict input: an unknown key or a bad table in the new block is an InputError naming it.
+  auto bad = s.profile;
+  bad["calibration"]["quant_gemm"]["w4a16"]["fused_typo"] = 1;
+  CHECK_THROWS_WITH_AS(parse_hw_profile(bad, "p.json"), doctest::Contains("calibration.quant_gemm.w4a16"), InputError);
+  bad = s.profile;
+  bad["calibration"]["quant_gemm"]["w8a16"]["dequant_gemm"][0]["frac_by_m"][0][1] = 0.0;
+  CHECK_THROWS_AS(parse_hw_profile(bad, "p.json"), InputError);
+
+  // The fitted tables replace the analytic weight-only model (Marlin-class by assumption): the
+  // calibrated M = 1 points are reproduced exactly, and step time never falls as M grows within
+  // the fused kernel's range (the table's last fraction holds past the measured M).
+  const HwProfile hw = parse_hw_profile(s.profile, "fitted");
+  int calibrated_points = 0;
+  for (const auto& r : raw["quant_gemm"]) {
+    if (r["path"] != "gemv" || r["m"] != 1) continue;
+    const auto g = cli::time_gemm(hw, r["dtype"] == "w4a16" ? "w4a16" : "w8a16", 1, r["n"].get<std::int64_t>(),
+                                  r["k"].get<std::int64_t>(), 128, "test");
+    ++calibrated_points;
+    CHECK(g.time.gemm == GemmKernel::weight_only_fused);
+    CHECK(std::fabs(rel_err(g.time.time_s, r["time_s"].get<double>())) <= 1e-9);
+    double last = 0.0;
+    for (std::int64_t m = 1; m <= 50; ++m) {
+      const double t = cli::time_gemm(hw, "w4a16", m, r["n"].get<std::int64_t>(), r["k"].get<std::int64_t>(), 128, "test").time.time_s;
+      CHECK(t >= last * (1.0 - 1e-9));
+      last = t;
+    }
+  }
+  CHECK(calibrated_points == 10);  // 5 shapes x {w4a16, w8a16}
 }
