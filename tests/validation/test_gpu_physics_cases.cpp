@@ -9,8 +9,10 @@
 #include <cmath>
 #include <vector>
 #include <cstdio>
+#include <map>
 #include <string>
 
+#include "sim/analysis/public_cases.hpp"
 #include "sim/calib/fit.hpp"
 #include "sim/cli/step_query.hpp"
 #include "sim/core/error.hpp"
@@ -39,66 +41,28 @@ StepQuery query(const std::string& model, const std::string& hw, const std::stri
   return q;
 }
 
-nlohmann::json find_case(const std::string& id) {
-  const auto doc = load_json_file(std::string(SERVESIM_SHARED_DIR) + "/validation/public_cases.json");
-  for (const auto& c : doc["cases"]) {
-    if (c["id"] == id) return c;
-  }
-  FAIL("case " << id << " not found");
-  return {};
-}
-
 double rel_err(double predicted, double measured) { return (predicted - measured) / measured; }
-
-// Static batch: one prefill of the whole batch, then `out - 1` decode steps with growing context.
-double static_batch_output_tokens_per_s(const StepQuery& q, std::int64_t batch, std::int64_t in, std::int64_t out) {
-  double t = cli::time_prefill(q, batch, in, 0).step.time_s;
-  for (std::int64_t i = 1; i < out; ++i) t += cli::time_decode(q, batch, in + i - 1, false).step.time_s;
-  return static_cast<double>(batch * out) / t;
-}
 
 }  // namespace
 
 TEST_CASE("published quantized cases: gpt-fast on A100 (V18), TensorRT-LLM fp8 on L40S/H100 (V6, V7)") {
-  struct Row {
-    const char* id;
-    double predicted;
-    double bound;  // stated bound on |relative error|
-  };
-  // gpt-fast decodes one sequence with torch.compile + CUDA graphs; no engine profile matches its
-  // compiled kernels, so the default plan (one graph per step, no host overhead) is used. Its
-  // A100 was power-capped at 330 W, which our 400 W profile does not model.
-  const double v18a = 1.0 / cli::time_decode(query("llama-2-7b", "a100-80gb-sxm", "bf16", 128, ""), 1, 5, false).step.time_s;
-  const double v18b = 1.0 / cli::time_decode(query("llama-2-7b", "a100-80gb-sxm", "w8a16", 128, ""), 1, 5, false).step.time_s;
-  const double v18c = 1.0 / cli::time_decode(query("llama-2-7b", "a100-80gb-sxm", "w4a16-gptq", 32, ""), 1, 5, false).step.time_s;
-  // TensorRT-LLM's fp8 recipe quantizes the KV cache to fp8 too (quantize.py --kv_cache_dtype fp8);
-  // assumed for these published runs.
-  StepQuery l40s = query("llama-2-7b", "l40s", "fp8", 128, "tensorrt-llm");
-  StepQuery h100 = query("llama-2-7b", "h100-sxm", "fp8", 128, "tensorrt-llm");
-  l40s.precision.kv_cache = h100.precision.kv_cache = Dtype::fp8;
-  const Row rows[] = {
-      {"V18a", v18a, 0.10},
-      {"V18b", v18b, 0.25},
-      // gpt-fast's int4 kernel (tinygemm) reaches ~60% of the bandwidth of its bf16 path (its README's
-      // GB/s column); our fused weight-only kernel is Marlin-class, so we over-predict.
-      {"V18c", v18c, 0.45},
-      {"V6a", static_batch_output_tokens_per_s(l40s, 64, 128, 128), 0.15},
-      {"V6b", static_batch_output_tokens_per_s(l40s, 16, 2048, 2048), 0.15},
-      {"V7c", cli::time_prefill(l40s, 1, 2048, 0).step.time_s, 0.30},
-      {"V7d", cli::time_prefill(h100, 1, 2048, 0).step.time_s, 0.30},
-  };
-  std::printf("\n%-6s %-34s %-22s %12s %12s %8s %7s\n", "case", "engine", "metric", "published", "servesim", "error", "bound");
-  for (const Row& r : rows) {
-    const auto c = find_case(r.id);
-    const double measured = c["value"].get<double>();
-    const double e = rel_err(r.predicted, measured);
-    std::printf("%-6s %-34s %-22s %12.4g %12.4g %+7.1f%% %6.0f%%\n", r.id, c["engine"].get<std::string>().c_str(),
-                c["metric"].get<std::string>().c_str(), measured, r.predicted, 100.0 * e, 100.0 * r.bound);
-    CHECK(std::fabs(e) <= r.bound);
+  // The mapping is `servesim validate`'s (sim/analysis/public_cases.cpp: the step model with the
+  // case's quantization and engine; each case's bound and its reason are stated there).
+  const std::string file = std::string(SERVESIM_SHARED_DIR) + "/validation/public_cases.json";
+  std::map<std::string, CaseResult> by_id;
+  for (const auto& r : run_public_cases(load_json_file(file), file)) by_id[r.id] = r;
+  std::printf("\n%-6s %-22s %-14s %12s %12s %8s %7s\n", "case", "metric", "gpu", "published", "servesim", "error", "bound");
+  for (const char* id : {"V18a", "V18b", "V18c", "V6a", "V6b", "V7c", "V7d"}) {
+    REQUIRE(by_id.count(id));
+    const CaseResult& r = by_id[id];
+    REQUIRE(!r.skipped);
+    std::printf("%-6s %-22s %-14s %12.4g %12.4g %+7.1f%% %6.0f%%\n", id, r.metric.c_str(), r.hw.c_str(), r.published, r.predicted,
+                100 * r.error(), 100 * r.bound);
+    CHECK(std::fabs(r.error()) <= r.bound);
   }
   // The ordering the published numbers show: int4 > int8 > bf16 at batch 1.
-  CHECK(v18c > v18b);
-  CHECK(v18b > v18a);
+  CHECK(by_id["V18c"].predicted > by_id["V18b"].predicted);
+  CHECK(by_id["V18b"].predicted > by_id["V18a"].predicted);
 }
 
 TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes sharing the GPU") {
