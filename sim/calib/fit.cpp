@@ -70,6 +70,15 @@ std::pair<double, double> fit_line(const std::vector<double>& x, const std::vect
   return {c(0), c(1)};
 }
 
+// The scheme a raw.json weight-only record is timed as: 4-bit as GPTQ (its fused-kernel limit,
+// M <= 50, is the tighter one), 8-bit as W8A16; group size 128 as calibrated; bf16 activations.
+Precision quant_precision(const std::string& dtype) {
+  Precision p{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+  p.quant = dtype == "w4a16" ? QuantScheme::w4a16_gptq : QuantScheme::w8a16;
+  p.group_size = 128;
+  return p;
+}
+
 struct Peaks {
   double bw;
   std::map<std::string, double> flops;
@@ -188,6 +197,48 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     if (!table.empty()) eff["gemm_compute_frac_by_m"] = table;
   }
 
+  // Weight-only GEMMs (optional section): roofline fraction of the quantized op (its packed
+  // weight bytes, bf16 peak) per (scheme, path, n, k) over M, against t minus one fixed overhead
+  // per kernel (dequant_gemm is two). Held-out points as for the dense GEMMs.
+  struct QuantHeld {
+    std::string dtype, path;
+    double m, n, k, t;
+  };
+  std::vector<QuantHeld> quant_held;
+  nlohmann::json quant_tables = nlohmann::json::object();
+  if (raw.contains("quant_gemm")) {
+    std::map<std::tuple<std::string, std::string, double, double>, std::vector<std::pair<double, double>>> qcurves;
+    const auto& quant = section(raw, "quant_gemm", raw_file);
+    for (std::size_t i = 0; i < quant.size(); ++i) {
+      const std::string where = "quant_gemm[" + std::to_string(i) + "]";
+      const std::string dtype = quant[i].at("dtype").get<std::string>(), path = quant[i].at("path").get<std::string>();
+      if ((dtype != "w4a16" && dtype != "w8a16") || (path != "gemv" && path != "dequant_gemm")) {
+        throw InputError(raw_file, where, "dtype must be w4a16 or w8a16 and path gemv or dequant_gemm");
+      }
+      qcurves[{dtype, path, field(quant[i], "n", raw_file, where), field(quant[i], "k", raw_file, where)}].emplace_back(
+          field(quant[i], "m", raw_file, where), field(quant[i], "time_s", raw_file, where));
+    }
+    for (auto& [key, pts] : qcurves) {
+      const auto& [dtype, path, n, k] = key;
+      std::sort(pts.begin(), pts.end());
+      const int launches = path == "gemv" ? 1 : 2;
+      nlohmann::json table = nlohmann::json::array();
+      for (std::size_t i = 0; i < pts.size(); ++i) {
+        const auto [m, t] = pts[i];
+        if (opt.holdout_every > 0 && i % opt.holdout_every == 1 && i + 1 < pts.size()) {
+          quant_held.push_back({dtype, path, m, n, k, t});
+          continue;
+        }
+        const Op op = make_gemm_op("gemm", 1, static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k),
+                                   quant_precision(dtype));
+        const double roofline = std::max(op.flops / peaks.flops["bf16"], op.bytes / peaks.bw);
+        const double busy = t - launches * kernel_overhead_s;
+        table.push_back({m, clamp_frac(busy > 0.0 ? roofline / busy : 1.0)});
+      }
+      quant_tables[dtype][path == "gemv" ? "fused" : "dequant_gemm"].push_back({{"n", n}, {"k", k}, {"frac_by_m", table}});
+    }
+  }
+
   // Decode attention over a paged cache: roofline fraction per (context, sequences x KV heads)
   // at the smallest block size measured (vLLM's default 16 when present).
   const auto& dec = section(raw, "attention_decode", raw_file);
@@ -257,6 +308,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
   profile["calibration"] = {{"gemm", gemm_tables},
                             {"attention_decode", decode_attention_json(decode)},
                             {"contention", contention}};
+  if (!quant_tables.empty()) profile["calibration"]["quant_gemm"] = quant_tables;
   profile["provenance"] = {{"kind", "measured"},
                            {"method", "servesim calibrate fit over calibrate/run_all.sh results: GEMM and decode-attention "
                                       "roofline fractions per calibrated shape, bandwidth fraction of streaming kernels "
@@ -279,6 +331,17 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
                                static_cast<std::int64_t>(h.k), Precision{d, d, d});
     errors.push_back(std::fabs(estimate(op, fitted, d).time_s - h.t) / h.t);
   }
+  // Weight-only held-out points, where the cost model runs the measured path at that M.
+  std::vector<double> quant_errors;
+  for (const QuantHeld& h : quant_held) {
+    const Op op = make_gemm_op("gemm", 1, static_cast<std::int64_t>(h.m), static_cast<std::int64_t>(h.n),
+                               static_cast<std::int64_t>(h.k), quant_precision(h.dtype));
+    const GemmKernel want = h.path == "gemv" ? GemmKernel::weight_only_fused : GemmKernel::dequant_gemm;
+    if (choose_gemm_kernel(op, fitted) != want) continue;
+    const double predicted = estimate(op, fitted, Dtype::bf16).time_s;
+    summary.quant_holdout.push_back({h.dtype, h.path, h.m, h.n, h.k, h.t, predicted});
+    quant_errors.push_back(std::fabs(predicted - h.t) / h.t);
+  }
   summary.gemm_holdout_points = static_cast<int>(errors.size());
   summary.gemm_holdout_median_abs_err = median(errors);
   summary.gemm_holdout_worst_abs_err = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
@@ -288,6 +351,11 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
                            {"gemm_holdout_points", summary.gemm_holdout_points},
                            {"gemm_holdout_median_abs_err", summary.gemm_holdout_median_abs_err},
                            {"gemm_holdout_worst_abs_err", summary.gemm_holdout_worst_abs_err}};
+  if (!quant_errors.empty()) {
+    profile["fit_report"]["quant_gemm_holdout_points"] = quant_errors.size();
+    profile["fit_report"]["quant_gemm_holdout_median_abs_err"] = median(quant_errors);
+    profile["fit_report"]["quant_gemm_holdout_worst_abs_err"] = *std::max_element(quant_errors.begin(), quant_errors.end());
+  }
   summary.profile = profile;
   return summary;
 }

@@ -17,8 +17,18 @@ struct FitOptions {
   int holdout_every = 3;       // every Nth GEMM M point (per shape, from the 2nd) is held out; 0 = none
 };
 
+// A held-out weight-only GEMM point (raw.json quant_gemm), predicted through the fitted profile.
+struct QuantHoldout {
+  std::string dtype, path;  // w4a16 | w8a16; gemv | dequant_gemm
+  double m = 0, n = 0, k = 0;
+  double measured_s = 0, predicted_s = 0;
+};
+
 struct FitSummary {
   nlohmann::json profile;      // the hardware profile (schema servesim-hwprofile/1)
+  // Held-out weight-only GEMM points (every holdout_every-th M per curve, where servesim picks
+  // the measured kernel path for that M).
+  std::vector<QuantHoldout> quant_holdout;
   // Held-out GEMM points predicted through the fitted profile and the cost model.
   int gemm_holdout_points = 0;
   double gemm_holdout_median_abs_err = 0.0;

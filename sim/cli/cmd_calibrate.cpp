@@ -96,6 +96,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   write_profile(out, s.profile);
   std::printf("wrote %s: GEMM held-out points %d, median |error| %.1f%%, worst %.1f%%\n", out.c_str(),
               s.gemm_holdout_points, 100 * s.gemm_holdout_median_abs_err, 100 * s.gemm_holdout_worst_abs_err);
+  if (const auto& r = s.profile.at("fit_report"); r.contains("quant_gemm_holdout_points")) {
+    std::printf("  weight-only GEMM held-out points %d, median |error| %.1f%%, worst %.1f%%\n",
+                r["quant_gemm_holdout_points"].get<int>(), 100 * r["quant_gemm_holdout_median_abs_err"].get<double>(),
+                100 * r["quant_gemm_holdout_worst_abs_err"].get<double>());
+  }
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/step_query.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
@@ -39,25 +40,12 @@ int cmd_op(const std::vector<std::string>& args) {
   for (const char* key : {"m", "n", "k", "hw"}) {
     if (!p.count(key)) throw InputError("servesim op gemm", std::string("--") + key, "required");
   }
-  const long long m = p["m"].as<long long>(), n = p["n"].as<long long>(), k = p["k"].as<long long>();
-  if (m <= 0 || n <= 0 || k <= 0) throw InputError("servesim op gemm", "--m/--n/--k", "must be > 0");
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim op gemm", "--hw"));
   const std::string dtype_text = p["dtype"].as<std::string>();
-  // Weight-only schemes run on 16-bit activations; bf16/fp16/fp8/int8 are the GEMM's own dtype.
-  const auto weight_only_scheme = parse_quant(dtype_text == "w4a16" ? "w4a16-gptq" : dtype_text);
-  const bool wo = weight_only_scheme && weight_only(*weight_only_scheme);
-  const auto dtype = wo ? std::optional<Dtype>(Dtype::bf16) : parse_dtype(dtype_text);
-  if (!dtype || *dtype == Dtype::fp32) {
-    throw InputError("servesim op gemm", "--dtype", "must be bf16, fp16, fp8, int8, w8a16, w4a16, w4a16-gptq or w4a16-awq, got '" + dtype_text + "'");
-  }
-  if (!hw.supports(*dtype)) throw InputError("servesim op gemm", "--dtype", dtype_text + " is not supported by " + hw.name);
-  Precision precision{*dtype, *dtype, *dtype};
-  if (wo) precision.quant = *weight_only_scheme;
-  precision.group_size = p["group-size"].as<long long>();
-  if (precision.group_size <= 0) throw InputError("servesim op gemm", "--group-size", "must be > 0");
-
-  const Op op = make_gemm_op("gemm", 1, m, n, k, precision);
-  const KernelTime t = estimate(op, hw, *dtype);
+  const long long m = p["m"].as<long long>(), n = p["n"].as<long long>(), k = p["k"].as<long long>();
+  const GemmQuery g = time_gemm(hw, dtype_text, m, n, k, p["group-size"].as<long long>(), "servesim op gemm");
+  const Op& op = g.op;
+  const KernelTime& t = g.time;
   if (p.count("json")) {
     const nlohmann::json out = {{"time_s", t.time_s}, {"flops", op.flops}, {"bytes", t.bytes}, {"bound", bound_name(t.bound)},
                                 {"roofline_time_s", t.roofline_s}, {"hw", hw.name}, {"dtype", dtype_text},

@@ -41,6 +41,28 @@ void apply_quant_name(const std::string& name, Precision& precision, const std::
   precision.quant = *q;
 }
 
+GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int64_t m, std::int64_t n, std::int64_t k,
+                    std::int64_t group_size, const std::string& cmd) {
+  if (m <= 0 || n <= 0 || k <= 0) throw InputError(cmd, "--m/--n/--k", "must be > 0");
+  // Weight-only schemes run on 16-bit activations; bf16/fp16/fp8/int8 are the GEMM's own dtype.
+  const auto weight_only_scheme = parse_quant(dtype_text == "w4a16" ? "w4a16-gptq" : dtype_text);
+  const bool wo = weight_only_scheme && weight_only(*weight_only_scheme);
+  const auto dtype = wo ? std::optional<Dtype>(Dtype::bf16) : parse_dtype(dtype_text);
+  if (!dtype || *dtype == Dtype::fp32) {
+    throw InputError(cmd, "--dtype", "must be bf16, fp16, fp8, int8, w8a16, w4a16, w4a16-gptq or w4a16-awq, got '" + dtype_text + "'");
+  }
+  if (!hw.supports(*dtype)) throw InputError(cmd, "--dtype", dtype_text + " is not supported by " + hw.name);
+  Precision precision{*dtype, *dtype, *dtype};
+  if (wo) precision.quant = *weight_only_scheme;
+  if (group_size <= 0) throw InputError(cmd, "--group-size", "must be > 0");
+  precision.group_size = group_size;
+  GemmQuery g;
+  g.op = make_gemm_op("gemm", 1, m, n, k, precision);
+  g.dtype = *dtype;
+  g.time = estimate(g.op, hw, *dtype);
+  return g;
+}
+
 StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (!p.count("model")) throw InputError(cmd, "--model", "required");
   if (!p.count("hw")) throw InputError(cmd, "--hw", "required");

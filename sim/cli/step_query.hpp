@@ -30,6 +30,17 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd);
 // --quant NAME (bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq) on a base dtype; InputError if unknown.
 void apply_quant_name(const std::string& name, Precision& precision, const std::string& cmd, const std::string& key);
 
+// `servesim op gemm`: one GEMM C[m,n] = A[m,k] W[k,n] in the named dtype (bf16, fp16, fp8, int8,
+// w8a16, w4a16 = w4a16-gptq, w4a16-awq; weight-only schemes run on bf16 activations), timed by
+// the cost model. InputError (naming `cmd`'s flags) on a bad dtype, size or group size.
+struct GemmQuery {
+  Op op;
+  Dtype dtype = Dtype::bf16;  // the GEMM's own dtype (bf16 for weight-only schemes)
+  KernelTime time;
+};
+GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int64_t m, std::int64_t n, std::int64_t k,
+                    std::int64_t group_size, const std::string& cmd);
+
 struct TimedStep {
   std::vector<Op> ops;
   StepTime step;

@@ -154,6 +154,36 @@ KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, Gemm
   return g;
 }
 
+// A weight-only GEMM from the calibrated roofline fraction of its kernel(s): one fraction covers
+// both regimes, as for the dense tables; `launches` kernels each pay the fixed overhead.
+KernelTime calibrated_weight_only(const Op& op, const HwProfile& hw, Dtype base, const GemmTable& table, int launches,
+                                  GemmKernel kind) {
+  KernelTime t;
+  const double compute_floor_s = op.flops / peak16(hw, base);
+  const double memory_floor_s = op.bytes / hw.hbm_bandwidth_bytes_per_s;
+  const double frac = table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
+  t.roofline_s = std::max(compute_floor_s, memory_floor_s);
+  t.compute_s = compute_floor_s / frac;
+  t.memory_s = memory_floor_s / frac;
+  t.overhead_s = launches * hw.kernel_overhead_s;
+  t.time_s = std::max(t.compute_s, t.memory_s) + t.overhead_s;
+  t.bytes = op.bytes;
+  t.launches = launches;
+  t.gemm = kind;
+  t.bound = t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+  return t;
+}
+
+// Dequantize-then-GEMM from its calibrated table. Measured as both kernels together; the launch
+// queue needs the pass on its own, split off in the analytic model's proportion.
+KernelTime calibrated_dequant_gemm(const Op& op, const HwProfile& hw, Dtype base, const GemmTable& table) {
+  const KernelTime analytic = convert_then_gemm(op, hw, base, GemmKernel::dequant_gemm);
+  KernelTime t = calibrated_weight_only(op, hw, base, table, 2, GemmKernel::dequant_gemm);
+  t.pass_s = t.time_s * analytic.pass_s / analytic.time_s;
+  t.bytes = analytic.bytes;
+  return t;
+}
+
 }  // namespace
 
 KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
@@ -177,16 +207,36 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
       return t;
     }
     case GemmKernel::weight_only_fused: {
+      const int bits = weight_bits(op.quant, base);
+      // Calibrated (H200: GEMV kernels measured up to M = 16): past the measured M the roofline
+      // fraction at the largest one holds, as for the dense tables. Why not the analytic model
+      // there: it is Marlin-class and 2-3x faster than the measured kernel at M = 16, so the
+      // step time would drop when the batch grows past 16.
+      const HwProfile::WeightOnlyTables& cal = hw.weight_only_table(bits);
+      if (!cal.fused.empty()) {
+        const KernelTime fused = calibrated_weight_only(op, hw, base, cal.fused, 1, kind);
+        // Past the measured M our GEMV-class kernel is extrapolated; no engine keeps a kernel
+        // that loses to dequantize-then-GEMM (vLLM's AWQ path runs a GEMM kernel up to M = 255),
+        // so the faster of the two calibrated paths runs there.
+        if (static_cast<double>(op.m) > cal.fused_max_m && !cal.dequant_gemm.empty()) {
+          const KernelTime d = calibrated_dequant_gemm(op, hw, base, cal.dequant_gemm);
+          if (d.time_s < fused.time_s) return d;
+        }
+        return fused;
+      }
       // Each 16-row tile of M dequantizes the whole weight again in registers.
       const double tiles = std::ceil(static_cast<double>(op.m) / 16.0);
       const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
-      const int bits = weight_bits(op.quant, base);
       KernelTime t = roofline(op, op.bytes, hw, base, weights * tiles / hw.dequant_weights_per_s(bits));
       t.gemm = kind;
       return t;
     }
-    case GemmKernel::w8a8_emulated:
-    case GemmKernel::dequant_gemm: return convert_then_gemm(op, hw, base, kind);
+    case GemmKernel::w8a8_emulated: return convert_then_gemm(op, hw, base, kind);
+    case GemmKernel::dequant_gemm: {
+      const HwProfile::WeightOnlyTables& cal = hw.weight_only_table(weight_bits(op.quant, base));
+      if (cal.dequant_gemm.empty()) return convert_then_gemm(op, hw, base, kind);
+      return calibrated_dequant_gemm(op, hw, base, cal.dequant_gemm);
+    }
   }
   return {};
 }

@@ -47,6 +47,19 @@ struct HwProfile {
   std::array<GemmTable, 5> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
   LogGrid2D attention_decode_frac;        // roofline fraction over (KV head-tokens per launch, context)
 
+  // Weight-only quantized GEMMs measured by our calibrator (calibrate/src/bench_quant.cu), per
+  // weight width (weight_only_tables[0]: 4-bit, [1]: 8-bit): roofline fractions of the fused
+  // GEMV-class kernel (measured for M <= fused_max_m, the fraction at fused_max_m holding past it)
+  // and of dequantize-then-GEMM (both kernels).
+  // Empty tables: the analytic model in cost_model.cpp.
+  struct WeightOnlyTables {
+    GemmTable fused;
+    double fused_max_m = 0.0;
+    GemmTable dequant_gemm;
+  };
+  std::array<WeightOnlyTables, 2> weight_only_tables;
+  const WeightOnlyTables& weight_only_table(int bits) const { return weight_only_tables[bits <= 4 ? 0 : 1]; }
+
   // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).
   double contention_copy_copy_slowdown = 0.0;  // two bandwidth-bound kernels; 0 = not measured
   double contention_gemm_copy_slowdown = 0.0;  // compute-bound next to bandwidth-bound

@@ -2,7 +2,9 @@
 // fractions in (0, 1]) and provenance.
 #include "sim/io/hw_io.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
@@ -42,6 +44,23 @@ std::vector<double> positive_list(JsonReader& r, const std::string& key) {
   return out;
 }
 
+// A list of GEMM shapes, each {"n", "k", "frac_by_m": table}, under `key` of `parent`.
+GemmTable parse_gemm_shapes(JsonReader& parent, const std::string& key) {
+  const auto& list = parent.raw(key);
+  if (!list.is_array() || list.empty()) parent.fail(key, "must be a non-empty array of shapes");
+  std::vector<GemmShapeCurve> shapes;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonReader shape(list[i], parent.file(), parent.path_of(key) + "[" + std::to_string(i) + "]");
+    GemmShapeCurve c;
+    c.n = shape.positive("n");
+    c.k = shape.positive("k");
+    c.frac_by_m = parse_table(shape, "frac_by_m");
+    shape.finish();
+    shapes.push_back(std::move(c));
+  }
+  return GemmTable(std::move(shapes));
+}
+
 // "calibration": measured tables written by `servesim calibrate fit` (all optional).
 void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto gemm = r.object_if("gemm")) {
@@ -51,21 +70,23 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
         gemm->accept(key);
         continue;
       }
-      const auto& list = gemm->raw(key);
-      if (!list.is_array() || list.empty()) gemm->fail(key, "must be a non-empty array of shapes");
-      std::vector<GemmShapeCurve> shapes;
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        JsonReader shape(list[i], r.file(), gemm->path_of(key) + "[" + std::to_string(i) + "]");
-        GemmShapeCurve c;
-        c.n = shape.positive("n");
-        c.k = shape.positive("k");
-        c.frac_by_m = parse_table(shape, "frac_by_m");
-        shape.finish();
-        shapes.push_back(std::move(c));
-      }
-      hw.gemm_tables[static_cast<std::size_t>(d)] = GemmTable(std::move(shapes));
+      hw.gemm_tables[static_cast<std::size_t>(d)] = parse_gemm_shapes(*gemm, key);
     }
     gemm->finish();
+  }
+  if (auto quant = r.object_if("quant_gemm")) {
+    for (const auto& [key, bits] : {std::pair<const char*, int>{"w4a16", 4}, {"w8a16", 8}}) {
+      auto scheme = quant->object_if(key);
+      if (!scheme) continue;
+      HwProfile::WeightOnlyTables& t = hw.weight_only_tables[bits <= 4 ? 0 : 1];
+      if (scheme->has("fused")) {
+        t.fused = parse_gemm_shapes(*scheme, "fused");
+        for (const auto& c : t.fused.shapes()) t.fused_max_m = std::max(t.fused_max_m, c.frac_by_m.points().back().first);
+      }
+      if (scheme->has("dequant_gemm")) t.dequant_gemm = parse_gemm_shapes(*scheme, "dequant_gemm");
+      scheme->finish();
+    }
+    quant->finish();
   }
   if (auto attn = r.object_if("attention_decode")) {
     std::vector<double> batch = positive_list(*attn, "kv_head_tokens");

@@ -24,9 +24,11 @@ TEST_CASE("public cases: predicted vs published") {
                 r.hw.c_str(), r.metric.c_str(), r.published, r.predicted, 100 * r.error());
     errors.push_back(std::fabs(r.error()));
     INFO(r.id);
-    // Every mapped case within 30%: when written the worst was V4a at -28% (TensorRT-LLM's
-    // decode attention at batch 384 runs beyond the measured attention grid, see docs/validation.md).
-    CHECK(std::fabs(r.error()) <= 0.30);
+    // Every mapped case within its bound, 30% unless the mapping states another (quantized cases:
+    // sim/analysis/public_cases.cpp). When written the worst 30% case was V4a at -28%
+    // (TensorRT-LLM's decode attention at batch 384 runs beyond the measured attention grid, see
+    // docs/validation.md).
+    CHECK(std::fabs(r.error()) <= r.bound);
   }
   std::sort(errors.begin(), errors.end());
   REQUIRE(errors.size() >= 8);
