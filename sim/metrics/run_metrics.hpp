@@ -45,7 +45,8 @@ struct RunMetrics {
   double waiting_request_seconds = 0.0;  // integral over time of requests waiting to start
   std::int64_t preempted_requests = 0;  // requests preempted at least once
   std::int64_t preemptions = 0, recomputed_tokens = 0;
-  std::int64_t prompt_tokens = 0, output_tokens = 0;  // of completed requests
+  std::int64_t prompt_tokens = 0, output_tokens = 0;  // of completed requests (output: as asked)
+  std::int64_t completed_generated_tokens = 0;        // tokens the completed requests generated
 
   std::int64_t iterations = 0, prefill_iterations = 0, launch_bound_iterations = 0;
   double batch_seqs_sum = 0.0;
@@ -103,6 +104,7 @@ struct RunMetrics {
     recomputed_tokens += o.recomputed_tokens;
     prompt_tokens += o.prompt_tokens;
     output_tokens += o.output_tokens;
+    completed_generated_tokens += o.completed_generated_tokens;
     iterations += o.iterations;
     prefill_iterations += o.prefill_iterations;
     launch_bound_iterations += o.launch_bound_iterations;

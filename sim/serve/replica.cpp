@@ -194,7 +194,8 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
   }
   const StepTime step = estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, engine.profile.kernels,
-                                           spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_, &kernel_cache_);
+                                           spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_,
+                                           use_kernel_cache_ ? &kernel_cache_ : nullptr);
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
@@ -253,6 +254,7 @@ void Replica::emit_token(Request& r, TimeNs now) {
 
 void Replica::complete(Request& r, TimeNs now) {
   r.state = RequestState::completed;
+  metrics_.completed_generated_tokens += r.generated_tokens;
   metrics_.completed += 1;
   metrics_.prompt_tokens += r.prompt_tokens;
   metrics_.output_tokens += r.output_tokens;
@@ -312,6 +314,7 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   running.resize(kept);
   metrics_.recomputed_tokens = state_.recomputed_tokens;
   note_kv_usage(now);
+  if (check_every_iteration_) state_.kv.check_invariants();
 }
 
 void Replica::finish_run(TimeNs end) {

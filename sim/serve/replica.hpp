@@ -88,6 +88,12 @@ class Replica {
     observer_ = observer;
     index_ = replica_index;
   }
+  // reference_path: time every kernel with estimate() (no cache); check_every_iteration: the
+  // allocator's O(capacity) invariant check after each iteration.
+  void set_checks(bool reference_path, bool check_every_iteration) {
+    use_kernel_cache_ = !reference_path;
+    check_every_iteration_ = check_every_iteration;
+  }
 
  private:
   void note_kv_usage(TimeNs now);
@@ -107,6 +113,8 @@ class Replica {
   IterationPlan plan_;
   std::vector<Op> ops_;  // reused each iteration
   KernelTimeCache kernel_cache_;
+  bool use_kernel_cache_ = true;
+  bool check_every_iteration_ = false;
   std::vector<std::uint32_t> completed_;
   std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away
   std::int64_t inbound_ = 0;      // sequences whose KV is on its way here

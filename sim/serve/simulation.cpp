@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -103,6 +105,7 @@ class Engine {
     for (const ReplicaSpec& spec : specs) {
       replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_));
       replicas_.back()->set_observer(hooks.observer, static_cast<std::int32_t>(spec.index));
+      replicas_.back()->set_checks(hooks.reference_path, hooks.check_every_iteration);
       gpus_ += spec.parallel.gpus_per_replica();
       Pool& pool = spec.role == ReplicaRole::decode ? decode_ : entry_;
       pool.members.push_back(spec.index);
@@ -123,6 +126,7 @@ class Engine {
     std::uint64_t events = 0;
     while (!queue_.empty()) {
       auto ev = queue_.pop();
+      if (ev.time_ns < now_) throw std::logic_error("simulation invariant: time went backwards");
       now_ = ev.time_ns;
       ++events;
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
@@ -160,11 +164,34 @@ class Engine {
     result.kv_transfer_s = kv_transfer_s_;
     result.kv_transfer_link = scenario_.disaggregation.enabled ? link_scope_name(transfer_scope_) : "";
     result.events = events;
+    check_end_of_run(result);
     result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return result;
   }
 
  private:
+  // The accounting every run must satisfy; cheap, so always on (a broken one is a simulator bug).
+  void check_end_of_run(SimResult& result) const {
+    RunAccounting& a = result.accounting;
+    const RunMetrics& m = result.metrics;
+    a.requests_in_flight_at_end = static_cast<std::int64_t>(requests_.live());
+    a.request_table_high_water = static_cast<std::int64_t>(requests_.high_water());
+    for (const auto& r : replicas_) a.kv_blocks_in_use_at_end += r->state().kv.used_blocks();
+    a.output_tokens_asked = m.output_tokens;
+    a.output_tokens_generated = m.completed_generated_tokens;
+    const auto fail = [](const std::string& what) { throw std::logic_error("simulation invariant: " + what); };
+    if (m.completed + m.rejected + m.timed_out != m.arrived) {
+      fail(std::to_string(m.arrived) + " arrived but " + std::to_string(m.completed) + " completed, " +
+           std::to_string(m.rejected) + " rejected and " + std::to_string(m.timed_out) + " timed out");
+    }
+    if (a.requests_in_flight_at_end != 0) fail(std::to_string(a.requests_in_flight_at_end) + " requests still in flight at the end");
+    if (a.kv_blocks_in_use_at_end != 0) fail(std::to_string(a.kv_blocks_in_use_at_end) + " KV blocks still allocated at the end");
+    if (a.output_tokens_generated != a.output_tokens_asked) {
+      fail(std::to_string(a.output_tokens_generated) + " tokens generated for completed requests that asked for " +
+           std::to_string(a.output_tokens_asked));
+    }
+  }
+
   void report_progress() {
     // Completions and timeouts are counted by the replicas; rejections at the door here.
     std::int64_t finished = rejected_;

@@ -20,6 +20,15 @@ struct ReplicaResult {
   RunMetrics metrics;
 };
 
+// What the end-of-run invariant checks saw (simulate() throws when one breaks; tests read it).
+struct RunAccounting {
+  std::int64_t requests_in_flight_at_end = 0;  // must be 0
+  std::int64_t request_table_high_water = 0;   // most requests alive at once (the pool's size)
+  std::int64_t kv_blocks_in_use_at_end = 0;    // must be 0 (cached free blocks do not count)
+  std::int64_t output_tokens_asked = 0;        // by completed requests; == tokens generated for them
+  std::int64_t output_tokens_generated = 0;
+};
+
 struct SimResult {
   RunMetrics metrics;  // the fleet: all replicas merged; arrivals and rejections counted at the router
   MemoryPlan memory;   // of the replicas requests arrive at (the prefill pool when disaggregated)
@@ -32,6 +41,7 @@ struct SimResult {
   std::uint64_t events = 0;
   double wall_s = 0.0;
   Saturation saturation;
+  RunAccounting accounting;
 };
 
 struct Progress {
@@ -45,12 +55,25 @@ struct SimHooks {
   RunObserver* observer = nullptr;  // not owned
   // Called every few thousand events with where the run stands (for progress bars).
   std::function<void(const Progress&)> progress;
+  // The exact reference path: every kernel timed by estimate() (no KernelTimeCache). Slower; the
+  // tests check that it gives the same report as the default path.
+  bool reference_path = false;
+  // O(KV capacity) allocator checks after every iteration. On by default when built with
+  // SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap end-of-run checks always run.
+#ifdef SERVESIM_CHECK_INVARIANTS
+  bool check_every_iteration = true;
+#else
+  bool check_every_iteration = false;
+#endif
 };
 // The replicas a scenario deploys: data_parallel_size unified replicas, or the prefill pool then
 // the decode pool. Throws InputError when a replica's model does not fit.
 std::vector<ReplicaSpec> replica_specs(const Scenario& scenario);
 
-// Runs the scenario to completion. Throws InputError when the model does not fit.
+// Runs the scenario to completion. Throws InputError when the model does not fit, and
+// std::logic_error when a run invariant breaks: every arrived request ends completed, rejected
+// or timed out and none is left in flight; every KV block is free at the end; time never goes
+// backwards; each completed request generated exactly the tokens it asked for.
 SimResult simulate(const Scenario& scenario, const SimHooks& hooks = {});
 
 }  // namespace servesim

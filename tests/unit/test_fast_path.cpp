@@ -1,0 +1,84 @@
+// The fast path (memoised kernel times, cached log-table and histogram lookups) against the exact
+// reference path (every kernel timed by estimate()): the reports must be identical, on scenarios
+// that exercise idle gaps, simultaneous arrivals, saturation and preemption.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include "../support.hpp"
+#include "sim/io/report_io.hpp"
+#include "sim/serve/simulation.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+namespace {
+
+nlohmann::json report_without_events(const Scenario& s, const SimResult& r) {
+  auto j = make_report(s, r);
+  j["sim"].erase("events");
+  j["sim"].erase("wall_s");
+  return j;
+}
+
+void compare_paths(const nlohmann::json& doc, const char* label) {
+  const Scenario s = scenario_from(doc);
+  SimHooks fast, exact;
+  exact.reference_path = true;
+  const SimResult a = simulate(s, fast);
+  const SimResult b = simulate(s, exact);
+  std::printf("fast vs exact path, %s: %llu vs %llu events, %lld completed, %lld preemptions\n", label,
+              static_cast<unsigned long long>(a.events), static_cast<unsigned long long>(b.events),
+              static_cast<long long>(a.metrics.completed), static_cast<long long>(a.metrics.preemptions));
+  CHECK(report_without_events(s, a).dump() == report_without_events(s, b).dump());
+  CHECK(a.events == b.events);
+}
+
+}  // namespace
+
+TEST_CASE("fast and exact paths agree: light Poisson load (idle gaps)") {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 60;
+  doc["workload"]["arrival"]["rate_per_s"] = 0.5;
+  compare_paths(doc, "light load");
+}
+
+TEST_CASE("fast and exact paths agree: saturated, lognormal lengths") {
+  auto doc = base_scenario();
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 300, "arrival": {"impl": "poisson", "rate_per_s": 40},
+      "prompt_tokens": {"impl": "lognormal", "mean_tokens": 400, "sigma": 0.8, "min_tokens": 8, "max_tokens": 2048},
+      "output_tokens": {"impl": "lognormal", "mean_tokens": 120, "sigma": 0.7, "min_tokens": 2, "max_tokens": 1024}})");
+  compare_paths(doc, "saturated");
+}
+
+TEST_CASE("fast and exact paths agree: all at once with KV pressure and preemption") {
+  auto doc = base_scenario();
+  doc["engine"]["gpu_memory_utilization"] = 0.3;  // a small KV cache: preemption by recompute
+  doc["engine"]["max_num_seqs"] = 256;
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 200, "arrival": {"impl": "all_at_once"},
+      "prompt_tokens": {"impl": "uniform", "min_tokens": 500, "max_tokens": 1500},
+      "output_tokens": {"impl": "uniform", "min_tokens": 200, "max_tokens": 900}})");
+  const Scenario s = scenario_from(doc);
+  REQUIRE(simulate(s).metrics.preemptions > 0);  // the case this test is for
+  compare_paths(doc, "preemption");
+}
+
+TEST_CASE("the kernel-time cache returns exactly what estimate() computes") {
+  const Scenario s = scenario_from(base_scenario());
+  KernelTimeCache cache(s.hw, s.precision.weights);
+  std::vector<Op> ops;
+  for (int round = 0; round < 2; ++round) {
+    for (std::int64_t batch : {1, 7, 64, 256}) {
+      BatchShape shape;
+      for (std::int64_t i = 0; i < batch; ++i) shape.add_decode(100 + 13 * i);
+      build_iteration_ops(s.model, shape, s.precision, ops, s.engine.profile.kernels);
+      for (const Op& op : ops) {
+        const KernelTime a = cache.get(op), b = estimate(op, s.hw, s.precision.weights);
+        CHECK(a.time_s == b.time_s);
+        CHECK(a.roofline_s == b.roofline_s);
+        CHECK(a.bound == b.bound);
+      }
+    }
+  }
+  CHECK(cache.hits() >= cache.misses());  // the second round hits
+}
