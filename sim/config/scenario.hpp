@@ -98,6 +98,7 @@ struct ParallelConfig {
   std::int64_t pipeline_parallel_size = 1;
   std::int64_t data_parallel_size = 1;
   std::int64_t num_micro_batches = 0;  // pipeline micro-batches in flight; 0 = pipeline_parallel_size
+  std::int64_t instances_per_gpu = 1;  // model instances sharing each GPU (tp = pp = 1), memory split evenly
   std::int64_t gpus_per_replica() const { return tensor_parallel_size * pipeline_parallel_size; }
   std::int64_t micro_batches() const { return num_micro_batches > 0 ? num_micro_batches : pipeline_parallel_size; }
 };
@@ -178,8 +179,8 @@ struct Scenario {
   std::string hardware_ref;    // bundled name or path to a hardware profile
   Precision precision;
   bool quant_emulated = false;  // the GPU lacks the w8a8 format: weights converted at run time
-  std::int64_t instances = 1;   // model instances sharing the GPU (memory split evenly); `run` simulates
-                                // one (contention between instances: `servesim contention`)
+  std::int64_t instances = 1;   // model instances sharing each GPU (= parallel.instances_per_gpu):
+                                // memory split evenly, iterations slowed by contention (gpu_share.hpp)
   EngineConfig engine;
   WorkloadConfig workload;
   ParallelConfig parallel;

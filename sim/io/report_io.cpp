@@ -87,6 +87,7 @@ void metric_sections(nlohmann::json& j, const RunMetrics& m, const Scenario& s, 
               {"kernels_per_token", ratio(static_cast<double>(m.kernels), static_cast<double>(m.sampled_tokens))},
               {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * replicas * hbm_bandwidth_bytes_per_s)},
               {"hbm_bw_util_frac_per_iteration", summarize(m.hbm_bw_util_frac)}};
+  if (m.contention_s > 0.0) j["gpu"]["contention_frac"] = ratio(m.contention_s, m.busy_s);
   if (m.comm_s > 0.0 || m.bubble_s > 0.0) {
     j["gpu"]["comm_frac"] = ratio(m.comm_s, m.busy_s);
     j["gpu"]["pipeline_bubble_frac"] = ratio(m.bubble_s, m.busy_s);
@@ -157,6 +158,7 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   // Cluster view: the fleet above is the sum over these replicas.
   j["cluster"] = {{"replicas", res.replicas.size()},
                   {"gpus", res.gpus},
+                  {"instances_per_gpu", s.instances},
                   {"router", s.router.impl},
                   {"interconnect", s.hw.interconnect.provenance}};
   if (s.disaggregation.enabled) {

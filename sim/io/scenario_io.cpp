@@ -278,6 +278,10 @@ ParallelConfig parse_parallel(JsonReader r) {
   p.pipeline_parallel_size = r.positive_integer_or("pipeline_parallel_size", 1);
   p.data_parallel_size = r.positive_integer_or("data_parallel_size", 1);
   p.num_micro_batches = r.positive_integer_or("num_micro_batches", 0);
+  p.instances_per_gpu = r.integer_in_or("instances_per_gpu", 1, 64, 1);
+  if (p.instances_per_gpu > 1 && p.tensor_parallel_size * p.pipeline_parallel_size > 1) {
+    r.fail("instances_per_gpu", "several instances per GPU need tensor_parallel_size = pipeline_parallel_size = 1");
+  }
   for (const char* key : {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "num_micro_batches"}) {
     if (r.has(key) && r.integer(key) > 4096) r.fail(key, "must be <= 4096");
   }
@@ -416,9 +420,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   if (r.has("slo")) slo = parse_slo(r.object("slo"), slo);
   s.workload = parse_workload(r.object("workload"), slo);
   if (auto p = r.object_if("parallel")) s.parallel = parse_parallel(*p);
+  s.instances = s.parallel.instances_per_gpu;
   if (auto p = r.object_if("router")) s.router = parse_router(*p);
   if (auto p = r.object_if("disaggregation")) {
     s.disaggregation = parse_disaggregation(*p, s.parallel);
+    if (s.instances > 1) r.fail("disaggregation", "does not combine with parallel.instances_per_gpu > 1");
     if (r.has("parallel") && r.object("parallel").has("data_parallel_size")) {
       r.fail("disaggregation", "sets the replica counts per pool; leave parallel.data_parallel_size out");
     }
@@ -610,7 +616,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
            {{"tensor_parallel_size", s.parallel.tensor_parallel_size},
             {"pipeline_parallel_size", s.parallel.pipeline_parallel_size},
             {"data_parallel_size", s.parallel.data_parallel_size},
-            {"num_micro_batches", s.parallel.micro_batches()}}},
+            {"num_micro_batches", s.parallel.micro_batches()},
+            {"instances_per_gpu", s.parallel.instances_per_gpu}}},
           {"router",
            {{"impl", s.router.impl},
             {"balance_abs_threshold", s.router.balance_abs_threshold},

@@ -54,6 +54,7 @@ struct RunMetrics {
   double busy_s = 0.0, gpu_s = 0.0, bytes_moved = 0.0;  // bytes: HBM traffic of one GPU (per-GPU shard)
   double comm_s = 0.0;    // time in tensor/pipeline-parallel communication
   double bubble_s = 0.0;  // pipeline stage-slot time left idle (bubbles)
+  double contention_s = 0.0;  // iteration time added by other instances on the same GPU
   std::int64_t padding_tokens = 0, computed_tokens = 0;  // computed includes padding
 
   // Swap traffic over the host link.
@@ -115,6 +116,7 @@ struct RunMetrics {
     bytes_moved += o.bytes_moved;
     comm_s += o.comm_s;
     bubble_s += o.bubble_s;
+    contention_s += o.contention_s;
     padding_tokens += o.padding_tokens;
     computed_tokens += o.computed_tokens;
     swap_outs += o.swap_outs;

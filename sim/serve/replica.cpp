@@ -193,12 +193,19 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     if (padded == 0) launch.cuda_graphs = false;
     for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
   }
-  const StepTime step = estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, engine.profile.kernels,
+  StepTime step = estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, engine.profile.kernels,
                                            spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_,
                                            use_kernel_cache_ ? &kernel_cache_ : nullptr);
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
+  if (gpu_share_) {
+    // Other instances on this GPU running iterations now stretch this one (contention model).
+    gpu_share_->busy += 1;
+    const double factor = gpu_share_->slowdown(gpu_share_->busy, plan_.shape);
+    metrics_.contention_s += (factor - 1.0) * step.time_s;
+    step.time_s *= factor;
+  }
 
   const auto seqs = static_cast<std::int64_t>(plan_.items.size());
   metrics_.iterations += 1;
@@ -284,6 +291,7 @@ void Replica::record_class(const Request& r, double ttft_s, double tpot_s, doubl
 
 void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   busy_ = false;
+  if (gpu_share_) gpu_share_->busy -= 1;
   completed_.clear();
   auto& running = state_.running;
   for (const PlannedItem& item : plan_.items) {

@@ -13,6 +13,7 @@
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/metrics/run_observer.hpp"
 #include "sim/sched/scheduler.hpp"
+#include "sim/serve/gpu_share.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/router.hpp"
 
@@ -88,6 +89,8 @@ class Replica {
     observer_ = observer;
     index_ = replica_index;
   }
+  // Instances sharing one GPU (parallel.instances_per_gpu > 1) share one GpuShare (not owned).
+  void set_gpu_share(GpuShare* share) { gpu_share_ = share; }
   // reference_path: time every kernel with estimate() (no cache); check_every_iteration: the
   // allocator's O(capacity) invariant check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
@@ -114,6 +117,7 @@ class Replica {
   std::vector<Op> ops_;  // reused each iteration
   KernelTimeCache kernel_cache_;
   bool use_kernel_cache_ = true;
+  GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;
   std::vector<std::uint32_t> completed_;
   std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away

@@ -43,7 +43,8 @@ std::vector<ReplicaSpec> replica_specs(const Scenario& s) {
     add(ReplicaRole::prefill, d.prefill.replicas, d.prefill.tensor_parallel_size, d.prefill.pipeline_parallel_size);
     add(ReplicaRole::decode, d.decode.replicas, d.decode.tensor_parallel_size, d.decode.pipeline_parallel_size);
   } else {
-    add(ReplicaRole::unified, s.parallel.data_parallel_size, s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
+    add(ReplicaRole::unified, s.parallel.data_parallel_size * s.instances, s.parallel.tensor_parallel_size,
+        s.parallel.pipeline_parallel_size);
   }
   return specs;
 }
@@ -106,7 +107,16 @@ class Engine {
       replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_));
       replicas_.back()->set_observer(hooks.observer, static_cast<std::int32_t>(spec.index));
       replicas_.back()->set_checks(hooks.reference_path, hooks.check_every_iteration);
-      gpus_ += spec.parallel.gpus_per_replica();
+      if (s.instances > 1) {
+        // Consecutive replicas are the instances of one GPU.
+        if (spec.index % static_cast<std::uint32_t>(s.instances) == 0) {
+          gpu_shares_.push_back(std::make_unique<GpuShare>(s, decode_saturation(s).context_tokens));
+          gpus_ += spec.parallel.gpus_per_replica();
+        }
+        replicas_.back()->set_gpu_share(gpu_shares_.back().get());
+      } else {
+        gpus_ += spec.parallel.gpus_per_replica();
+      }
       Pool& pool = spec.role == ReplicaRole::decode ? decode_ : entry_;
       pool.members.push_back(spec.index);
     }
@@ -338,6 +348,7 @@ class Engine {
   RequestPool requests_;
   FleetKv fleet_kv_;
   std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<std::unique_ptr<GpuShare>> gpu_shares_;  // one per GPU when instances share GPUs
   Pool entry_, decode_;
   MemoryPlan memory_;
   std::int64_t gpus_ = 0;
