@@ -84,12 +84,15 @@ void add_output_flags(cxxopts::Options& opts) {
       "md", "also write the table as markdown to FILE", cxxopts::value<std::string>());
 }
 
+void write_csv_if_asked(const cxxopts::ParseResult& p, const Table& t) {
+  if (!p.count("csv")) return;
+  std::ostringstream os;
+  write_csv(os, t);
+  write_file(p["csv"].as<std::string>(), os.str());
+}
+
 void emit_table(const cxxopts::ParseResult& p, const Table& t, const std::string& title) {
-  if (p.count("csv")) {
-    std::ostringstream os;
-    write_csv(os, t);
-    write_file(p["csv"].as<std::string>(), os.str());
-  }
+  write_csv_if_asked(p, t);
   if (p.count("md")) {
     std::ostringstream os;
     os << title << "\n\n";

@@ -32,5 +32,7 @@ ScenarioSource scenario_source(const cxxopts::ParseResult& p, const std::string&
 // Adds --json, --csv FILE, --md FILE; writes the table accordingly (text on stdout by default).
 void add_output_flags(cxxopts::Options& opts);
 void emit_table(const cxxopts::ParseResult& p, const Table& t, const std::string& title);
+// --csv FILE alone (for commands that write their own text and markdown).
+void write_csv_if_asked(const cxxopts::ParseResult& p, const Table& t);
 
 }  // namespace servesim::cli

@@ -104,11 +104,7 @@ int cmd_roofline(const std::vector<std::string>& args) {
                 r.roofline_s * 1e3, r.gpu_s > 0 ? 100.0 * r.roofline_s / r.gpu_s : 0.0);
     write_text(std::cout, t);
   }
-  if (p.count("csv")) {
-    std::ostringstream os;
-    write_csv(os, t);
-    write_file(p["csv"].as<std::string>(), os.str());
-  }
+  write_csv_if_asked(p, t);
   if (p.count("md")) {
     std::ostringstream os;
     char line[512];

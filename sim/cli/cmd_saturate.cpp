@@ -101,11 +101,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
     summary.set(0, "saturation_batch_size", r.saturation_batch_size);
     summary.set(0, "max_batch_size", r.max_batch_size);
     summary.set(0, "batch_at_stable_qps", r.batch_at_stable_qps);
-    if (p.count("csv")) {
-      std::ostringstream os;
-      write_csv(os, t);
-      write_file(p["csv"].as<std::string>(), os.str());
-    }
+    write_csv_if_asked(p, t);
     if (p.count("md")) {
       std::ostringstream os;
       os << title << "\n\n";
