@@ -305,14 +305,25 @@ const KernelTime& KernelTimeCache::get(const Op& op) {
   return e.time;
 }
 
+void time_kernels(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, KernelTimeCache* cache,
+                  std::vector<KernelTime>& times) {
+  times.clear();
+  for (const Op& op : ops) times.push_back(cache ? cache->get(op) : estimate(op, hw, base));
+}
+
 StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
                        std::int64_t batch_seqs, KernelTimeCache* cache) {
-  StepTime s;
   thread_local std::vector<KernelTime> times;  // reused: this runs once per simulated iteration
-  times.clear();
-  for (const Op& op : ops) {
-    const KernelTime k = cache ? cache->get(op) : estimate(op, hw, base);
-    times.push_back(k);
+  time_kernels(ops, hw, base, cache, times);
+  return combine_step(ops, times, hw, launch, batch_seqs);
+}
+
+StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,
+                      const LaunchConfig& launch, std::int64_t batch_seqs) {
+  StepTime s;
+  for (std::size_t j = 0; j < ops.size(); ++j) {
+    const Op& op = ops[j];
+    const KernelTime& k = times[j];
     const double n = static_cast<double>(op.count);
     s.gpu_s += n * k.time_s;
     s.roofline_s += n * k.roofline_s;
@@ -336,7 +347,7 @@ StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype ba
   const std::size_t body_begin = i;
   while (i < ops.size() && ops[i].per_layer > 0) ++i;
   if (i > body_begin) {
-    // One layer from (h = 0, f = -inf) gives A; D is its GPU time; the map is max-plus linear.
+    // One layer from (h = 0, f = -inf) gives A (one.f) and its host time (one.h); D is its GPU time.
     const double neg_inf = -std::numeric_limits<double>::infinity();
     QueueState one{0.0, neg_inf};
     double layer_gpu_s = 0.0;
@@ -344,10 +355,14 @@ StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype ba
       issue(one, times[j], ops[j].per_layer, c);
       layer_gpu_s += static_cast<double>(ops[j].per_layer) * times[j].time_s;
     }
+    // L layers of the map (h, f) -> (h + one.h, max(f + D, h + one.f)) in closed form: the
+    // inner maximum over which layer's launch last stalls the GPU is linear in the layer index,
+    // so one of its ends attains it.
     const std::int64_t layers = ops[body_begin].count / ops[body_begin].per_layer;
-    for (std::int64_t l = 0; l < layers; ++l) {
-      q.f = std::max(q.f + layer_gpu_s, q.h + one.f);
-      q.h += one.h;
+    if (layers > 0) {
+      const double L = static_cast<double>(layers);
+      q.f = std::max(q.f + L * layer_gpu_s, q.h + one.f + (L - 1.0) * std::max(one.h, layer_gpu_s));
+      q.h += L * one.h;
     }
   }
   for (; i < ops.size(); ++i) issue(q, times[i], ops[i].count, c);

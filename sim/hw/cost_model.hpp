@@ -107,10 +107,17 @@ class KernelTimeCache {
 // The launch queue as a max-plus recursion: the host issues launch j at h_j = h_{j-1} + c (c = one
 // eager launch; with CUDA graphs one graph launch up front and c = 0); the GPU runs kernels in
 // order, f_j = max(f_{j-1}, h_j) + d_j. The identical layers are folded as a max-plus map
-// f' = max(f + D, h + A), applied once per layer. Step = host_pre + (f_n - host_pre) + host_post.
+// f' = max(f + D, h + A); L layers of it are f' = max(f + L D, h + A + (L - 1) max(c_layer, D))
+// with c_layer the host time of one layer's launches (closed form, not a loop). Step = host_pre + (f_n - host_pre) + host_post.
 // With a cache (built for the same hw and base), kernel times come from it: same values, same
 // summation order, so the result is bit-identical to the uncached call.
 StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
                        std::int64_t batch_seqs, KernelTimeCache* cache = nullptr);
+// The two halves of estimate_step, for callers that keep kernel times between steps:
+// times[j] = one launch of ops[j] (from the cache when given); the step from those times.
+void time_kernels(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, KernelTimeCache* cache,
+                  std::vector<KernelTime>& times);
+StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,
+                      const LaunchConfig& launch, std::int64_t batch_seqs);
 
 }  // namespace servesim

@@ -29,6 +29,17 @@ class LogHistogram {
     }
     ++buckets_[cached_bucket_];
   }
+  // add(value) n times in O(1) (a decode batch adds runs of equal inter-token gaps). The sums
+  // take n * value at once, so they may differ from n separate adds in the last bits.
+  void add_repeated(double value, std::int64_t n) {
+    if (n <= 0) return;
+    add(value);
+    const double more = static_cast<double>(n - 1);
+    count_ += n - 1;
+    sum_ += more * value;
+    sum_sq_ += more * (value * value);
+    buckets_[cached_bucket_] += n - 1;
+  }
   // Adds all of `other`'s values; both must have been built with the same bounds and width.
   void merge(const LogHistogram& other);
   std::int64_t count() const { return count_; }

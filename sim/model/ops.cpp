@@ -23,8 +23,6 @@ const char* op_kind_name(OpKind k) {
   return "?";
 }
 
-bool is_communication(OpKind k) { return k == OpKind::all_reduce || k == OpKind::all_gather; }
-
 void BatchShape::add_prefill(std::int64_t new_tokens, std::int64_t context_tokens, bool samples) {
   const double n = static_cast<double>(new_tokens);
   const double c = static_cast<double>(context_tokens);
@@ -85,7 +83,60 @@ Op comm_op(const char* name, OpKind kind, std::int64_t count, std::int64_t per_l
   return op;
 }
 
+// The ops whose counts follow the attention context (see refresh_context_ops); `m` is sharded.
+constexpr const char* kKvConcatName = "kv_cache_concat";
+
+Op kv_concat_op(const ModelSpec& m, const BatchShape& b, const Precision& p) {
+  // torch.cat(past, new) for K and V: reads the whole cache and writes it back one token longer.
+  const double kv_tokens = b.prefill_kv_tokens + b.decode_kv_tokens;
+  return layer_op(kKvConcatName, OpKind::kv_write, 2, m.num_layers, 1, true, 0.0,
+                  2.0 * kv_tokens * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache));
+}
+
+// Attention over `seqs` sequences: `q_tokens` query tokens against `kv_tokens` cached ones and
+// `pairs` query-key pairs (both summed over the sequences).
+Op attention_op(const char* name, OpKind kind, const ModelSpec& m, std::int64_t seqs, std::int64_t q_tokens,
+                double kv_tokens, double pairs, const Precision& p, const KernelPlan& plan) {
+  const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
+  Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 4.0 * heads_x_dim * pairs,
+                     2.0 * static_cast<double>(q_tokens) * static_cast<double>(m.q_width()) * dtype_bytes(p.activations) +
+                         kv_tokens * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache));
+  attn.attn_seqs = seqs;
+  attn.attn_kv_heads = m.num_kv_heads;
+  attn.attn_kv_tokens = kv_tokens;
+  return attn;
+}
+
+Op prefill_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  return attention_op("attention_prefill", OpKind::attention_prefill, m, b.prefill_seqs, b.prefill_tokens,
+                      b.prefill_kv_tokens, b.prefill_attn_pairs, p, plan);
+}
+
+Op decode_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  // One query token per sequence, against its whole cache.
+  return attention_op("attention_decode", OpKind::attention_decode, m, b.decode_seqs, b.decode_seqs,
+                      b.decode_kv_tokens, b.decode_kv_tokens, p, plan);
+}
+
 }  // namespace
+
+bool depends_on_context(const Op& op) {
+  return op.kind == OpKind::attention_prefill || op.kind == OpKind::attention_decode || op.name == kKvConcatName;
+}
+
+void refresh_context_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& ops,
+                         const KernelPlan& plan, std::int64_t tp) {
+  const ModelSpec m = full.sharded(tp);
+  for (Op& op : ops) {
+    if (op.kind == OpKind::attention_prefill) {
+      op = prefill_attention_op(m, b, p, plan);
+    } else if (op.kind == OpKind::attention_decode) {
+      op = decode_attention_op(m, b, p, plan);
+    } else if (op.name == kKvConcatName) {
+      op = kv_concat_op(m, b, p);
+    }
+  }
+}
 
 Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
                 const Precision& p) {
@@ -109,7 +160,6 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   const double q_w = static_cast<double>(m.q_width());
   const double kv_w = static_cast<double>(m.kv_width());
   const double ffn = static_cast<double>(m.ffn_size);
-  const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
   const QuantScheme q = p.quant;
 
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
@@ -144,30 +194,10 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
     out.push_back(layer_op("kv_cache_write", OpKind::kv_write, 1, L, plan.kv_write_kernels, false, 0.0,
                            2.0 * t * kv_w * (ab + kvb)));
   }
-  if (plan.kv_cache_concat) {
-    // torch.cat(past, new) for K and V: reads the whole cache and writes it back one token longer.
-    const double kv_tokens = b.prefill_kv_tokens + b.decode_kv_tokens;
-    out.push_back(layer_op("kv_cache_concat", OpKind::kv_write, 2, L, 1, true, 0.0, 2.0 * kv_tokens * kv_w * kvb));
-  }
+  if (plan.kv_cache_concat) out.push_back(kv_concat_op(m, b, p));
 
-  if (b.prefill_seqs > 0) {
-    Op attn = layer_op("attention_prefill", OpKind::attention_prefill, 1, L, plan.attention_kernels, false,
-                       4.0 * heads_x_dim * b.prefill_attn_pairs,
-                       2.0 * static_cast<double>(b.prefill_tokens) * q_w * ab + b.prefill_kv_tokens * 2.0 * kv_w * kvb);
-    attn.attn_seqs = b.prefill_seqs;
-    attn.attn_kv_heads = m.num_kv_heads;
-    attn.attn_kv_tokens = b.prefill_kv_tokens;
-    out.push_back(attn);
-  }
-  if (b.decode_seqs > 0) {
-    Op attn = layer_op("attention_decode", OpKind::attention_decode, 1, L, plan.attention_kernels, false,
-                       4.0 * heads_x_dim * b.decode_kv_tokens,
-                       2.0 * static_cast<double>(b.decode_seqs) * q_w * ab + b.decode_kv_tokens * 2.0 * kv_w * kvb);
-    attn.attn_seqs = b.decode_seqs;
-    attn.attn_kv_heads = m.num_kv_heads;
-    attn.attn_kv_tokens = b.decode_kv_tokens;
-    out.push_back(attn);
-  }
+  if (b.prefill_seqs > 0) out.push_back(prefill_attention_op(m, b, p, plan));
+  if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
 
   out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.q_width(), p, q));
   if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));

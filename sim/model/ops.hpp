@@ -14,7 +14,7 @@ enum class OpKind {
   embedding, norm, gemm, rope, kv_write, attention_prefill, attention_decode, elementwise, sampler,
   all_reduce, all_gather  // tensor-parallel communication, timed by the interconnect model
 };
-bool is_communication(OpKind k);
+inline bool is_communication(OpKind k) { return k == OpKind::all_reduce || k == OpKind::all_gather; }
 
 // Where an op runs when layers are split into pipeline stages: every stage (per layer), only the
 // first stage (embedding) or only the last (final norm, LM head, sampling).
@@ -102,5 +102,14 @@ Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64
 // all-gather of the logits. tp = 1 gives the single-GPU op list unchanged.
 void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
                          std::vector<Op>& out, const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1);
+
+// Ops whose counts depend on how the batch's tokens split into sequences and contexts
+// (attention; HF's KV concat). Every other op depends only on total_tokens() and sampled_seqs().
+bool depends_on_context(const Op& op);
+// Rewrites those ops in `ops`, built by build_iteration_ops(full, b', p, ops, plan, tp) for a
+// shape b' with the same total_tokens(), sampled_seqs() and presence of prefill and decode
+// sequences as `b`, so that `ops` is what build_iteration_ops would build for `b`.
+void refresh_context_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& ops,
+                         const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1);
 
 }  // namespace servesim

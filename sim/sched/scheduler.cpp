@@ -2,6 +2,8 @@
 // registered by name.
 #include "sim/sched/scheduler.hpp"
 
+#include <bit>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -254,20 +256,65 @@ std::size_t ReplicaState::admit_migrated() {
 
 void ReplicaState::decode_all(IterationPlan& plan) {
   const std::int64_t preemptions_before = preemptions;
+  const std::int64_t b = kv.block_size_tokens();
+  const bool contiguous = config.kv_reservation == KvReservation::contiguous;  // else reserve_target(t) == t
+  const bool caching = config.enable_prefix_caching;
+  // This loop runs once per generated token, so it keeps its counters in locals (stores through
+  // `seq` could alias members) and leaves the slow path, grow_or_preempt, only when a sequence
+  // needs a new block.
+  std::int64_t frag = frag_slots;
+  // Paged reservation without prefix caching and a power-of-two block (the usual engine): the
+  // next token needs a new block exactly when the last one is full.
+  const bool plain = !contiguous && !caching && std::has_single_bit(static_cast<std::uint64_t>(b));
+  const std::int64_t block_mask = b - 1;
   std::size_t i = 0;
   while (i < running.size()) {
-    if (grow_or_preempt(i, running[i].computed_tokens + 1)) ++i;
+    Sequence* seqs = running.data();
+    const std::size_t n = running.size();
+    for (; plain && i < n; ++i) {
+      Sequence& seq = seqs[i];
+      const std::int64_t tokens = seq.computed_tokens + 1;
+      if ((seq.kv_tokens & block_mask) == 0 || tokens != seq.kv_tokens + 1) break;
+      frag -= 1;
+      seq.kv_tokens = tokens;
+    }
+    if (i == n) break;
+    Sequence& seq = seqs[i];
+    const std::int64_t tokens = seq.computed_tokens + 1;
+    // The reservation already holds the next token when its block count is unchanged (blocks
+    // are whole), which is what grow() would find; only the accounting moves.
+    const std::int64_t blocks = kv.blocks_for_tokens(tokens), had = kv.blocks_for_tokens(seq.kv_tokens);
+    if (blocks == had || (contiguous && kv.blocks_for_tokens(reserve_target(tokens)) ==
+                                            kv.blocks_for_tokens(reserve_target(seq.kv_tokens)))) {
+      frag += (blocks - had) * b - (tokens - seq.kv_tokens);
+      seq.kv_tokens = tokens;
+      if (caching) publish_full_blocks(seq);
+      ++i;
+      continue;
+    }
+    frag_slots = frag;
+    if (grow_or_preempt(i, tokens)) ++i;
+    frag = frag_slots;
   }
+  frag_slots = frag;
   // vLLM swaps sequences back in only in a step that preempted nothing.
   if (preemptions == preemptions_before && !swapped.empty()) {
     const std::size_t first = running.size();
     swap_in();
     for (std::size_t j = first; j < running.size(); ++j) grow(j, running[j].computed_tokens + 1);
   }
+  // Every running sequence decodes, in order: the replica commits such a plan in one pass.
+  plan.all_running_decode = plan.items.empty();
+  const std::size_t first_item = plan.items.size();
+  plan.items.resize(first_item + running.size());
+  PlannedItem* items = plan.items.data() + first_item;
+  std::int64_t kv_tokens = 0;  // integers: the sum is exact in any order
   for (std::size_t j = 0; j < running.size(); ++j) {
-    plan.items.push_back({static_cast<std::uint32_t>(j), 1, false});
-    plan.shape.add_decode(running[j].computed_tokens);
+    items[j] = {static_cast<std::uint32_t>(j), 1, false};
+    kv_tokens += running[j].computed_tokens + 1;
   }
+  plan.shape.decode_seqs += static_cast<std::int64_t>(running.size());
+  plan.shape.decode_kv_tokens += static_cast<double>(kv_tokens);
 }
 
 void ReplicaState::drop_expired() {

@@ -138,8 +138,10 @@ struct IterationPlan {
   BatchShape shape;
   std::int64_t padding_tokens = 0;  // computed for padding only (static batches)
   TimeNs wake_at_ns = -1;           // an idle policy asks to be scheduled again at this time
+  bool all_running_decode = false;  // items are running[0..n) in order, one decode token each
   void clear() {
     items.clear();
+    all_running_decode = false;
     shape = BatchShape{};
     padding_tokens = 0;
     wake_at_ns = -1;

@@ -107,4 +107,57 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
   return s;
 }
 
+namespace {
+// The same ops but for the context ops: equal token and sampled counts, prefill and decode
+// attention both present or both absent.
+bool same_but_context(const BatchShape& a, const BatchShape& b) {
+  return a.total_tokens() == b.total_tokens() && a.sampled_seqs() == b.sampled_seqs() &&
+         (a.prefill_seqs > 0) == (b.prefill_seqs > 0) && (a.decode_seqs > 0) == (b.decode_seqs > 0);
+}
+constexpr std::size_t kPrefillMemos = 1024;  // ~20 ops each: a few MB at most
+}  // namespace
+
+IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel)
+    : scenario_(scenario), parallel_(parallel), cache_(scenario.hw, scenario.precision.weights) {}
+
+StepTime IterationTimer::time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
+  return estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, scenario_.engine.profile.kernels,
+                            parallel_, shape, launch, batch_seqs, scratch_ops_, nullptr);
+}
+
+IterationTimer::Memo& IterationTimer::memo_for(const BatchShape& shape) {
+  if (shape.prefill_seqs == 0 && shape.decode_seqs <= 4096) {
+    const auto n = static_cast<std::size_t>(shape.decode_seqs);
+    if (decode_memos_.size() <= n) decode_memos_.resize(n + 1);
+    return decode_memos_[n];
+  }
+  if (other_memos_.empty()) other_memos_.resize(kPrefillMemos);
+  return other_memos_[static_cast<std::size_t>(shape.total_tokens()) % kPrefillMemos];
+}
+
+StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
+  const Scenario& s = scenario_;
+  const KernelPlan& plan = s.engine.profile.kernels;
+  if (parallel_.pipeline_parallel_size > 1) {
+    return estimate_iteration(s.model, s.hw, s.precision, plan, parallel_, shape, launch, batch_seqs, scratch_ops_, &cache_);
+  }
+  const std::int64_t tp = parallel_.tensor_parallel_size;
+  Memo& m = memo_for(shape);
+  if (!m.valid || !same_but_context(shape, m.shape)) {
+    build_iteration_ops(s.model, shape, s.precision, m.ops, plan, tp);
+    time_kernels(m.ops, s.hw, s.precision.weights, &cache_, m.times);
+    m.context_ops.clear();
+    for (std::size_t j = 0; j < m.ops.size(); ++j) {
+      if (depends_on_context(m.ops[j])) m.context_ops.push_back(j);
+    }
+  } else {
+    refresh_context_ops(s.model, shape, s.precision, m.ops, plan, tp);
+    // Contexts rarely repeat: estimate() directly, no cache entry to evict others for.
+    for (const std::size_t j : m.context_ops) m.times[j] = estimate(m.ops[j], s.hw, s.precision.weights);
+  }
+  m.shape = shape;
+  m.valid = true;
+  return combine_step(m.ops, m.times, s.hw, launch, batch_seqs);
+}
+
 }  // namespace servesim

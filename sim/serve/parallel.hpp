@@ -30,4 +30,37 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
                             const KernelPlan& plan, const ParallelConfig& parallel, const BatchShape& shape, const LaunchConfig& launch,
                             std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache = nullptr);
 
+// A replica's iteration timer: estimate_iteration with the kernel-time cache and a memo of op
+// lists and their kernel times. Only attention (depends_on_context) depends on how the batch's
+// tokens split into sequences and contexts; every other op depends on the token and sampled
+// counts alone. So a memo per (tokens, sampled, prefill or decode present) keeps those ops and
+// their times, and an iteration rebuilds and re-times only its attention ops: a decode step of
+// the same batch size (every step one token longer) or a prefill of the same token count finds
+// the rest done. The values and the order of summation are estimate_iteration's, so results are
+// bit-identical (a test compares). Pipeline-parallel replicas take estimate_iteration unmemoised.
+class IterationTimer {
+ public:
+  IterationTimer(const Scenario& scenario, const ParallelConfig& parallel);
+  StepTime time(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
+  // The exact reference: estimate() for every kernel, no cache, no memo.
+  StepTime time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
+
+ private:
+  struct Memo {
+    bool valid = false;
+    BatchShape shape;  // what ops and times were last built or refreshed for
+    std::vector<Op> ops;
+    std::vector<KernelTime> times;
+    std::vector<std::size_t> context_ops;  // indices in ops of the context ops
+  };
+  Memo& memo_for(const BatchShape& shape);
+
+  const Scenario& scenario_;
+  ParallelConfig parallel_;
+  KernelTimeCache cache_;
+  std::vector<Op> scratch_ops_;     // for the unmemoised paths
+  std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
+  std::vector<Memo> other_memos_;   // shapes with a prefill: direct-mapped by token count
+};
+
 }  // namespace servesim

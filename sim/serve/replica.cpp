@@ -22,7 +22,7 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
       state_(scenario.engine, spec.memory.kv_blocks, spec.memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
       fleet_kv_(fleet_kv),
-      kernel_cache_(scenario.hw, scenario.precision.weights) {
+      timer_(scenario, spec.parallel) {
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
   metrics_.classes.resize(scenario.workload.classes.size());
@@ -155,7 +155,9 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
       state_.requests.release(id);
     }
   }
-  for (const PlannedItem& item : plan_.items) {
+  // A plan of decodes only starts no request (it is most plans: skip the per-sequence loop).
+  for (std::size_t k = 0; !plan_.all_running_decode && k < plan_.items.size(); ++k) {
+    const PlannedItem& item = plan_.items[k];
     if (!item.prefill) continue;  // a decoding request has started already
     Request& r = state_.requests[state_.running[item.running_index].request];
     if (r.started_ns < 0) {
@@ -193,9 +195,8 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     if (padded == 0) launch.cuda_graphs = false;
     for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
   }
-  StepTime step = estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, engine.profile.kernels,
-                                           spec_.parallel, shape, launch, plan_.shape.total_seqs(), ops_,
-                                           use_kernel_cache_ ? &kernel_cache_ : nullptr);
+  const std::int64_t batch_seqs = plan_.shape.total_seqs();
+  StepTime step = use_kernel_cache_ ? timer_.time(shape, launch, batch_seqs) : timer_.time_uncached(shape, launch, batch_seqs);
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
@@ -259,6 +260,38 @@ void Replica::emit_token(Request& r, TimeNs now) {
   r.last_token_ns = now;
 }
 
+std::size_t Replica::commit_decode_all(TimeNs now) {
+  // emit_token for every running sequence in one pass, without the plan's indirection. The
+  // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
+  // the last iteration), in the same order: the same result as one add per token.
+  TimeNs run_gap_ns = -1;
+  std::int64_t run = 0;
+  std::size_t first_done = state_.running.size();
+  for (std::size_t i = 0; i < state_.running.size(); ++i) {
+    Sequence& seq = state_.running[i];
+    seq.computed_tokens += 1;
+    if (!seq.prefilled()) continue;
+    Request& r = state_.requests[seq.request];
+    r.generated_tokens += 1;
+    if (r.generated_tokens >= r.output_tokens) first_done = std::min(first_done, i);
+    if (r.first_token_ns < 0) {
+      r.first_token_ns = now;
+      metrics_.ttft_s.add(ns_to_seconds(now - r.arrival_ns));
+    } else {
+      const TimeNs gap_ns = now - r.last_token_ns;
+      if (gap_ns != run_gap_ns) {
+        metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
+        run_gap_ns = gap_ns;
+        run = 0;
+      }
+      ++run;
+    }
+    r.last_token_ns = now;
+  }
+  metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
+  return first_done;
+}
+
 void Replica::complete(Request& r, TimeNs now) {
   r.state = RequestState::completed;
   metrics_.completed_generated_tokens += r.generated_tokens;
@@ -294,17 +327,24 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   if (gpu_share_) gpu_share_->busy -= 1;
   completed_.clear();
   auto& running = state_.running;
-  for (const PlannedItem& item : plan_.items) {
-    Sequence& seq = running[item.running_index];
-    seq.computed_tokens += item.new_tokens;
-    if (seq.prefilled()) {
-      emit_token(state_.requests[seq.request], now);
-      if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
+  // Sequences before `first_leaving` stay where they are.
+  std::size_t first_leaving = 0;
+  if (plan_.all_running_decode) {
+    first_leaving = commit_decode_all(now);
+    if (spec_.role == ReplicaRole::prefill) first_leaving = 0;  // prefilled sequences leave too
+  } else {
+    for (const PlannedItem& item : plan_.items) {
+      Sequence& seq = running[item.running_index];
+      seq.computed_tokens += item.new_tokens;
+      if (seq.prefilled()) {
+        emit_token(state_.requests[seq.request], now);
+        if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
+      }
     }
   }
   // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < running.size(); ++i) {
+  std::size_t kept = first_leaving;
+  for (std::size_t i = first_leaving; i < running.size(); ++i) {
     Request& r = state_.requests[running[i].request];
     if (r.generated_tokens >= r.output_tokens) {
       state_.release(running[i]);

@@ -15,6 +15,7 @@
 #include "sim/sched/scheduler.hpp"
 #include "sim/serve/gpu_share.hpp"
 #include "sim/serve/memory_plan.hpp"
+#include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
 
 namespace servesim {
@@ -105,6 +106,9 @@ class Replica {
   void expire(TimeNs now);
   void record_class(const Request& r, double ttft_s, double tpot_s, double e2e_s);
   void emit_token(Request& r, TimeNs now);
+  // Commits a plan in which every running sequence decoded one token (the common case); returns
+  // the index of the first sequence that has now generated all its tokens (or running.size()).
+  std::size_t commit_decode_all(TimeNs now);
   void complete(Request& r, TimeNs now);
 
   const Scenario& scenario_;
@@ -114,8 +118,7 @@ class Replica {
   RunMetrics metrics_;
   FleetKv& fleet_kv_;
   IterationPlan plan_;
-  std::vector<Op> ops_;  // reused each iteration
-  KernelTimeCache kernel_cache_;
+  IterationTimer timer_;
   bool use_kernel_cache_ = true;
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;

@@ -40,3 +40,21 @@ TEST_CASE("constant samples give the exact value") {
   CHECK(h.quantile(0.5) == 0.0123);
   CHECK(h.stddev() == 0.0);
 }
+
+TEST_CASE("add_repeated(v, n) matches n adds: counts and quantiles exactly, sums to rounding") {
+  LogHistogram one_by_one, repeated;
+  RngStream rng(5, "runs");
+  for (int run = 0; run < 2000; ++run) {
+    const double v = std::exp(rng.normal(-4.0, 0.5));
+    const auto n = static_cast<std::int64_t>(1 + rng.uniform() * 300);
+    for (std::int64_t i = 0; i < n; ++i) one_by_one.add(v);
+    repeated.add_repeated(v, n);
+  }
+  repeated.add_repeated(1.0, 0);  // nothing
+  CHECK(repeated.count() == one_by_one.count());
+  CHECK(repeated.min() == one_by_one.min());
+  CHECK(repeated.max() == one_by_one.max());
+  for (double q : {0.01, 0.5, 0.99, 0.999}) CHECK(repeated.quantile(q) == one_by_one.quantile(q));
+  CHECK(repeated.mean() == doctest::Approx(one_by_one.mean()).epsilon(1e-12));
+  CHECK(repeated.stddev() == doctest::Approx(one_by_one.stddev()).epsilon(1e-9));
+}
