@@ -267,6 +267,9 @@ void ReplicaState::decode_all(IterationPlan& plan) {
   // next token needs a new block exactly when the last one is full.
   const bool plain = !contiguous && !caching && std::has_single_bit(static_cast<std::uint64_t>(b));
   const std::int64_t block_mask = b - 1;
+  // Context of the decoding sequences, summed as they go: preemption only takes sequences not
+  // yet visited (index >= i), so the visited ones are the batch. Integers: exact in any order.
+  std::int64_t kv_tokens = 0;
   std::size_t i = 0;
   while (i < running.size()) {
     Sequence* seqs = running.data();
@@ -277,6 +280,7 @@ void ReplicaState::decode_all(IterationPlan& plan) {
       if ((seq.kv_tokens & block_mask) == 0 || tokens != seq.kv_tokens + 1) break;
       frag -= 1;
       seq.kv_tokens = tokens;
+      kv_tokens += tokens;
     }
     if (i == n) break;
     Sequence& seq = seqs[i];
@@ -289,11 +293,15 @@ void ReplicaState::decode_all(IterationPlan& plan) {
       frag += (blocks - had) * b - (tokens - seq.kv_tokens);
       seq.kv_tokens = tokens;
       if (caching) publish_full_blocks(seq);
+      kv_tokens += tokens;
       ++i;
       continue;
     }
     frag_slots = frag;
-    if (grow_or_preempt(i, tokens)) ++i;
+    if (grow_or_preempt(i, tokens)) {
+      kv_tokens += tokens;
+      ++i;
+    }
     frag = frag_slots;
   }
   frag_slots = frag;
@@ -301,18 +309,17 @@ void ReplicaState::decode_all(IterationPlan& plan) {
   if (preemptions == preemptions_before && !swapped.empty()) {
     const std::size_t first = running.size();
     swap_in();
-    for (std::size_t j = first; j < running.size(); ++j) grow(j, running[j].computed_tokens + 1);
+    for (std::size_t j = first; j < running.size(); ++j) {
+      grow(j, running[j].computed_tokens + 1);
+      kv_tokens += running[j].computed_tokens + 1;
+    }
   }
   // Every running sequence decodes, in order: the replica commits such a plan in one pass.
   plan.all_running_decode = plan.items.empty();
   const std::size_t first_item = plan.items.size();
   plan.items.resize(first_item + running.size());
   PlannedItem* items = plan.items.data() + first_item;
-  std::int64_t kv_tokens = 0;  // integers: the sum is exact in any order
-  for (std::size_t j = 0; j < running.size(); ++j) {
-    items[j] = {static_cast<std::uint32_t>(j), 1, false};
-    kv_tokens += running[j].computed_tokens + 1;
-  }
+  for (std::size_t j = 0; j < running.size(); ++j) items[j] = {static_cast<std::uint32_t>(j), 1, false};
   plan.shape.decode_seqs += static_cast<std::int64_t>(running.size());
   plan.shape.decode_kv_tokens += static_cast<double>(kv_tokens);
 }

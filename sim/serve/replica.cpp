@@ -260,20 +260,22 @@ void Replica::emit_token(Request& r, TimeNs now) {
   r.last_token_ns = now;
 }
 
-std::size_t Replica::commit_decode_all(TimeNs now) {
+void Replica::commit_decode_all(TimeNs now) {
   // emit_token for every running sequence in one pass, without the plan's indirection. The
   // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
   // the last iteration), in the same order: the same result as one add per token.
   TimeNs run_gap_ns = -1;
   std::int64_t run = 0;
-  std::size_t first_done = state_.running.size();
-  for (std::size_t i = 0; i < state_.running.size(); ++i) {
-    Sequence& seq = state_.running[i];
+  Sequence* const seqs = state_.running.data();
+  const std::size_t n = state_.running.size();
+  done_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    Sequence& seq = seqs[i];
     seq.computed_tokens += 1;
     if (!seq.prefilled()) continue;
     Request& r = state_.requests[seq.request];
     r.generated_tokens += 1;
-    if (r.generated_tokens >= r.output_tokens) first_done = std::min(first_done, i);
+    if (r.generated_tokens >= r.output_tokens) done_.push_back(static_cast<std::uint32_t>(i));
     if (r.first_token_ns < 0) {
       r.first_token_ns = now;
       metrics_.ttft_s.add(ns_to_seconds(now - r.arrival_ns));
@@ -289,7 +291,6 @@ std::size_t Replica::commit_decode_all(TimeNs now) {
     r.last_token_ns = now;
   }
   metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
-  return first_done;
 }
 
 void Replica::complete(Request& r, TimeNs now) {
@@ -322,41 +323,54 @@ void Replica::record_class(const Request& r, double ttft_s, double tpot_s, doubl
   if (met) c.slo_met += 1;
 }
 
+void Replica::finish_request(const Sequence& seq, TimeNs now) {
+  Request& r = state_.requests[seq.request];
+  state_.release(seq);
+  completed_.push_back(seq.request);
+  complete(r, now);
+  if (observer_) observer_->on_finished(r.id, r, now);
+}
+
 void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   busy_ = false;
   if (gpu_share_) gpu_share_->busy -= 1;
   completed_.clear();
   auto& running = state_.running;
-  // Sequences before `first_leaving` stay where they are.
-  std::size_t first_leaving = 0;
-  if (plan_.all_running_decode) {
-    first_leaving = commit_decode_all(now);
-    if (spec_.role == ReplicaRole::prefill) first_leaving = 0;  // prefilled sequences leave too
+  // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
+  std::size_t kept = 0;
+  if (plan_.all_running_decode && spec_.role != ReplicaRole::prefill) {
+    // Only the sequences done_ lists leave: move the runs between them, without visiting the rest.
+    commit_decode_all(now);
+    kept = done_.empty() ? running.size() : done_.front();
+    for (std::size_t k = 0; k < done_.size(); ++k) {
+      finish_request(running[done_[k]], now);
+      const std::size_t next = k + 1 < done_.size() ? done_[k + 1] : running.size();
+      for (std::size_t i = done_[k] + 1; i < next; ++i) running[kept++] = running[i];
+    }
   } else {
-    for (const PlannedItem& item : plan_.items) {
-      Sequence& seq = running[item.running_index];
-      seq.computed_tokens += item.new_tokens;
-      if (seq.prefilled()) {
-        emit_token(state_.requests[seq.request], now);
-        if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
+    if (plan_.all_running_decode) {
+      commit_decode_all(now);
+    } else {
+      for (const PlannedItem& item : plan_.items) {
+        Sequence& seq = running[item.running_index];
+        seq.computed_tokens += item.new_tokens;
+        if (seq.prefilled()) {
+          emit_token(state_.requests[seq.request], now);
+          if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
+        }
       }
     }
-  }
-  // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
-  std::size_t kept = first_leaving;
-  for (std::size_t i = first_leaving; i < running.size(); ++i) {
-    Request& r = state_.requests[running[i].request];
-    if (r.generated_tokens >= r.output_tokens) {
-      state_.release(running[i]);
-      completed_.push_back(running[i].request);
-      complete(r, now);
-      if (observer_) observer_->on_finished(r.id, r, now);
-    } else if (spec_.role == ReplicaRole::prefill && running[i].prefilled()) {
-      handoffs.push_back({running[i].request, running[i]});
-      handing_off_ += 1;
-    } else {
-      if (kept != i) running[kept] = running[i];  // no self-copy: it stalls on store forwarding
-      ++kept;
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const Request& r = state_.requests[running[i].request];
+      if (r.generated_tokens >= r.output_tokens) {
+        finish_request(running[i], now);
+      } else if (spec_.role == ReplicaRole::prefill && running[i].prefilled()) {
+        handoffs.push_back({running[i].request, running[i]});
+        handing_off_ += 1;
+      } else {
+        if (kept != i) running[kept] = running[i];  // no self-copy: it stalls on store forwarding
+        ++kept;
+      }
     }
   }
   running.resize(kept);

@@ -106,9 +106,11 @@ class Replica {
   void expire(TimeNs now);
   void record_class(const Request& r, double ttft_s, double tpot_s, double e2e_s);
   void emit_token(Request& r, TimeNs now);
-  // Commits a plan in which every running sequence decoded one token (the common case); returns
-  // the index of the first sequence that has now generated all its tokens (or running.size()).
-  std::size_t commit_decode_all(TimeNs now);
+  // Commits a plan in which every running sequence decoded one token (the common case) and
+  // lists in done_ the indices of the sequences that have now generated all their tokens.
+  void commit_decode_all(TimeNs now);
+  // A running sequence that generated all its tokens: frees its blocks, completes the request.
+  void finish_request(const Sequence& seq, TimeNs now);
   void complete(Request& r, TimeNs now);
 
   const Scenario& scenario_;
@@ -123,6 +125,7 @@ class Replica {
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;
   std::vector<std::uint32_t> completed_;
+  std::vector<std::uint32_t> done_;  // commit_decode_all: running indices that finished
   std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away
   std::int64_t inbound_ = 0;      // sequences whose KV is on its way here
   bool busy_ = false;
