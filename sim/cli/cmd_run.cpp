@@ -135,7 +135,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (trace) trace->commit();
   if (recorder) {
     // The charts draw the first class's SLO (the scenario-wide one unless classes set their own).
-    std::vector<SloTarget> slos;
+    std::vector<SloLine> slos;
     const SloConfig& slo = scenario.workload.classes.front().slo;
     const double pct = 100.0 * slo.percentile;
     if (slo.ttft_s > 0.0) slos.push_back({"ttft_s", pct, slo.ttft_s});

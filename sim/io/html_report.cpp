@@ -106,7 +106,7 @@ std::string metric_title(const std::string& m) {
 }
 
 // "p99 TTFT 1.2 s" against the SLO, as a table row with a verdict.
-std::string slo_cell(const nlohmann::json& report, const SloTarget& slo) {
+std::string slo_cell(const nlohmann::json& report, const SloLine& slo) {
   const double v = get(report, {"latency", slo.metric.c_str(), quantile_key(slo.percentile)}, NAN);
   const bool ok = std::isfinite(v) && v <= slo.threshold_s;
   return escape(seconds(v)) + " vs " + escape(seconds(slo.threshold_s)) + " <span class=\"" + (ok ? "ok\">meets" : "bad\">misses") +
@@ -126,7 +126,7 @@ svg::Series cdf_series(const LogHistogram& h, const std::string& name, const cha
 }
 
 std::string cdf_chart(const std::string& id, const std::string& title, const LogHistogram& h, const char* color,
-                      const std::string& metric, const std::vector<SloTarget>& slos) {
+                      const std::string& metric, const std::vector<SloLine>& slos) {
   svg::Chart c;
   c.id = id;
   c.title = title;
@@ -341,7 +341,7 @@ void page_foot(std::ostream& os, const std::string& extra) {
 }  // namespace
 
 void write_run_html(std::ostream& os, const Scenario& s, const SimResult& res, const nlohmann::json& r, const RunRecorder& rec,
-                    const std::vector<SloTarget>& slos) {
+                    const std::vector<SloLine>& slos) {
   const std::string title = "servesim: " + s.name + " — " + s.model.name + " on " + s.hw.name;
   page_head(os, title);
   os << "<h1>" << escape(title) << "</h1>\n<div class=\"sub\">seed " << s.seed << ", " << get(r, {"requests", "arrived"})

@@ -14,9 +14,11 @@
 
 namespace servesim {
 
-// A latency objective: `metric` (ttft_s, tpot_s, itl_s or e2e_s) at percentile `percentile`
-// (50, 95 or 99) must be at most `threshold_s`.
-struct SloTarget {
+// A latency objective drawn on the charts: `metric` (ttft_s, tpot_s, itl_s or e2e_s) at
+// percentile `percentile` (50, 95 or 99) must be at most `threshold_s`. Not metrics/slo.hpp's
+// SloTarget (the evaluated result): two classes of one name broke the one-definition rule, and
+// ASan caught the vector code of one writing past the other's allocation.
+struct SloLine {
   std::string metric;
   double percentile = 99.0;
   double threshold_s = 0.0;
@@ -26,7 +28,7 @@ struct SloTarget {
 // latency CDFs from the result's histograms, the recorder's timelines and request sample, and the
 // model's ops on the hardware's roofline for the run's mean prefill and decode batches.
 void write_run_html(std::ostream& os, const Scenario& scenario, const SimResult& result, const nlohmann::json& report,
-                    const RunRecorder& recorder, const std::vector<SloTarget>& slos = {});
+                    const RunRecorder& recorder, const std::vector<SloLine>& slos = {});
 
 // One simulated load level of a sweep or saturation search.
 struct LoadPoint {
@@ -43,7 +45,7 @@ struct LoadPage {
   std::string load_label = "arrival rate (req/s)";
   std::vector<std::pair<std::string, std::string>> facts;  // summary card rows (name, value)
   std::vector<LoadPoint> points;         // any order; drawn sorted by load
-  std::vector<SloTarget> slos;           // drawn as reference lines on the latency charts
+  std::vector<SloLine> slos;           // drawn as reference lines on the latency charts
   std::optional<double> marked_load;     // e.g. the stable QPS found by saturate
   std::string marked_label = "stable QPS";
 };

@@ -44,10 +44,11 @@ TEST_CASE("golden report: tests/golden/small.json") {
   }
   const auto golden = load_json_file(golden_path);
   // Compare section by section so a failure says where the drift is.
-  for (const auto& [key, value] : golden.items()) {
+  for (const auto& item : golden.items()) {  // not a structured binding: INFO captures in a lambda
+    const std::string& key = item.key();
     INFO("report section: " << key);
     CHECK(report.contains(key));
-    if (report.contains(key)) CHECK(report[key].dump(2) == value.dump(2));
+    if (report.contains(key)) CHECK(report[key].dump(2) == item.value().dump(2));
   }
   CHECK(report.size() == golden.size());
 }

@@ -143,7 +143,8 @@ TEST_CASE("interconnect model vs vidur's measured NCCL all-reduce and send/recv 
       REQUIRE(curves.count(k));
       for (const auto& p : curves.at(k)) held.push_back({k.first, p});
     }
-    const auto [lat, bw] = fit(train);
+    const std::pair<double, double> fitted = fit(train);  // not a binding: INFO below captures in a lambda
+    const double lat = fitted.first, bw = fitted.second;
 
     // The profile must carry the fit, and its model is what gets scored on the held-out points.
     const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", c.profile, "", ""));
