@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages servesim builds against, only those missing (needs root or sudo).
 set -euo pipefail
+# --sanitizers adds clang and its sanitizer/libFuzzer runtimes (scripts/sanitize.sh, fuzz/run.sh).
 pkgs=(cmake g++ make libeigen3-dev nlohmann-json3-dev libtbb-dev libcxxopts-dev doctest-dev)
+[ "${1:-}" = "--sanitizers" ] && pkgs+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
