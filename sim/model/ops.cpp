@@ -124,17 +124,13 @@ bool depends_on_context(const Op& op) {
   return op.kind == OpKind::attention_prefill || op.kind == OpKind::attention_decode || op.name == kKvConcatName;
 }
 
-void refresh_context_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& ops,
-                         const KernelPlan& plan, std::int64_t tp) {
-  const ModelSpec m = full.sharded(tp);
-  for (Op& op : ops) {
-    if (op.kind == OpKind::attention_prefill) {
-      op = prefill_attention_op(m, b, p, plan);
-    } else if (op.kind == OpKind::attention_decode) {
-      op = decode_attention_op(m, b, p, plan);
-    } else if (op.name == kKvConcatName) {
-      op = kv_concat_op(m, b, p);
-    }
+void refresh_context_op(const ModelSpec& m, const BatchShape& b, const Precision& p, Op& op, const KernelPlan& plan) {
+  if (op.kind == OpKind::attention_prefill) {
+    op = prefill_attention_op(m, b, p, plan);
+  } else if (op.kind == OpKind::attention_decode) {
+    op = decode_attention_op(m, b, p, plan);
+  } else if (op.name == kKvConcatName) {
+    op = kv_concat_op(m, b, p);
   }
 }
 

@@ -106,10 +106,11 @@ void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const 
 // Ops whose counts depend on how the batch's tokens split into sequences and contexts
 // (attention; HF's KV concat). Every other op depends only on total_tokens() and sampled_seqs().
 bool depends_on_context(const Op& op);
-// Rewrites those ops in `ops`, built by build_iteration_ops(full, b', p, ops, plan, tp) for a
+// Rewrites one such op of a list built by build_iteration_ops(full, b', p, ops, plan, tp) for a
 // shape b' with the same total_tokens(), sampled_seqs() and presence of prefill and decode
-// sequences as `b`, so that `ops` is what build_iteration_ops would build for `b`.
-void refresh_context_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& ops,
-                         const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1);
+// sequences as `b`, into what build_iteration_ops would build for `b`. `sharded` is
+// full.sharded(tp), which the caller keeps: this runs once per simulated iteration.
+void refresh_context_op(const ModelSpec& sharded, const BatchShape& b, const Precision& p, Op& op,
+                        const KernelPlan& plan = KernelPlan{});
 
 }  // namespace servesim

@@ -118,7 +118,10 @@ constexpr std::size_t kPrefillMemos = 1024;  // ~20 ops each: a few MB at most
 }  // namespace
 
 IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel)
-    : scenario_(scenario), parallel_(parallel), cache_(scenario.hw, scenario.precision.weights) {}
+    : scenario_(scenario),
+      parallel_(parallel),
+      sharded_model_(scenario.model.sharded(parallel.tensor_parallel_size)),
+      cache_(scenario.hw, scenario.precision.weights) {}
 
 StepTime IterationTimer::time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
   return estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, scenario_.engine.profile.kernels,
@@ -151,9 +154,11 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
       if (depends_on_context(m.ops[j])) m.context_ops.push_back(j);
     }
   } else {
-    refresh_context_ops(s.model, shape, s.precision, m.ops, plan, tp);
     // Contexts rarely repeat: estimate() directly, no cache entry to evict others for.
-    for (const std::size_t j : m.context_ops) m.times[j] = estimate(m.ops[j], s.hw, s.precision.weights);
+    for (const std::size_t j : m.context_ops) {
+      refresh_context_op(sharded_model_, shape, s.precision, m.ops[j], plan);
+      m.times[j] = estimate(m.ops[j], s.hw, s.precision.weights);
+    }
   }
   m.shape = shape;
   m.valid = true;

@@ -57,6 +57,7 @@ class IterationTimer {
 
   const Scenario& scenario_;
   ParallelConfig parallel_;
+  ModelSpec sharded_model_;  // the slice one GPU of the tensor-parallel group holds
   KernelTimeCache cache_;
   std::vector<Op> scratch_ops_;     // for the unmemoised paths
   std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
