@@ -47,30 +47,32 @@ GemmKernel choose_gemm_kernel(const Op& op, const HwProfile& hw) {
 
 namespace {
 
-// The FLOP rate and its achievable fraction for an op. GEMMs and attention run on tensor cores;
-// norms and elementwise ops on CUDA cores.
-struct ComputeRate {
-  double peak;
-  double frac;
-};
-
+// The 16-bit tensor-core peak (`base` if the profile has it, else bf16, else fp16).
 double peak16(const HwProfile& hw, Dtype base) {
   if (hw.peak_flops(base) > 0) return hw.peak_flops(base);
   return hw.peak_flops(Dtype::bf16) > 0 ? hw.peak_flops(Dtype::bf16) : hw.peak_flops(Dtype::fp16);
 }
 
-ComputeRate compute_rate(const Op& op, const HwProfile& hw, Dtype gemm_dtype) {
+// The FLOP rate for an op and, apart, its achievable fraction: a table lookup that only ops
+// without a measured table need (it runs for every re-timed op of every iteration). GEMMs and
+// attention run on tensor cores; norms and elementwise ops on CUDA cores.
+double peak_rate(const Op& op, const HwProfile& hw, Dtype gemm_dtype) {
   switch (op.kind) {
-    case OpKind::gemm:
-      return {peak16(hw, gemm_dtype), hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m))};
+    case OpKind::gemm: return peak16(hw, gemm_dtype);
+    // Attention runs in 16-bit even when GEMM weights are quantized.
     case OpKind::attention_prefill:
-    case OpKind::attention_decode: {
-      // Attention runs in 16-bit even when GEMM weights are quantized.
-      const double tokens = op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0;
-      return {peak16(hw, Dtype::bf16), hw.attention_prefill_compute_frac_by_tokens.at(tokens)};
-    }
-    default:
-      return {hw.vector_fp32_flops_per_s, 1.0};
+    case OpKind::attention_decode: return peak16(hw, Dtype::bf16);
+    default: return hw.vector_fp32_flops_per_s;
+  }
+}
+
+double compute_frac(const Op& op, const HwProfile& hw) {
+  switch (op.kind) {
+    case OpKind::gemm: return hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m));
+    case OpKind::attention_prefill:
+    case OpKind::attention_decode:
+      return hw.attention_prefill_compute_frac_by_tokens.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
+    default: return 1.0;
   }
 }
 
@@ -97,9 +99,9 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
 // Roofline of one kernel with extra ALU seconds (dequantization) added to the compute side.
 KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s) {
   KernelTime t;
-  const ComputeRate rate = compute_rate(op, hw, gemm_dtype);
+  const double peak = peak_rate(op, hw, gemm_dtype);
   const double bw = hw.hbm_bandwidth_bytes_per_s;
-  const double compute_floor_s = rate.peak > 0.0 ? op.flops / rate.peak : 0.0;
+  const double compute_floor_s = peak > 0.0 ? op.flops / peak : 0.0;
   const double memory_floor_s = bytes / bw;
   t.roofline_s = std::max(compute_floor_s, memory_floor_s);
   t.overhead_s = hw.kernel_overhead_s;
@@ -112,7 +114,7 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
     t.compute_s = compute_floor_s / frac + extra_compute_s;
     t.memory_s = memory_floor_s / frac;
   } else {
-    if (op.flops > 0.0 && rate.peak > 0.0) t.compute_s = op.flops / (rate.peak * rate.frac);
+    if (op.flops > 0.0 && peak > 0.0) t.compute_s = op.flops / (peak * compute_frac(op, hw));
     t.compute_s += extra_compute_s;
     if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw));
   }
