@@ -263,7 +263,7 @@ void Replica::emit_token(Request& r, TimeNs now) {
 void Replica::commit_decode_all(TimeNs now) {
   // emit_token for every running sequence in one pass, without the plan's indirection. The
   // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
-  // the last iteration), in the same order: the same result as one add per token.
+  // the last iteration): the same counts and quantiles as one add per token.
   TimeNs run_gap_ns = -1;
   std::int64_t run = 0;
   Sequence* const seqs = state_.running.data();
@@ -336,11 +336,22 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   if (gpu_share_) gpu_share_->busy -= 1;
   completed_.clear();
   auto& running = state_.running;
+  if (plan_.all_running_decode) {
+    commit_decode_all(now);
+  } else {
+    for (const PlannedItem& item : plan_.items) {
+      Sequence& seq = running[item.running_index];
+      seq.computed_tokens += item.new_tokens;
+      if (seq.prefilled()) {
+        emit_token(state_.requests[seq.request], now);
+        if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
+      }
+    }
+  }
   // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
   std::size_t kept = 0;
   if (plan_.all_running_decode && spec_.role != ReplicaRole::prefill) {
     // Only the sequences done_ lists leave: move the runs between them, without visiting the rest.
-    commit_decode_all(now);
     kept = done_.empty() ? running.size() : done_.front();
     for (std::size_t k = 0; k < done_.size(); ++k) {
       finish_request(running[done_[k]], now);
@@ -348,18 +359,6 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
       for (std::size_t i = done_[k] + 1; i < next; ++i) running[kept++] = running[i];
     }
   } else {
-    if (plan_.all_running_decode) {
-      commit_decode_all(now);
-    } else {
-      for (const PlannedItem& item : plan_.items) {
-        Sequence& seq = running[item.running_index];
-        seq.computed_tokens += item.new_tokens;
-        if (seq.prefilled()) {
-          emit_token(state_.requests[seq.request], now);
-          if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
-        }
-      }
-    }
     for (std::size_t i = 0; i < running.size(); ++i) {
       const Request& r = state_.requests[running[i].request];
       if (r.generated_tokens >= r.output_tokens) {
