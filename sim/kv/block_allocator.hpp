@@ -39,6 +39,17 @@ class BlockAllocator {
   // Grows seq's block table with fresh blocks so it holds `tokens` tokens. Returns false (and
   // changes nothing) when not enough blocks are free.
   bool grow_to(SeqId seq, std::int64_t tokens);
+  // grow_to by exactly one block when an uncached block is free (a decoding sequence filled its
+  // last block: every block_size tokens of every sequence, so it skips grow_to's general path).
+  // False, changing nothing, when the free list is empty or seq has no table yet.
+  bool append_free_block(SeqId seq) {
+    if (free_list_.empty() || seq >= tables_.size()) return false;
+    const std::int32_t b = free_list_.back();
+    free_list_.pop_back();
+    refcount_[static_cast<std::size_t>(b)] = 1;
+    tables_[seq].push_back(b);
+    return true;
+  }
   // Drops one reference to each of seq's blocks, last block first; a block nobody holds becomes
   // free (evictable, most recently used, if it is cached). Freeing an empty table is a no-op.
   void free(SeqId seq);

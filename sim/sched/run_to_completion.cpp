@@ -77,7 +77,7 @@ void RunToCompletionScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
   if (plan.shape.total_tokens() > 0) return;
 
   st.decode_all(plan);
-  if (mode_ == Mode::static_padded && !plan.items.empty()) {
+  if (mode_ == Mode::static_padded && plan.seqs() > 0) {
     // Rows without a live request decode padding at the batch's longest context.
     std::int64_t context = 0;
     for (const Sequence& s : st.running) context = std::max(context, s.computed_tokens);

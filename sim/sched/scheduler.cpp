@@ -264,7 +264,8 @@ void ReplicaState::decode_all(IterationPlan& plan) {
   // needs a new block.
   std::int64_t frag = frag_slots;
   // Paged reservation without prefix caching and a power-of-two block (the usual engine): the
-  // next token needs a new block exactly when the last one is full.
+  // next token needs a new block exactly when the last one is full, and no cached block can be
+  // evicted for it (so the free list is all there is).
   const bool plain = !contiguous && !caching && std::has_single_bit(static_cast<std::uint64_t>(b));
   const std::int64_t block_mask = b - 1;
   // Context of the decoding sequences, summed as they go: preemption only takes sequences not
@@ -277,8 +278,15 @@ void ReplicaState::decode_all(IterationPlan& plan) {
     for (; plain && i < n; ++i) {
       Sequence& seq = seqs[i];
       const std::int64_t tokens = seq.computed_tokens + 1;
-      if ((seq.kv_tokens & block_mask) == 0 || tokens != seq.kv_tokens + 1) break;
-      frag -= 1;
+      if (tokens != seq.kv_tokens + 1) break;
+      if ((seq.kv_tokens & block_mask) != 0) {
+        frag -= 1;  // one more slot of the last block written
+      } else {
+        // The last block is full: one fresh block, what grow() takes while the free list lasts;
+        // its other b - 1 slots are unused. Else grow_or_preempt decides.
+        if (!kv.append_free_block(seq.slot)) break;
+        frag += b - 1;
+      }
       seq.kv_tokens = tokens;
       kv_tokens += tokens;
     }
@@ -314,12 +322,13 @@ void ReplicaState::decode_all(IterationPlan& plan) {
       kv_tokens += running[j].computed_tokens + 1;
     }
   }
-  // Every running sequence decodes, in order: the replica commits such a plan in one pass.
-  plan.all_running_decode = plan.items.empty();
-  const std::size_t first_item = plan.items.size();
-  plan.items.resize(first_item + running.size());
-  PlannedItem* items = plan.items.data() + first_item;
-  for (std::size_t j = 0; j < running.size(); ++j) items[j] = {static_cast<std::uint32_t>(j), 1, false};
+  if (plan.items.empty()) {
+    // Every running sequence decodes, in order: the replica commits such a plan in one pass.
+    plan.all_running_decode = true;
+    plan.all_running_seqs = running.size();
+  } else {
+    for (std::size_t j = 0; j < running.size(); ++j) plan.items.push_back({static_cast<std::uint32_t>(j), 1, false});
+  }
   plan.shape.decode_seqs += static_cast<std::int64_t>(running.size());
   plan.shape.decode_kv_tokens += static_cast<double>(kv_tokens);
 }

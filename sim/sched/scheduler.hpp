@@ -134,14 +134,21 @@ struct PlannedItem {
 };
 
 struct IterationPlan {
-  std::vector<PlannedItem> items;
+  std::vector<PlannedItem> items;  // prefill chunks and decodes, one per sequence
   BatchShape shape;
   std::int64_t padding_tokens = 0;  // computed for padding only (static batches)
   TimeNs wake_at_ns = -1;           // an idle policy asks to be scheduled again at this time
-  bool all_running_decode = false;  // items are running[0..n) in order, one decode token each
+  // Every running sequence, running[0..all_running_seqs), decodes one token and `items` is empty:
+  // most iterations, which the replica commits in one pass, so the n identical items would only
+  // be written and read back.
+  bool all_running_decode = false;
+  std::size_t all_running_seqs = 0;
+  // Sequences in the iteration.
+  std::size_t seqs() const { return all_running_decode ? all_running_seqs : items.size(); }
   void clear() {
     items.clear();
     all_running_decode = false;
+    all_running_seqs = 0;
     shape = BatchShape{};
     padding_tokens = 0;
     wake_at_ns = -1;

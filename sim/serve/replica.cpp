@@ -155,8 +155,8 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
       state_.requests.release(id);
     }
   }
-  // A plan of decodes only starts no request (it is most plans: skip the per-sequence loop).
-  for (std::size_t k = 0; !plan_.all_running_decode && k < plan_.items.size(); ++k) {
+  // Listed items only: a plan of decodes only (all_running_decode, most plans) starts no request.
+  for (std::size_t k = 0; k < plan_.items.size(); ++k) {
     const PlannedItem& item = plan_.items[k];
     if (!item.prefill) continue;  // a decoding request has started already
     Request& r = state_.requests[state_.running[item.running_index].request];
@@ -208,7 +208,7 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
     step.time_s *= factor;
   }
 
-  const auto seqs = static_cast<std::int64_t>(plan_.items.size());
+  const auto seqs = static_cast<std::int64_t>(plan_.seqs());
   metrics_.iterations += 1;
   if (plan_.shape.prefill_seqs > 0) metrics_.prefill_iterations += 1;
   if (step.launch_bound) metrics_.launch_bound_iterations += 1;

@@ -11,15 +11,17 @@ enum class RequestState : std::uint8_t { waiting, running, completed, rejected, 
 
 // One user request. Times are -1 until they happen.
 struct Request {
+  // Read and written for every generated token: first, so they share one cache line wherever
+  // the request sits in the pool (the struct is 96 bytes; a line holds 64).
+  TimeNs first_token_ns = -1;
+  TimeNs last_token_ns = -1;
+  std::int32_t output_tokens = 0;
+  std::int32_t generated_tokens = 0;
   std::uint32_t id = 0;            // arrival order: what observers (CSV, trace, HTML) see
   TimeNs arrival_ns = 0;
   TimeNs scheduled_ns = -1;  // first admission into a batch (end of its first queueing)
-  TimeNs first_token_ns = -1;
-  TimeNs last_token_ns = -1;
   TimeNs started_ns = -1;          // first iteration that computes any of it (ends its queueing)
   std::int32_t prompt_tokens = 0;  // whole prompt, shared prefix and conversation history included
-  std::int32_t output_tokens = 0;
-  std::int32_t generated_tokens = 0;
   std::int32_t preemptions = 0;
   std::int32_t prefix_id = -1;     // token sources for prefix caching (see kv/prefix_hash.hpp)
   std::int32_t prefix_tokens = 0;

@@ -42,6 +42,12 @@ struct Harness {
   }
   // What Replica::finish_iteration does, without metrics.
   void commit() {
+    if (plan.all_running_decode) {
+      for (Sequence& seq : st->running) {
+        seq.computed_tokens += 1;
+        if (seq.prefilled()) requests[seq.request].generated_tokens += 1;
+      }
+    }
     for (const PlannedItem& item : plan.items) {
       Sequence& seq = st->running[item.running_index];
       seq.computed_tokens += item.new_tokens;
@@ -80,13 +86,13 @@ TEST_CASE("continuous: new prompts run alone (prefill-prioritised), then everyon
   h.add(100, 3);
   h.add(200, 3);
   h.step();
-  CHECK(h.plan.items.size() == 2);
+  CHECK(h.plan.seqs() == 2);
   CHECK(h.prefill_items() == 2);
   CHECK(h.plan.shape.prefill_tokens == 300);
   h.commit();
   h.add(50, 3);
   h.step();  // the newcomer's prefill preempts the decode step
-  CHECK(h.plan.items.size() == 1);
+  CHECK(h.plan.seqs() == 1);
   CHECK(h.plan.shape.prefill_tokens == 50);
   h.commit();
   h.step();
@@ -170,7 +176,7 @@ TEST_CASE("chunked-prefill: decodes first, then chunks capped by the threshold f
   h.step();
   CHECK(h.plan.shape.decode_seqs == 1);
   CHECK(h.plan.shape.prefill_tokens == 230);  // budget 255 after the decode: 200 (threshold) + 30
-  CHECK(h.plan.items.size() == 3);
+  CHECK(h.plan.seqs() == 3);
   CHECK(h.plan.items[1].new_tokens == 200);
   CHECK(h.plan.items[2].new_tokens == 30);
   h.commit();
@@ -193,7 +199,7 @@ TEST_CASE("static: waits for a full batch or the timeout, pads prompts and rows"
   CHECK(h.plan.shape.total_tokens() == 0);
   CHECK(h.plan.wake_at_ns == seconds_to_ns(1.0));
   h.step(seconds_to_ns(1.0));  // timeout: a batch of 2 requests in 4 rows, all padded to 100
-  CHECK(h.plan.items.size() == 2);
+  CHECK(h.plan.seqs() == 2);
   CHECK(h.plan.shape.prefill_tokens == 400);
   CHECK(h.plan.padding_tokens == 60 + 2 * 100);
   h.commit();
@@ -201,7 +207,7 @@ TEST_CASE("static: waits for a full batch or the timeout, pads prompts and rows"
   h.step(seconds_to_ns(1.1));
   CHECK(h.plan.shape.decode_seqs == 4);  // 2 live rows + 2 padding rows
   CHECK(h.plan.padding_tokens == 2);
-  CHECK(h.plan.items.size() == 2);
+  CHECK(h.plan.seqs() == 2);
   h.commit();  // request 0 done (2 tokens)
   h.step(seconds_to_ns(1.2));
   CHECK(h.plan.shape.decode_seqs == 4);  // its row keeps computing padding
@@ -221,7 +227,7 @@ TEST_CASE("dynamic: a batch forms at max_batch_size without waiting, is ragged, 
   h.add(40, 3);
   h.add(20, 1);
   h.step();
-  CHECK(h.plan.items.size() == 2);
+  CHECK(h.plan.seqs() == 2);
   CHECK(h.plan.shape.prefill_tokens == 140);
   CHECK(h.plan.padding_tokens == 0);
   h.commit();  // request 0 finishes at once
@@ -244,7 +250,7 @@ TEST_CASE("token-level: the peak future KV formula, and admission refused on est
   h.step();
   // Now: 300 tokens held, 700 free, so the second prompt fits in blocks; but each would grow to
   // 600 tokens: 1200 > 1000. Only one is admitted.
-  CHECK(h.plan.items.size() == 1);
+  CHECK(h.plan.seqs() == 1);
   CHECK(h.st->waiting.size() == 1);
   CHECK(h.st->kv.block_size_tokens() == 1);
 
@@ -252,7 +258,7 @@ TEST_CASE("token-level: the peak future KV formula, and admission refused on est
   c.add(300, 300);
   c.add(300, 300);
   c.step();
-  CHECK(c.plan.items.size() == 2);  // continuous admits on current blocks only
+  CHECK(c.plan.seqs() == 2);  // continuous admits on current blocks only
 }
 
 TEST_CASE("priority scheduling: the most urgent class is admitted first, the least urgent preempted first") {
@@ -285,7 +291,7 @@ TEST_CASE("contiguous reservation: max_model_len at admission, so fewer sequence
   Harness h(e, 150);  // 2400 tokens: two reservations of 1024
   for (int i = 0; i < 4; ++i) h.add(100, 10);
   h.step();
-  CHECK(h.plan.items.size() == 2);
+  CHECK(h.plan.seqs() == 2);
   CHECK(h.st->kv.blocks_of(h.st->running[0].slot) == 64);
   h.commit();
   h.step();  // decoding needs no new block
