@@ -244,32 +244,6 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
 }
 
 namespace {
-
-// Host/GPU state of the launch recursion: h = when the host can issue the next launch, f = when
-// the GPU finishes the last issued kernel.
-struct QueueState {
-  double h = 0.0;
-  double f = 0.0;
-};
-
-// Issues `n` launches of the kernel(s) of one op.
-void issue(QueueState& s, const KernelTime& k, std::int64_t n, double c) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (k.launches == 2) {
-      s.h += c;
-      s.f = std::max(s.f, s.h) + k.pass_s;
-      s.h += c;
-      s.f = std::max(s.f, s.h) + (k.time_s - k.pass_s);
-    } else {
-      s.h += c;
-      s.f = std::max(s.f, s.h) + k.time_s;
-    }
-  }
-}
-
-}  // namespace
-
-namespace {
 constexpr unsigned kCacheBits = 12;
 
 std::uint64_t bits(double v) {
@@ -320,60 +294,136 @@ StepTime estimate_step(const std::vector<Op>& ops, const HwProfile& hw, Dtype ba
   return combine_step(ops, times, hw, launch, batch_seqs);
 }
 
-StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,
-                      const LaunchConfig& launch, std::int64_t batch_seqs) {
-  StepTime s;
+namespace {
+
+// `a` then `b`: h'' = h + a.host + b.host; f'' = max(f + a.gpu + b.gpu, h + max(a.reach + b.gpu, a.host + b.reach)).
+QueueMap compose(const QueueMap& a, const QueueMap& b) {
+  return {a.host_s + b.host_s, a.gpu_s + b.gpu_s, std::max(a.reach_s + b.gpu_s, a.host_s + b.reach_s)};
+}
+
+// `n` repetitions of `m` in closed form: the reach is a maximum over which repetition's launch
+// last stalls the GPU, linear in the repetition's index, so one of its ends attains it.
+QueueMap power(const QueueMap& m, std::int64_t n) {
+  if (n <= 0) return {};
+  const double k = static_cast<double>(n);
+  return {k * m.host_s, k * m.gpu_s, m.reach_s + (k - 1.0) * std::max(m.host_s, m.gpu_s)};
+}
+
+// One launch of a kernel of `d` seconds issued `c` after the previous one: h' = h + c,
+// f' = max(f, h + c) + d.
+QueueMap launch_map(double c, double d) { return {c, d, c + d}; }
+
+// Sums and queue map of `launches` launches of one op (count launches in the pre and post
+// regions, per_layer in the body) whose one-launch time is `k`.
+void op_piece(const Op& op, const KernelTime& k, std::int64_t launches, double c, StepSums& sums, QueueMap& map) {
+  const double n = static_cast<double>(op.count);
+  sums.gpu_s = n * k.time_s;
+  sums.roofline_s = n * k.roofline_s;
+  sums.flops = n * op.flops;
+  sums.comm_s = is_communication(op.kind) ? n * k.time_s : 0.0;
+  sums.bytes = is_communication(op.kind) ? 0.0 : n * k.bytes;  // HBM traffic only
+  sums.kernels = op.count * k.launches;
+  const QueueMap one = k.launches == 2 ? compose(launch_map(c, k.pass_s), launch_map(c, k.time_s - k.pass_s))
+                                       : launch_map(c, k.time_s);
+  map = power(one, launches);
+}
+
+void add(StepSums& to, const StepSums& s) {
+  to.gpu_s += s.gpu_s;
+  to.roofline_s += s.roofline_s;
+  to.flops += s.flops;
+  to.comm_s += s.comm_s;
+  to.bytes += s.bytes;
+  to.kernels += s.kernels;
+}
+
+std::int64_t launches_in(const Op& op, StepPieces::Region r) {
+  return r == StepPieces::Region::body ? op.per_layer : op.count;
+}
+
+// (h, f) after `m`.
+void apply(const QueueMap& m, double& h, double& f) {
+  f = std::max(f + m.gpu_s, h + m.reach_s);
+  h += m.host_s;
+}
+
+}  // namespace
+
+void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, double per_kernel_s,
+                    StepPieces& p) {
+  using Region = StepPieces::Region;
+  p.pieces.clear();
+  p.per_kernel_s = per_kernel_s;
+  p.layers = 0;
+  // Regions: leading ops outside the layers, then one layer's ops (per_layer > 0), then the rest.
+  std::size_t body_begin = 0;
+  while (body_begin < ops.size() && ops[body_begin].per_layer == 0) ++body_begin;
+  std::size_t body_end = body_begin;
+  while (body_end < ops.size() && ops[body_end].per_layer > 0) ++body_end;
+  if (body_end > body_begin) p.layers = ops[body_begin].count / ops[body_begin].per_layer;
+  bool in_run = false;
   for (std::size_t j = 0; j < ops.size(); ++j) {
-    const Op& op = ops[j];
-    const KernelTime& k = times[j];
-    const double n = static_cast<double>(op.count);
-    s.gpu_s += n * k.time_s;
-    s.roofline_s += n * k.roofline_s;
-    s.flops += n * op.flops;
-    if (is_communication(op.kind)) {
-      s.comm_s += n * k.time_s;
-    } else {
-      s.bytes += n * k.bytes;  // HBM traffic only
+    const Region r = j < body_begin ? Region::pre : (j < body_end ? Region::body : Region::post);
+    if (depends_on_context(ops[j])) {
+      p.pieces.push_back({j, r, {}, {}});
+      in_run = false;
+      continue;
     }
-    s.kernels += op.count * k.launches;
+    if (!in_run || p.pieces.back().region != r) p.pieces.push_back({StepPieces::kRun, r, {}, {}});
+    in_run = true;
+    StepPieces::Piece& run = p.pieces.back();
+    StepSums sums;
+    QueueMap map;
+    op_piece(ops[j], times[j], launches_in(ops[j], r), per_kernel_s, sums, map);
+    add(run.sums, sums);
+    run.map = compose(run.map, map);
   }
-  const double c = launch.per_kernel_s(hw);
+}
+
+StepTime combine_pieces(const StepPieces& p, const std::vector<Op>& ops, const std::vector<KernelTime>& times,
+                        const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs) {
+  using Region = StepPieces::Region;
+  const double c = p.per_kernel_s;
+  StepSums total;
+  QueueMap region[3];  // pre, one layer, post
+  for (const StepPieces::Piece& piece : p.pieces) {
+    StepSums sums = piece.sums;
+    QueueMap map = piece.map;
+    if (piece.op != StepPieces::kRun) op_piece(ops[piece.op], times[piece.op], launches_in(ops[piece.op], piece.region), c, sums, map);
+    add(total, sums);
+    QueueMap& to = region[static_cast<int>(piece.region)];
+    to = compose(to, map);
+  }
+  StepTime s;
+  s.gpu_s = total.gpu_s;
+  s.roofline_s = total.roofline_s;
+  s.flops = total.flops;
+  s.comm_s = total.comm_s;
+  s.bytes = total.bytes;
+  s.kernels = total.kernels;
   s.launch_s = launch.cuda_graphs ? hw.graph_launch_s : static_cast<double>(s.kernels) * c;
   const double host_pre = launch.host_overhead_per_step_s;
   const double host_post = static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
   s.host_s = host_pre + host_post;
 
-  QueueState q{launch.cuda_graphs ? hw.graph_launch_s : 0.0, 0.0};
-  std::size_t i = 0;
-  for (; i < ops.size() && ops[i].per_layer == 0; ++i) issue(q, times[i], ops[i].count, c);
-  const std::size_t body_begin = i;
-  while (i < ops.size() && ops[i].per_layer > 0) ++i;
-  if (i > body_begin) {
-    // One layer from (h = 0, f = -inf) gives A (one.f) and its host time (one.h); D is its GPU time.
-    const double neg_inf = -std::numeric_limits<double>::infinity();
-    QueueState one{0.0, neg_inf};
-    double layer_gpu_s = 0.0;
-    for (std::size_t j = body_begin; j < i; ++j) {
-      issue(one, times[j], ops[j].per_layer, c);
-      layer_gpu_s += static_cast<double>(ops[j].per_layer) * times[j].time_s;
-    }
-    // L layers of the map (h, f) -> (h + one.h, max(f + D, h + one.f)) in closed form: the
-    // inner maximum over which layer's launch last stalls the GPU is linear in the layer index,
-    // so one of its ends attains it.
-    const std::int64_t layers = ops[body_begin].count / ops[body_begin].per_layer;
-    if (layers > 0) {
-      const double L = static_cast<double>(layers);
-      q.f = std::max(q.f + L * layer_gpu_s, q.h + one.f + (L - 1.0) * std::max(one.h, layer_gpu_s));
-      q.h += L * one.h;
-    }
-  }
-  for (; i < ops.size(); ++i) issue(q, times[i], ops[i].count, c);
+  // From the end of host_pre: the graph launch (if any) before the first kernel, GPU idle.
+  double h = launch.cuda_graphs ? hw.graph_launch_s : 0.0, f = 0.0;
+  apply(region[static_cast<int>(Region::pre)], h, f);
+  apply(power(region[static_cast<int>(Region::body)], p.layers), h, f);
+  apply(region[static_cast<int>(Region::post)], h, f);
 
-  const double gpu_path_s = q.f;  // from the end of host_pre to the last kernel's completion
+  const double gpu_path_s = f;  // from the end of host_pre to the last kernel's completion
   s.launch_wait_s = std::max(0.0, gpu_path_s - s.gpu_s);
   s.launch_bound = s.launch_s > s.gpu_s;
   s.time_s = launch.overlap_host ? std::max(s.host_s, gpu_path_s) : s.host_s + gpu_path_s;
   return s;
+}
+
+StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,
+                      const LaunchConfig& launch, std::int64_t batch_seqs) {
+  thread_local StepPieces pieces;  // reused: the exact path runs this once per simulated iteration
+  summarize_step(ops, times, launch.per_kernel_s(hw), pieces);
+  return combine_pieces(pieces, ops, times, hw, launch, batch_seqs);
 }
 
 }  // namespace servesim

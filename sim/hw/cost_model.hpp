@@ -6,6 +6,7 @@
 // (interconnect.hpp).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "sim/hw/hw_profile.hpp"
@@ -119,5 +120,43 @@ void time_kernels(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, K
                   std::vector<KernelTime>& times);
 StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,
                       const LaunchConfig& launch, std::int64_t batch_seqs);
+
+// The launch queue over a run of launches as one max-plus affine map of the state (h, f):
+// h' = h + host_s, f' = max(f + gpu_s, h + reach_s). Runs compose (see compose()), so a run's
+// map is computed once and applied in O(1); the identity has reach_s = -inf.
+struct QueueMap {
+  double host_s = 0.0;   // host time issuing the run's launches
+  double gpu_s = 0.0;    // GPU time of the run's kernels
+  double reach_s = -std::numeric_limits<double>::infinity();  // finish time when the GPU starts idle at h = 0
+};
+
+// Per-step totals that add over ops.
+struct StepSums {
+  double gpu_s = 0.0, roofline_s = 0.0, flops = 0.0, comm_s = 0.0, bytes = 0.0;
+  std::int64_t kernels = 0;
+};
+
+// A step's op list cut into the pieces combine_step folds, in order: runs of ops that do not
+// depend on the batch's contexts (summarised once: sums and queue map) and single context ops
+// (attention, folded from their current time). combine_step builds the pieces and folds them;
+// IterationTimer keeps each memo's pieces, so a step of a memoised shape folds a handful of
+// pieces instead of every op, with the same arithmetic (bit-identical to combine_step).
+struct StepPieces {
+  enum class Region { pre, body, post };  // ops before the identical layers, one layer, after them
+  static constexpr std::size_t kRun = static_cast<std::size_t>(-1);
+  struct Piece {
+    std::size_t op = kRun;  // the context op's index, or kRun for a summarised run
+    Region region = Region::pre;
+    StepSums sums;          // of the run (kRun only)
+    QueueMap map;           // of the run (kRun only)
+  };
+  std::vector<Piece> pieces;
+  std::int64_t layers = 0;      // identical layers the body map is folded over
+  double per_kernel_s = -1.0;   // launch cost the run maps were built with
+};
+void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, double per_kernel_s,
+                    StepPieces& pieces);
+StepTime combine_pieces(const StepPieces& pieces, const std::vector<Op>& ops, const std::vector<KernelTime>& times,
+                        const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs);
 
 }  // namespace servesim

@@ -116,7 +116,7 @@ bool same_but_context(const BatchShape& a, const BatchShape& b) {
 }
 // ~20 ops each: 3-4 MB; against one memo it saves 5% of the bench run's instructions (prompts
 // of equal length recur within a run).
-constexpr std::size_t kPrefillMemos = 1024;
+constexpr std::size_t kPrefillMemos = 8192;
 }  // namespace
 
 IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel)
@@ -148,23 +148,24 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   }
   const std::int64_t tp = parallel_.tensor_parallel_size;
   Memo& m = memo_for(shape);
+  const double per_kernel_s = launch.per_kernel_s(s.hw);
   if (!m.valid || !same_but_context(shape, m.shape)) {
     build_iteration_ops(s.model, shape, s.precision, m.ops, plan, tp);
     time_kernels(m.ops, s.hw, s.precision.weights, &cache_, m.times);
-    m.context_ops.clear();
-    for (std::size_t j = 0; j < m.ops.size(); ++j) {
-      if (depends_on_context(m.ops[j])) m.context_ops.push_back(j);
-    }
+    summarize_step(m.ops, m.times, per_kernel_s, m.pieces);
   } else {
     // Contexts rarely repeat: estimate() directly, no cache entry to evict others for.
-    for (const std::size_t j : m.context_ops) {
-      refresh_context_op(sharded_model_, shape, s.precision, m.ops[j], plan);
-      m.times[j] = estimate(m.ops[j], s.hw, s.precision.weights);
+    for (const StepPieces::Piece& piece : m.pieces.pieces) {
+      if (piece.op == StepPieces::kRun) continue;
+      refresh_context_op(sharded_model_, shape, s.precision, m.ops[piece.op], plan);
+      m.times[piece.op] = estimate(m.ops[piece.op], s.hw, s.precision.weights);
     }
+    // The runs' queue maps hold the launch cost (CUDA graphs or eager): rebuilt when it changes.
+    if (m.pieces.per_kernel_s != per_kernel_s) summarize_step(m.ops, m.times, per_kernel_s, m.pieces);
   }
   m.shape = shape;
   m.valid = true;
-  return combine_step(m.ops, m.times, s.hw, launch, batch_seqs);
+  return combine_pieces(m.pieces, m.ops, m.times, s.hw, launch, batch_seqs);
 }
 
 }  // namespace servesim

@@ -51,7 +51,7 @@ class IterationTimer {
     BatchShape shape;  // what ops and times were last built or refreshed for
     std::vector<Op> ops;
     std::vector<KernelTime> times;
-    std::vector<std::size_t> context_ops;  // indices in ops of the context ops
+    StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
   };
   Memo& memo_for(const BatchShape& shape);
 
