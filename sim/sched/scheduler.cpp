@@ -149,7 +149,7 @@ std::size_t ReplicaState::admit_front(const PrefixProbe& probe, std::int64_t chu
   set_kv_tokens(seq, tokens);
   publish_full_blocks(seq);
   requests[seq.request].state = RequestState::running;
-  running.push_back(seq);
+  join_running(seq);
   return running.size() - 1;
 }
 
@@ -179,6 +179,7 @@ bool ReplicaState::grow_or_preempt(std::size_t i, std::int64_t tokens) {
 
 void ReplicaState::preempt(std::size_t index) {
   Sequence seq = running[index];
+  settle(seq);
   running.erase(running.begin() + static_cast<std::ptrdiff_t>(index));
   Request& r = requests[seq.request];
   r.state = RequestState::waiting;
@@ -228,7 +229,7 @@ std::size_t ReplicaState::swap_in() {
     // Copies come back uncached: later blocks still chain from the sequence's own hashes.
     seq.hashed_blocks = static_cast<std::int32_t>(std::max<std::int64_t>(seq.hashed_blocks, seq.computed_tokens / kv.block_size_tokens()));
     requests[seq.request].state = RequestState::running;
-    running.push_back(seq);
+    join_running(seq);
     ++n;
   }
   return n;
@@ -248,7 +249,7 @@ std::size_t ReplicaState::admit_migrated() {
     seq.hashed_blocks = 0;
     if (config.enable_prefix_caching) publish_full_blocks(seq);
     requests[seq.request].state = RequestState::running;
-    running.push_back(seq);
+    join_running(seq);
     ++n;
   }
   return n;
@@ -367,6 +368,7 @@ void ReplicaState::abort_older_than(TimeNs timeout_ns) {
   }
   std::erase_if(running, [&](const Sequence& seq) {
     if (!expired(seq)) return false;
+    settle(seq);
     release(seq);
     return true;
   });
@@ -376,6 +378,27 @@ void ReplicaState::abort_older_than(TimeNs timeout_ns) {
     return true;
   });
   std::erase_if(migrated, expired);
+}
+
+void ReplicaState::join_running(const Sequence& seq) {
+  close_decode_window();
+  running.push_back(seq);
+}
+
+void ReplicaState::settle(const Sequence& seq) {
+  if (!window_open || window_steps == 0) return;
+  Request& r = requests[seq.request];
+  r.generated_tokens += window_steps;
+  r.last_token_ns = window_last_ns;
+}
+
+void ReplicaState::close_decode_window() {
+  if (!window_open) return;
+  if (window_steps > 0) {
+    for (const Sequence& seq : running) settle(seq);
+  }
+  window_open = false;
+  window_steps = 0;
 }
 
 void ReplicaState::release(const Sequence& seq) {

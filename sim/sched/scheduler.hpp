@@ -79,6 +79,20 @@ struct ReplicaState {
   std::int64_t frag_slots = 0;  // unused slots in the partly filled last block of each running sequence
   std::int64_t released_reserved_slots = 0, released_unwritten_slots = 0;
 
+  // The decode window. In a run of all-running decode steps (most iterations) the replica does
+  // not write the running Requests' per-token fields: while the window is open, every running
+  // sequence has generated `window_steps` tokens more than its Request's generated_tokens says,
+  // the last of them at window_last_ns (its Request's last_token_ns is stale). It saves two
+  // stores and a dependent load per token. Whatever changes who runs or reads those fields
+  // closes the window first (close_decode_window) or settles the sequence that leaves (settle).
+  bool window_open = false;
+  std::int32_t window_steps = 0;
+  TimeNs window_last_ns = -1;
+  // Writes the pending tokens into every running Request: O(running) when steps are pending.
+  void close_decode_window();
+  // Writes the pending tokens into the Request of `seq`, a running sequence about to leave.
+  void settle(const Sequence& seq);
+
   std::size_t class_of(const Sequence& s) const;
   std::uint32_t take_slot();
   // Tokens to reserve for a sequence that must hold `tokens` (contiguous: max_model_len at once).
@@ -122,6 +136,8 @@ struct ReplicaState {
   void preempt(std::size_t index);
 
  private:
+  // Appends to `running` (closing the decode window: the newcomer has no pending tokens).
+  void join_running(const Sequence& seq);
   void set_kv_tokens(Sequence& seq, std::int64_t tokens);
   void publish_full_blocks(Sequence& seq);
 };

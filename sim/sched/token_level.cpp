@@ -22,6 +22,7 @@ std::int64_t TokenLevelScheduler::peak_future_tokens(std::vector<std::pair<std::
 }
 
 bool TokenLevelScheduler::admit_ok(ReplicaState& st, const Sequence& head) {
+  st.close_decode_window();  // reads the running Requests' generated_tokens
   const std::int64_t max_len = st.config.max_model_len;
   const auto add = [&](const Sequence& s, std::int64_t current) {
     const Request& r = st.requests[s.request];

@@ -261,20 +261,41 @@ void Replica::emit_token(Request& r, TimeNs now) {
 }
 
 void Replica::commit_decode_all(TimeNs now) {
+  ReplicaState& st = state_;
+  Sequence* const seqs = st.running.data();
+  const std::size_t n = st.running.size();
+  done_.clear();
+  if (st.window_open) {
+    // Every running sequence emitted its last token at window_last_ns (the window admits no
+    // newcomer), so all n gaps are equal and the Requests need not be read: one histogram add,
+    // one increment and compare per sequence.
+    metrics_.itl_s.add_repeated(ns_to_seconds(now - st.window_last_ns), static_cast<std::int64_t>(n));
+    st.window_steps += 1;
+    st.window_last_ns = now;
+    for (std::size_t i = 0; i < n; ++i) {
+      Sequence& seq = seqs[i];
+      seq.computed_tokens += 1;
+      if (seq.computed_tokens >= seq.done_at_tokens) {
+        st.settle(seq);  // it leaves: its Request gets its tokens (finish_request reads them)
+        done_.push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+    return;
+  }
   // emit_token for every running sequence in one pass, without the plan's indirection. The
   // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
   // the last iteration): the same counts and quantiles as one add per token.
   TimeNs run_gap_ns = -1;
   std::int64_t run = 0;
-  Sequence* const seqs = state_.running.data();
-  const std::size_t n = state_.running.size();
-  done_.clear();
+  std::size_t emitted = 0;
   for (std::size_t i = 0; i < n; ++i) {
     Sequence& seq = seqs[i];
     seq.computed_tokens += 1;
     if (!seq.prefilled()) continue;
-    Request& r = state_.requests[seq.request];
+    Request& r = st.requests[seq.request];
     r.generated_tokens += 1;
+    ++emitted;
+    seq.done_at_tokens = seq.computed_tokens + (r.output_tokens - r.generated_tokens);
     if (r.generated_tokens >= r.output_tokens) done_.push_back(static_cast<std::uint32_t>(i));
     if (r.first_token_ns < 0) {
       r.first_token_ns = now;
@@ -291,6 +312,13 @@ void Replica::commit_decode_all(TimeNs now) {
     r.last_token_ns = now;
   }
   metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
+  // Every running sequence emitted now: until someone joins or leaves, the next decode steps
+  // can leave the Requests alone (a prefill replica hands its sequences off instead).
+  if (use_decode_window_ && emitted == n && spec_.role != ReplicaRole::prefill) {
+    st.window_open = true;
+    st.window_steps = 0;
+    st.window_last_ns = now;
+  }
 }
 
 void Replica::complete(Request& r, TimeNs now) {
@@ -339,6 +367,7 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   if (plan_.all_running_decode) {
     commit_decode_all(now);
   } else {
+    state_.close_decode_window();  // emit_token and the compaction below read the Requests
     for (const PlannedItem& item : plan_.items) {
       Sequence& seq = running[item.running_index];
       seq.computed_tokens += item.new_tokens;
@@ -379,6 +408,7 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
 }
 
 void Replica::finish_run(TimeNs end) {
+  state_.close_decode_window();
   note_kv_usage(end);
   note_waiting(end, 0);
   metrics_.kv_usage.finish(end);

@@ -92,10 +92,12 @@ class Replica {
   }
   // Instances sharing one GPU (parallel.instances_per_gpu > 1) share one GpuShare (not owned).
   void set_gpu_share(GpuShare* share) { gpu_share_ = share; }
-  // reference_path: time every kernel with estimate() (no cache); check_every_iteration: the
-  // allocator's O(capacity) invariant check after each iteration.
+  // reference_path: time every kernel with estimate() (no cache) and write every token into its
+  // Request (no decode window); check_every_iteration: the allocator's O(capacity) invariant
+  // check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
     use_kernel_cache_ = !reference_path;
+    use_decode_window_ = !reference_path;
     check_every_iteration_ = check_every_iteration;
   }
 
@@ -122,6 +124,7 @@ class Replica {
   IterationPlan plan_;
   IterationTimer timer_;
   bool use_kernel_cache_ = true;
+  bool use_decode_window_ = true;
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;
   std::vector<std::uint32_t> completed_;

@@ -11,8 +11,9 @@ enum class RequestState : std::uint8_t { waiting, running, completed, rejected, 
 
 // One user request. Times are -1 until they happen.
 struct Request {
-  // Read and written for every generated token: first, so they share one cache line wherever
-  // the request sits in the pool (the struct is 96 bytes; a line holds 64).
+  // Read and written for every generated token outside a decode window (see ReplicaState):
+  // first, so they share one cache line wherever the request sits in the pool (the struct is 96
+  // bytes; a line holds 64).
   TimeNs first_token_ns = -1;
   TimeNs last_token_ns = -1;
   std::int32_t output_tokens = 0;
@@ -69,6 +70,9 @@ struct Sequence {
   std::int64_t kv_tokens = 0;        // tokens whose KV is in the cache once the planned iteration runs
   std::uint64_t chain_hash = 0;      // prefix caching: hash of block hashed_blocks - 1
   std::int32_t hashed_blocks = 0;    // leading blocks already registered in the prefix cache
+  // computed_tokens once the request has all its output; set for the running sequences when
+  // the replica opens a decode window (ReplicaState::window_open), read only while it is open.
+  std::int64_t done_at_tokens = 0;
   bool prefilled() const { return computed_tokens >= target_tokens; }
 };
 

@@ -55,8 +55,9 @@ struct SimHooks {
   RunObserver* observer = nullptr;  // not owned
   // Called every few thousand events with where the run stands (for progress bars).
   std::function<void(const Progress&)> progress;
-  // The exact reference path: every kernel timed by estimate() (no KernelTimeCache). Slower; the
-  // tests check that it gives the same report as the default path.
+  // The exact reference path: every kernel timed by estimate() (no KernelTimeCache) and every
+  // token written into its Request (no decode window). Slower; the tests check that it gives the
+  // same report as the default path.
   bool reference_path = false;
   // O(KV capacity) allocator checks after every iteration. On by default when built with
   // SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap end-of-run checks always run.

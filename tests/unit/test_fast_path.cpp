@@ -63,6 +63,35 @@ TEST_CASE("fast and exact paths agree: all at once with KV pressure and preempti
   compare_paths(doc, "preemption");
 }
 
+// The decode window (requests' token counts written only when a sequence joins or leaves) must
+// settle every sequence that leaves mid-window: preempted to host memory, timed out while
+// running, or read by the token-level admission test.
+TEST_CASE("fast and exact paths agree: swap preemption and timeouts inside decode windows") {
+  auto doc = base_scenario();
+  doc["engine"]["gpu_memory_utilization"] = 0.3;
+  doc["engine"]["max_num_seqs"] = 256;
+  doc["engine"]["preemption_mode"] = "swap";
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 300, "request_timeout_s": 60,
+      "arrival": {"impl": "poisson", "rate_per_s": 30},
+      "prompt_tokens": {"impl": "uniform", "min_tokens": 300, "max_tokens": 1200},
+      "output_tokens": {"impl": "uniform", "min_tokens": 100, "max_tokens": 900}})");
+  const Scenario s = scenario_from(doc);
+  const SimResult r = simulate(s);
+  REQUIRE(r.metrics.swap_outs > 0);  // the cases this test is for
+  REQUIRE(r.metrics.timed_out > 0);
+  compare_paths(doc, "swap and timeouts");
+}
+
+TEST_CASE("fast and exact paths agree: token-level admission") {
+  auto doc = base_scenario();
+  doc["engine"]["scheduler"] = nlohmann::json::parse(R"({"impl": "token-level"})");
+  doc["engine"]["gpu_memory_utilization"] = 0.3;  // admission limited by the KV capacity it forecasts
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 200, "arrival": {"impl": "poisson", "rate_per_s": 60},
+      "prompt_tokens": {"impl": "uniform", "min_tokens": 100, "max_tokens": 800},
+      "output_tokens": {"impl": "uniform", "min_tokens": 20, "max_tokens": 400}})");
+  compare_paths(doc, "token-level");
+}
+
 TEST_CASE("the kernel-time cache returns exactly what estimate() computes") {
   const Scenario s = scenario_from(base_scenario());
   KernelTimeCache cache(s.hw, s.precision.weights);
