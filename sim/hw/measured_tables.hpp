@@ -67,7 +67,8 @@ class LogGrid2D {
  public:
   LogGrid2D() = default;
   LogGrid2D(std::vector<double> xs, std::vector<double> ys, std::vector<double> values)
-      : xs_(std::move(xs)), ys_(std::move(ys)), values_(std::move(values)) {}
+      : xs_(std::move(xs)), ys_(std::move(ys)), values_(std::move(values)),
+        log_steps_x_(log_steps(xs_)), log_steps_y_(log_steps(ys_)) {}
   bool empty() const { return values_.empty(); }
   const std::vector<double>& xs() const { return xs_; }
   const std::vector<double>& ys() const { return ys_; }
@@ -75,8 +76,8 @@ class LogGrid2D {
   double value(std::size_t i, std::size_t j) const { return values_[i * ys_.size() + j]; }
 
   double at(double x, double y) const {
-    const auto [i0, i1, fx] = locate(xs_, x);
-    const auto [j0, j1, fy] = locate(ys_, y);
+    const auto [i0, i1, fx] = locate(xs_, log_steps_x_, x);
+    const auto [j0, j1, fy] = locate(ys_, log_steps_y_, y);
     const double a = value(i0, j0) + fy * (value(i0, j1) - value(i0, j0));
     const double b = value(i1, j0) + fy * (value(i1, j1) - value(i1, j0));
     return a + fx * (b - a);
@@ -87,15 +88,24 @@ class LogGrid2D {
     std::size_t lo, hi;
     double f;
   };
-  static Span locate(const std::vector<double>& axis, double v) {
+  // steps[i] = log(axis[i] / axis[i - 1]), once here: at() runs for every decode iteration
+  // (the decode attention op is re-timed each step), and the same expression evaluated once
+  // gives bit-identical interpolation with half the logs.
+  static std::vector<double> log_steps(const std::vector<double>& axis) {
+    std::vector<double> steps(axis.size(), 0.0);
+    for (std::size_t i = 1; i < axis.size(); ++i) steps[i] = std::log(axis[i] / axis[i - 1]);
+    return steps;
+  }
+  static Span locate(const std::vector<double>& axis, const std::vector<double>& steps, double v) {
     if (axis.size() == 1 || v <= axis.front()) return {0, 0, 0.0};
     if (v >= axis.back()) return {axis.size() - 1, axis.size() - 1, 0.0};
     std::size_t hi = 1;
     while (axis[hi] < v) ++hi;
-    const double f = std::log(v / axis[hi - 1]) / std::log(axis[hi] / axis[hi - 1]);
+    const double f = std::log(v / axis[hi - 1]) / steps[hi];
     return {hi - 1, hi, f};
   }
   std::vector<double> xs_, ys_, values_;
+  std::vector<double> log_steps_x_, log_steps_y_;
 };
 
 inline LogGrid2D decode_grid_by_work(
