@@ -114,9 +114,10 @@ bool same_but_context(const BatchShape& a, const BatchShape& b) {
   return a.total_tokens() == b.total_tokens() && a.sampled_seqs() == b.sampled_seqs() &&
          (a.prefill_seqs > 0) == (b.prefill_seqs > 0) && (a.decode_seqs > 0) == (b.decode_seqs > 0);
 }
-// ~20 ops each, about 2 KB a memo: 16 MB when all are used (the 1M bench's peak RSS went from 16
-// to 32 MB). Prompts of equal length recur within a run; with 1024 entries most token counts of
-// the bench (prompts up to 4096, batches of several) collided, with 8192 a slot per count
+// ~20 ops, their times and pieces: about 4.5 KB a memo, at most ~37 MB when every slot is used
+// (bench/million.sh peak RSS: 32 MB at 1M requests, 38 MB at 10M; 16 MB with 1024 slots).
+// Prompts of equal length recur within a run; with 1024 entries most token counts of the bench
+// (prompts up to 4096, batches of several) collided, with 8192 a slot per count
 // (bench/instructions.sh 20000: 1,048M -> 1,027M).
 constexpr std::size_t kPrefillMemos = 8192;
 }  // namespace
