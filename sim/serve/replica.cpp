@@ -367,19 +367,23 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   if (plan_.all_running_decode) {
     commit_decode_all(now);
   } else {
-    state_.close_decode_window();  // emit_token and the compaction below read the Requests
+    state_.close_decode_window();  // emit_token reads the Requests
+    done_.clear();
     for (const PlannedItem& item : plan_.items) {
       Sequence& seq = running[item.running_index];
       seq.computed_tokens += item.new_tokens;
-      if (seq.prefilled()) {
-        emit_token(state_.requests[seq.request], now);
-        if (item.prefill && observer_) observer_->on_prefill_done(state_.requests[seq.request].id, now);
-      }
+      if (!seq.prefilled()) continue;
+      Request& r = state_.requests[seq.request];
+      emit_token(r, now);
+      if (item.prefill && observer_) observer_->on_prefill_done(r.id, now);
+      // Only a sequence that ran can have finished (the others left when they did).
+      if (r.generated_tokens >= r.output_tokens) done_.push_back(item.running_index);
     }
+    std::sort(done_.begin(), done_.end());  // items list prefills before decodes
   }
   // Stable compaction: finished (or handed-off) sequences leave, the rest keep admission order.
   std::size_t kept = 0;
-  if (plan_.all_running_decode && spec_.role != ReplicaRole::prefill) {
+  if (spec_.role != ReplicaRole::prefill) {
     // Only the sequences done_ lists leave: move the runs between them, without visiting the rest.
     kept = done_.empty() ? running.size() : done_.front();
     for (std::size_t k = 0; k < done_.size(); ++k) {
@@ -388,11 +392,12 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
       for (std::size_t i = done_[k] + 1; i < next; ++i) running[kept++] = running[i];
     }
   } else {
+    // A prefill replica: finished sequences leave, prefilled ones are handed off.
     for (std::size_t i = 0; i < running.size(); ++i) {
       const Request& r = state_.requests[running[i].request];
       if (r.generated_tokens >= r.output_tokens) {
         finish_request(running[i], now);
-      } else if (spec_.role == ReplicaRole::prefill && running[i].prefilled()) {
+      } else if (running[i].prefilled()) {
         handoffs.push_back({running[i].request, running[i]});
         handing_off_ += 1;
       } else {

@@ -128,7 +128,7 @@ class Replica {
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;
   std::vector<std::uint32_t> completed_;
-  std::vector<std::uint32_t> done_;  // commit_decode_all: running indices that finished
+  std::vector<std::uint32_t> done_;  // running indices that finished this iteration, ascending
   std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away
   std::int64_t inbound_ = 0;      // sequences whose KV is on its way here
   bool busy_ = false;
