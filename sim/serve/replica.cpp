@@ -312,8 +312,9 @@ void Replica::commit_decode_all(TimeNs now) {
     r.last_token_ns = now;
   }
   metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
-  // Every running sequence emitted now: until someone joins or leaves, the next decode steps
-  // can leave the Requests alone (a prefill replica hands its sequences off instead).
+  // Every running sequence emitted now: until someone joins (leavers are settled one by one),
+  // the next decode steps can leave the Requests alone (a prefill replica hands its sequences
+  // off instead).
   if (use_decode_window_ && emitted == n && spec_.role != ReplicaRole::prefill) {
     st.window_open = true;
     st.window_steps = 0;
