@@ -361,16 +361,16 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
   std::size_t body_end = body_begin;
   while (body_end < ops.size() && ops[body_end].per_layer > 0) ++body_end;
   if (body_end > body_begin) p.layers = ops[body_begin].count / ops[body_begin].per_layer;
-  bool in_run = false;
   for (std::size_t j = 0; j < ops.size(); ++j) {
     const Region r = j < body_begin ? Region::pre : (j < body_end ? Region::body : Region::post);
     if (depends_on_context(ops[j])) {
       p.pieces.push_back({j, r, {}, {}});
-      in_run = false;
       continue;
     }
-    if (!in_run || p.pieces.back().region != r) p.pieces.push_back({StepPieces::kRun, r, {}, {}});
-    in_run = true;
+    // A context-free op extends the run before it, unless a context op or a region boundary intervenes.
+    if (p.pieces.empty() || p.pieces.back().op != StepPieces::kRun || p.pieces.back().region != r) {
+      p.pieces.push_back({StepPieces::kRun, r, {}, {}});
+    }
     StepPieces::Piece& run = p.pieces.back();
     StepSums sums;
     QueueMap map;

@@ -120,7 +120,8 @@ bool same_but_context(const BatchShape& a, const BatchShape& b) {
 // and one token count comes with different sequence counts (one long prompt, or two short ones):
 // indexed by token count alone (8192 slots), 23% of the bench's prefill steps missed, nearly all
 // collisions of equal token counts; hashed with the sampled count into 2^14 slots, 4.2% miss
-// (34,687 of 833,073 prefill steps at 1M requests).
+// (34,687 of 833,073 prefill steps at 1M requests). Those rates were counted with temporary
+// counters in time(), not kept; the rerunnable effect is bench/million.sh and bench/instructions.sh.
 constexpr unsigned kPrefillMemoBits = 14;
 constexpr std::size_t kPrefillMemos = std::size_t{1} << kPrefillMemoBits;
 std::size_t prefill_memo_slot(const BatchShape& s) {
