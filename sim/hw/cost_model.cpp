@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace servesim {
 
@@ -352,9 +353,16 @@ void apply(const QueueMap& m, double& h, double& f) {
 void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, double per_kernel_s,
                     StepPieces& p) {
   using Region = StepPieces::Region;
-  p.pieces.clear();
+  p.num_pieces = 0;
+  p.num_context = 0;
   p.per_kernel_s = per_kernel_s;
   p.layers = 0;
+  const auto new_piece = [&p](std::uint8_t context, Region r) -> StepPieces::Piece& {
+    if (p.num_pieces == StepPieces::kMaxPieces) throw std::logic_error("summarize_step: more pieces than StepPieces holds");
+    StepPieces::Piece& piece = p.pieces[p.num_pieces++];
+    piece = {context, r, {}, {}};
+    return piece;
+  };
   // Regions: leading ops outside the layers, then one layer's ops (per_layer > 0), then the rest.
   std::size_t body_begin = 0;
   while (body_begin < ops.size() && ops[body_begin].per_layer == 0) ++body_begin;
@@ -364,14 +372,17 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
   for (std::size_t j = 0; j < ops.size(); ++j) {
     const Region r = j < body_begin ? Region::pre : (j < body_end ? Region::body : Region::post);
     if (depends_on_context(ops[j])) {
-      p.pieces.push_back({j, r, {}, {}});
+      if (p.num_context == StepPieces::kMaxContextOps) {
+        throw std::logic_error("summarize_step: more context ops than StepPieces holds");
+      }
+      p.context[p.num_context] = {ops[j], times[j]};
+      new_piece(p.num_context++, r);
       continue;
     }
     // A context-free op extends the run before it, unless a context op or a region boundary intervenes.
-    if (p.pieces.empty() || p.pieces.back().op != StepPieces::kRun || p.pieces.back().region != r) {
-      p.pieces.push_back({StepPieces::kRun, r, {}, {}});
-    }
-    StepPieces::Piece& run = p.pieces.back();
+    const bool extends = p.num_pieces > 0 && p.pieces[p.num_pieces - 1].context == StepPieces::kRun &&
+                         p.pieces[p.num_pieces - 1].region == r;
+    StepPieces::Piece& run = extends ? p.pieces[p.num_pieces - 1] : new_piece(StepPieces::kRun, r);
     StepSums sums;
     QueueMap map;
     op_piece(ops[j], times[j], launches_in(ops[j], r), per_kernel_s, sums, map);
@@ -380,16 +391,19 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
   }
 }
 
-StepTime combine_pieces(const StepPieces& p, const std::vector<Op>& ops, const std::vector<KernelTime>& times,
-                        const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs) {
+StepTime combine_pieces(const StepPieces& p, const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs) {
   using Region = StepPieces::Region;
   const double c = p.per_kernel_s;
   StepSums total;
   QueueMap region[3];  // pre, one layer, post
-  for (const StepPieces::Piece& piece : p.pieces) {
+  for (std::size_t i = 0; i < p.num_pieces; ++i) {
+    const StepPieces::Piece& piece = p.pieces[i];
     StepSums sums = piece.sums;
     QueueMap map = piece.map;
-    if (piece.op != StepPieces::kRun) op_piece(ops[piece.op], times[piece.op], launches_in(ops[piece.op], piece.region), c, sums, map);
+    if (piece.context != StepPieces::kRun) {
+      const StepPieces::ContextOp& ctx = p.context[piece.context];
+      op_piece(ctx.op, ctx.time, launches_in(ctx.op, piece.region), c, sums, map);
+    }
     add(total, sums);
     QueueMap& to = region[static_cast<int>(piece.region)];
     to = compose(to, map);
@@ -423,7 +437,7 @@ StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>&
                       const LaunchConfig& launch, std::int64_t batch_seqs) {
   thread_local StepPieces pieces;  // reused: the exact path runs this once per simulated iteration
   summarize_step(ops, times, launch.per_kernel_s(hw), pieces);
-  return combine_pieces(pieces, ops, times, hw, launch, batch_seqs);
+  return combine_pieces(pieces, hw, launch, batch_seqs);
 }
 
 }  // namespace servesim

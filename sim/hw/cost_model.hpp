@@ -5,6 +5,7 @@
 // Communication ops (tensor-parallel all-reduce/all-gather) take the interconnect's time instead
 // (interconnect.hpp).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -139,24 +140,38 @@ struct StepSums {
 // A step's op list cut into the pieces combine_step folds, in order: runs of ops that do not
 // depend on the batch's contexts (summarised once: sums and queue map) and single context ops
 // (attention, folded from their current time). combine_step builds the pieces and folds them;
-// IterationTimer keeps each memo's pieces, so a step of a memoised shape folds a handful of
-// pieces instead of every op, with the same arithmetic (bit-identical to combine_step).
+// IterationTimer keeps each memo's pieces, so a step of a memoised shape re-times its context
+// ops and folds a handful of pieces instead of every op, with the same arithmetic
+// (bit-identical to combine_step).
+// Self-contained and fixed-size (no heap): a memo is one contiguous block, so a step of a batch
+// size last seen a while ago costs a few sequential cache lines, not a chain of pointer loads.
 struct StepPieces {
-  enum class Region { pre, body, post };  // ops before the identical layers, one layer, after them
-  static constexpr std::size_t kRun = static_cast<std::size_t>(-1);
+  enum class Region : std::uint8_t { pre, body, post };  // before the identical layers, one layer, after
+  static constexpr std::uint8_t kRun = 0xff;
+  // A step has at most 3 context ops (prefill attention, decode attention, KV concat), and a
+  // run ends only at a context op or a region boundary: at most 3 + 3 runs.
+  static constexpr std::size_t kMaxContextOps = 3, kMaxPieces = 2 * kMaxContextOps + 3;
   struct Piece {
-    std::size_t op = kRun;  // the context op's index, or kRun for a summarised run
+    std::uint8_t context = kRun;  // index into context[], or kRun for a summarised run
     Region region = Region::pre;
-    StepSums sums;          // of the run (kRun only)
-    QueueMap map;           // of the run (kRun only)
+    StepSums sums;                // of the run (kRun only)
+    QueueMap map;                 // of the run (kRun only)
   };
-  std::vector<Piece> pieces;
+  struct ContextOp {
+    Op op{"", OpKind::attention_decode};
+    KernelTime time;  // one launch of op
+  };
+  std::uint8_t num_pieces = 0, num_context = 0;
   std::int64_t layers = 0;      // identical layers the body map is folded over
   double per_kernel_s = -1.0;   // launch cost the run maps were built with
+  std::array<Piece, kMaxPieces> pieces;  // the first num_pieces, in op order
+  std::array<ContextOp, kMaxContextOps> context;
 };
+// Cuts ops (with times[j] one launch of ops[j]) into pieces; throws std::logic_error past the
+// fixed capacities (an op list build_iteration_ops does not make).
 void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, double per_kernel_s,
                     StepPieces& pieces);
-StepTime combine_pieces(const StepPieces& pieces, const std::vector<Op>& ops, const std::vector<KernelTime>& times,
-                        const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs);
+StepTime combine_pieces(const StepPieces& pieces, const HwProfile& hw, const LaunchConfig& launch,
+                        std::int64_t batch_seqs);
 
 }  // namespace servesim

@@ -115,8 +115,8 @@ bool same_but_context(const BatchShape& a, const BatchShape& b) {
          (a.prefill_seqs > 0) == (b.prefill_seqs > 0) && (a.decode_seqs > 0) == (b.decode_seqs > 0);
 }
 // Memos of shapes with a prefill, direct-mapped by a hash of what same_but_context compares.
-// ~20 ops, their times and pieces: about 4.5 KB a memo, at most ~74 MB when every slot is used
-// (bench/million.sh 1M requests: peak RSS 52 MB). Prompts of equal length recur within a run,
+// A memo is one StepPieces (about 1.3 KB, no heap): at most ~22 MB when every slot is used
+// (bench/million.sh 1M requests: peak RSS 34 MB). Prompts of equal length recur within a run,
 // and one token count comes with different sequence counts (one long prompt, or two short ones):
 // indexed by token count alone (8192 slots), 23% of the bench's prefill steps missed, nearly all
 // collisions of equal token counts; hashed with the sampled count into 2^14 slots, 4.2% miss
@@ -163,23 +163,22 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   const std::int64_t tp = parallel_.tensor_parallel_size;
   Memo& m = memo_for(shape);
   const double per_kernel_s = launch.per_kernel_s(s.hw);
-  if (!m.valid || !same_but_context(shape, m.shape)) {
-    build_iteration_ops(s.model, shape, s.precision, m.ops, plan, tp);
-    time_kernels(m.ops, s.hw, s.precision.weights, &cache_, m.times);
-    summarize_step(m.ops, m.times, per_kernel_s, m.pieces);
+  // The runs' queue maps hold the launch cost (CUDA graphs or eager): rebuilt when it changes.
+  if (!m.valid || !same_but_context(shape, m.shape) || m.pieces.per_kernel_s != per_kernel_s) {
+    build_iteration_ops(s.model, shape, s.precision, scratch_ops_, plan, tp);
+    time_kernels(scratch_ops_, s.hw, s.precision.weights, &cache_, scratch_times_);
+    summarize_step(scratch_ops_, scratch_times_, per_kernel_s, m.pieces);
   } else {
     // Contexts rarely repeat: estimate() directly, no cache entry to evict others for.
-    for (const StepPieces::Piece& piece : m.pieces.pieces) {
-      if (piece.op == StepPieces::kRun) continue;
-      refresh_context_op(sharded_model_, shape, s.precision, m.ops[piece.op], plan);
-      m.times[piece.op] = estimate(m.ops[piece.op], s.hw, s.precision.weights);
+    for (std::size_t i = 0; i < m.pieces.num_context; ++i) {
+      StepPieces::ContextOp& ctx = m.pieces.context[i];
+      refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
+      ctx.time = estimate(ctx.op, s.hw, s.precision.weights);
     }
-    // The runs' queue maps hold the launch cost (CUDA graphs or eager): rebuilt when it changes.
-    if (m.pieces.per_kernel_s != per_kernel_s) summarize_step(m.ops, m.times, per_kernel_s, m.pieces);
   }
   m.shape = shape;
   m.valid = true;
-  return combine_pieces(m.pieces, m.ops, m.times, s.hw, launch, batch_seqs);
+  return combine_pieces(m.pieces, s.hw, launch, batch_seqs);
 }
 
 }  // namespace servesim

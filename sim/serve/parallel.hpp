@@ -46,11 +46,11 @@ class IterationTimer {
   StepTime time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
 
  private:
+  // What a step of a memoised shape needs, in one block: the pieces hold the context ops
+  // themselves, so the full op list and its times are built only when a memo is (re)filled.
   struct Memo {
     bool valid = false;
-    BatchShape shape;  // what ops and times were last built or refreshed for
-    std::vector<Op> ops;
-    std::vector<KernelTime> times;
+    BatchShape shape;   // what the pieces were last built or refreshed for
     StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
   };
   Memo& memo_for(const BatchShape& shape);
@@ -59,7 +59,8 @@ class IterationTimer {
   ParallelConfig parallel_;
   ModelSpec sharded_model_;  // the slice one GPU of the tensor-parallel group holds
   KernelTimeCache cache_;
-  std::vector<Op> scratch_ops_;     // for the unmemoised paths
+  std::vector<Op> scratch_ops_;     // op list of the step being built or timed unmemoised
+  std::vector<KernelTime> scratch_times_;
   std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
   std::vector<Memo> other_memos_;   // shapes with a prefill: direct-mapped by token count
 };
