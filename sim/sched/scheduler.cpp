@@ -366,7 +366,7 @@ void ReplicaState::abort_older_than(TimeNs timeout_ns) {
     std::erase_if(q, expired);
     for (std::size_t i = q.size(); i < before; ++i) waiting.removed_one();
   }
-  std::erase_if(running, [&](const Sequence& seq) {
+  std::erase_if(running, [&](Sequence& seq) {
     if (!expired(seq)) return false;
     settle(seq);
     release(seq);
@@ -381,24 +381,22 @@ void ReplicaState::abort_older_than(TimeNs timeout_ns) {
 }
 
 void ReplicaState::join_running(const Sequence& seq) {
-  close_decode_window();
-  running.push_back(seq);
+  running.push_back(seq);  // window_base -1: whoever left running was settled
 }
 
-void ReplicaState::settle(const Sequence& seq) {
-  if (!window_open || window_steps == 0) return;
-  Request& r = requests[seq.request];
-  r.generated_tokens += window_steps;
-  r.last_token_ns = window_last_ns;
+void ReplicaState::settle(Sequence& seq) {
+  if (seq.window_base < 0) return;
+  const std::int64_t pending = window_steps - seq.window_base;
+  if (pending > 0) {
+    Request& r = requests[seq.request];
+    r.generated_tokens += static_cast<std::int32_t>(pending);
+    r.last_token_ns = window_last_ns;
+  }
+  seq.window_base = -1;
 }
 
 void ReplicaState::close_decode_window() {
-  if (!window_open) return;
-  if (window_steps > 0) {
-    for (const Sequence& seq : running) settle(seq);
-  }
-  window_open = false;
-  window_steps = 0;
+  for (Sequence& seq : running) settle(seq);
 }
 
 void ReplicaState::release(const Sequence& seq) {

@@ -79,19 +79,21 @@ struct ReplicaState {
   std::int64_t frag_slots = 0;  // unused slots in the partly filled last block of each running sequence
   std::int64_t released_reserved_slots = 0, released_unwritten_slots = 0;
 
-  // The decode window. In a run of all-running decode steps (most iterations) the replica does
-  // not write the running Requests' per-token fields: while the window is open, every running
-  // sequence has generated `window_steps` tokens more than its Request's generated_tokens says,
-  // the last of them at window_last_ns (its Request's last_token_ns is stale). It saves two
-  // stores and a dependent load per token. Whatever changes who runs or reads those fields
-  // closes the window first (close_decode_window) or settles the sequence that leaves (settle).
-  bool window_open = false;
-  std::int32_t window_steps = 0;
-  TimeNs window_last_ns = -1;
-  // Writes the pending tokens into every running Request: O(running) when steps are pending.
+  // The decode window. In all-running decode steps (most iterations) the replica does not write
+  // the per-token fields of the Requests of sequences in the window: a running sequence with
+  // window_base >= 0 has generated window_steps - window_base tokens more than its Request's
+  // generated_tokens says, the last of them at window_last_ns (its Request's last_token_ns is
+  // stale). It saves two stores and a dependent load per token. A sequence enters the window in
+  // the first all-running decode step it takes part in; a newcomer joins with window_base = -1,
+  // so admission costs nothing. A sequence that leaves (finished, preempted, timed out) or is
+  // planned by item (its Request is about to be read) is settled first; a reader of every
+  // running Request closes the window (close_decode_window).
+  std::int64_t window_steps = 0;  // all-running decode steps committed
+  TimeNs window_last_ns = -1;     // end of the last of them
+  // Settles every running sequence: O(running).
   void close_decode_window();
-  // Writes the pending tokens into the Request of `seq`, a running sequence about to leave.
-  void settle(const Sequence& seq);
+  // Writes the pending tokens into the Request of `seq` and takes it out of the window.
+  void settle(Sequence& seq);
 
   std::size_t class_of(const Sequence& s) const;
   std::uint32_t take_slot();
@@ -136,7 +138,8 @@ struct ReplicaState {
   void preempt(std::size_t index);
 
  private:
-  // Appends to `running` (closing the decode window: the newcomer has no pending tokens).
+  // Appends to `running`; the newcomer is outside the decode window until its first
+  // all-running decode step.
   void join_running(const Sequence& seq);
   void set_kv_tokens(Sequence& seq, std::int64_t tokens);
   void publish_full_blocks(Sequence& seq);

@@ -265,14 +265,35 @@ void Replica::commit_decode_all(TimeNs now) {
   Sequence* const seqs = st.running.data();
   const std::size_t n = st.running.size();
   done_.clear();
-  if (st.window_open) {
-    // Every running sequence emitted its last token at window_last_ns (the window admits no
-    // newcomer), so all n gaps are equal and the Requests need not be read: one histogram add,
-    // one increment and compare per sequence.
-    metrics_.itl_s.add_repeated(ns_to_seconds(now - st.window_last_ns), static_cast<std::int64_t>(n));
+  // A prefill replica hands its sequences off, and the exact path writes every token: neither
+  // puts sequences in the decode window.
+  const bool window = use_decode_window_ && spec_.role != ReplicaRole::prefill;
+  // Sequences in the window emitted their last token at window_last_ns.
+  const TimeNs window_gap_ns = now - st.window_last_ns;
+  if (window) {
     st.window_steps += 1;
     st.window_last_ns = now;
-    for (std::size_t i = 0; i < n; ++i) {
+  }
+  // emit_token for every running sequence in one pass, without the plan's indirection. The
+  // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
+  // the last iteration): the same counts and quantiles as one add per token, and the same runs
+  // whether a gap comes from the window or from the Request.
+  TimeNs run_gap_ns = -1;
+  std::int64_t run = 0;
+  const auto add_gaps = [&](TimeNs gap_ns, std::int64_t count) {
+    if (gap_ns != run_gap_ns) {
+      metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
+      run_gap_ns = gap_ns;
+      run = 0;
+    }
+    run += count;
+  };
+  std::size_t i = 0;
+  while (i < n) {
+    // Sequences in the window (all of them in most steps): an increment and a compare each,
+    // their Requests are not read.
+    const std::size_t first = i;
+    for (; i < n && seqs[i].window_base >= 0; ++i) {
       Sequence& seq = seqs[i];
       seq.computed_tokens += 1;
       if (seq.computed_tokens >= seq.done_at_tokens) {
@@ -280,46 +301,28 @@ void Replica::commit_decode_all(TimeNs now) {
         done_.push_back(static_cast<std::uint32_t>(i));
       }
     }
-    return;
-  }
-  // emit_token for every running sequence in one pass, without the plan's indirection. The
-  // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
-  // the last iteration): the same counts and quantiles as one add per token.
-  TimeNs run_gap_ns = -1;
-  std::int64_t run = 0;
-  std::size_t emitted = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+    if (i > first) add_gaps(window_gap_ns, static_cast<std::int64_t>(i - first));
+    if (i == n) break;
+    // One outside the window: its Request is read and written, and it enters the window.
     Sequence& seq = seqs[i];
+    const auto index = static_cast<std::uint32_t>(i++);
     seq.computed_tokens += 1;
     if (!seq.prefilled()) continue;
     Request& r = st.requests[seq.request];
     r.generated_tokens += 1;
-    ++emitted;
     seq.done_at_tokens = seq.computed_tokens + (r.output_tokens - r.generated_tokens);
-    if (r.generated_tokens >= r.output_tokens) done_.push_back(static_cast<std::uint32_t>(i));
+    if (r.generated_tokens >= r.output_tokens) done_.push_back(index);
+    const TimeNs last_ns = r.last_token_ns;
+    r.last_token_ns = now;
+    if (window) seq.window_base = st.window_steps;  // its Request is current as of this step
     if (r.first_token_ns < 0) {
       r.first_token_ns = now;
       metrics_.ttft_s.add(ns_to_seconds(now - r.arrival_ns));
     } else {
-      const TimeNs gap_ns = now - r.last_token_ns;
-      if (gap_ns != run_gap_ns) {
-        metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
-        run_gap_ns = gap_ns;
-        run = 0;
-      }
-      ++run;
+      add_gaps(now - last_ns, 1);
     }
-    r.last_token_ns = now;
   }
   metrics_.itl_s.add_repeated(ns_to_seconds(run_gap_ns), run);
-  // Every running sequence emitted now: until someone joins (leavers are settled one by one),
-  // the next decode steps can leave the Requests alone (a prefill replica hands its sequences
-  // off instead).
-  if (use_decode_window_ && emitted == n && spec_.role != ReplicaRole::prefill) {
-    st.window_open = true;
-    st.window_steps = 0;
-    st.window_last_ns = now;
-  }
 }
 
 void Replica::complete(Request& r, TimeNs now) {
@@ -368,10 +371,10 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   if (plan_.all_running_decode) {
     commit_decode_all(now);
   } else {
-    state_.close_decode_window();  // emit_token reads the Requests
     done_.clear();
     for (const PlannedItem& item : plan_.items) {
       Sequence& seq = running[item.running_index];
+      state_.settle(seq);  // emit_token reads its Request
       seq.computed_tokens += item.new_tokens;
       if (!seq.prefilled()) continue;
       Request& r = state_.requests[seq.request];

@@ -70,9 +70,12 @@ struct Sequence {
   std::int64_t kv_tokens = 0;        // tokens whose KV is in the cache once the planned iteration runs
   std::uint64_t chain_hash = 0;      // prefix caching: hash of block hashed_blocks - 1
   std::int32_t hashed_blocks = 0;    // leading blocks already registered in the prefix cache
-  // computed_tokens once the request has all its output; set for the running sequences when
-  // the replica opens a decode window (ReplicaState::window_open), read only while it is open.
+  // computed_tokens once the request has all its output; set whenever the replica writes the
+  // Request's token count, read while the sequence is in the decode window.
   std::int64_t done_at_tokens = 0;
+  // In the decode window (ReplicaState::window_steps): the window's step count when the replica
+  // last wrote this sequence's Request; -1 when the Request is current (not in the window).
+  std::int64_t window_base = -1;
   bool prefilled() const { return computed_tokens >= target_tokens; }
 };
 

@@ -63,9 +63,9 @@ TEST_CASE("fast and exact paths agree: all at once with KV pressure and preempti
   compare_paths(doc, "preemption");
 }
 
-// The decode window (requests' token counts written only when a sequence joins or leaves) must
-// settle every sequence that leaves mid-window: preempted to host memory, timed out while
-// running, or read by the token-level admission test.
+// The decode window (a sequence's Request written only when it enters the window, leaves or is
+// planned by item) must settle every sequence that leaves mid-window: preempted to host memory,
+// timed out while running, or read by the token-level admission test.
 TEST_CASE("fast and exact paths agree: swap preemption and timeouts inside decode windows") {
   auto doc = base_scenario();
   doc["engine"]["gpu_memory_utilization"] = 0.3;
@@ -90,6 +90,17 @@ TEST_CASE("fast and exact paths agree: token-level admission") {
       "prompt_tokens": {"impl": "uniform", "min_tokens": 100, "max_tokens": 800},
       "output_tokens": {"impl": "uniform", "min_tokens": 20, "max_tokens": 400}})");
   compare_paths(doc, "token-level");
+}
+
+// Chunked prefill plans every sequence by item (decodes next to prompt chunks), so its steps
+// take the memos of mixed shapes, and no sequence enters the decode window.
+TEST_CASE("fast and exact paths agree: chunked prefill (decodes planned by item)") {
+  auto doc = base_scenario();
+  doc["engine"]["scheduler"] = nlohmann::json::parse(R"({"impl": "chunked-prefill"})");
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 300, "arrival": {"impl": "poisson", "rate_per_s": 30},
+      "prompt_tokens": {"impl": "lognormal", "mean_tokens": 600, "sigma": 0.8, "min_tokens": 16, "max_tokens": 4096},
+      "output_tokens": {"impl": "lognormal", "mean_tokens": 150, "sigma": 0.7, "min_tokens": 2, "max_tokens": 1024}})");
+  compare_paths(doc, "chunked prefill");
 }
 
 TEST_CASE("the kernel-time cache returns exactly what estimate() computes") {
