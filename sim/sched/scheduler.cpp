@@ -255,8 +255,67 @@ std::size_t ReplicaState::admit_migrated() {
   return n;
 }
 
-void ReplicaState::decode_all(IterationPlan& plan) {
-  const std::int64_t preemptions_before = preemptions;
+bool ReplicaState::plain_paged() const {
+  return config.kv_reservation != KvReservation::contiguous && !config.enable_prefix_caching &&
+         std::has_single_bit(static_cast<std::uint64_t>(kv.block_size_tokens()));
+}
+
+void ReplicaState::check_window_invariants() const {
+  if (!lazy_kv) return;
+  const std::int64_t b = kv.block_size_tokens();
+  std::int64_t members = 0, computed_sum = 0, frag = 0;
+  for (const Sequence& seq : running) {
+    std::int64_t kv_now = seq.kv_tokens;
+    if (seq.window_base >= 0) {
+      members += 1;
+      computed_sum += seq.computed_tokens;
+      kv_now = seq.computed_tokens + (kv_ahead ? 1 : 0);
+      const auto& bucket = phase_slots[static_cast<std::uint64_t>(window_steps - seq.computed_tokens) & static_cast<std::uint64_t>(b - 1)];
+      const std::uint32_t pos = seq.slot < phase_pos.size() ? phase_pos[seq.slot] : 0;
+      if (pos >= bucket.size() || bucket[pos] != seq.slot) throw std::logic_error("decode window: a sequence is not in its phase bucket");
+    }
+    if (kv.blocks_of(seq.slot) != kv.blocks_for_tokens(kv_now)) throw std::logic_error("decode window: a block table does not match kv_tokens");
+    frag += kv.blocks_for_tokens(kv_now) * b - kv_now;
+  }
+  std::size_t bucketed = 0;
+  for (const auto& bucket : phase_slots) bucketed += bucket.size();
+  if (members != lazy_members || computed_sum != lazy_computed_sum || bucketed != static_cast<std::size_t>(members)) {
+    throw std::logic_error("decode window: member count or context sum is off");
+  }
+  if (frag != frag_slots) throw std::logic_error("decode window: frag_slots is off");
+}
+
+std::vector<std::uint32_t>& ReplicaState::phase_bucket(const Sequence& seq) {
+  const auto mask = static_cast<std::uint64_t>(kv.block_size_tokens() - 1);
+  return phase_slots[static_cast<std::uint64_t>(window_steps - seq.computed_tokens) & mask];
+}
+
+bool ReplicaState::decode_lazy(std::int64_t& kv_tokens) {
+  const std::int64_t b = kv.block_size_tokens();
+  const std::vector<std::uint32_t>& opening = phase_slots[static_cast<std::uint64_t>(window_steps) & static_cast<std::uint64_t>(b - 1)];
+  // Outside the window a decode needs at most one block (kv_tokens >= computed_tokens).
+  const auto others = static_cast<std::int64_t>(running.size()) - lazy_members;
+  if (kv.free_blocks() < static_cast<std::int64_t>(opening.size()) + others) return false;
+  for (const std::uint32_t slot : opening) kv.append_free_block(slot);  // cannot fail: counted above
+  // In the window: b - 1 unused slots more for each fresh block, one fewer for every other token.
+  frag_slots += static_cast<std::int64_t>(opening.size()) * b - lazy_members;
+  kv_tokens += lazy_computed_sum + lazy_members;
+  for (std::size_t i = 0; others > 0 && i < running.size(); ++i) {
+    Sequence& seq = running[i];
+    if (seq.window_base >= 0) continue;
+    const std::int64_t tokens = seq.computed_tokens + 1;
+    if (kv.blocks_for_tokens(tokens) == kv.blocks_for_tokens(seq.kv_tokens)) {
+      set_kv_tokens(seq, tokens);
+    } else if (!grow(i, tokens)) {
+      throw std::logic_error("decode_lazy: a counted free block was missing");
+    }
+    kv_tokens += tokens;
+  }
+  kv_ahead = true;
+  return true;
+}
+
+void ReplicaState::decode_each(std::int64_t& kv_tokens) {
   const std::int64_t b = kv.block_size_tokens();
   const bool contiguous = config.kv_reservation == KvReservation::contiguous;  // else reserve_target(t) == t
   const bool caching = config.enable_prefix_caching;
@@ -264,14 +323,10 @@ void ReplicaState::decode_all(IterationPlan& plan) {
   // `seq` could alias members) and leaves the slow path, grow_or_preempt, only when a sequence
   // needs a new block.
   std::int64_t frag = frag_slots;
-  // Paged reservation without prefix caching and a power-of-two block (the usual engine): the
-  // next token needs a new block exactly when the last one is full, and no cached block can be
-  // evicted for it (so the free list is all there is).
-  const bool plain = !contiguous && !caching && std::has_single_bit(static_cast<std::uint64_t>(b));
+  const bool plain = plain_paged();
   const std::int64_t block_mask = b - 1;
   // Context of the decoding sequences, summed as they go: preemption only takes sequences not
-  // yet visited (index >= i), so the visited ones are the batch. Integers: exact in any order.
-  std::int64_t kv_tokens = 0;
+  // yet visited (index >= i), so the visited ones are the batch.
   std::size_t i = 0;
   while (i < running.size()) {
     Sequence* seqs = running.data();
@@ -314,6 +369,18 @@ void ReplicaState::decode_all(IterationPlan& plan) {
     frag = frag_slots;
   }
   frag_slots = frag;
+}
+
+void ReplicaState::decode_all(IterationPlan& plan) {
+  const std::int64_t preemptions_before = preemptions;
+  std::int64_t kv_tokens = 0;  // context of the decoding sequences (integers: exact in any order)
+  const bool lazy = lazy_kv && lazy_members > 0 && plan.items.empty();
+  if (!lazy || !decode_lazy(kv_tokens)) {
+    // Blocks may run short: every sequence leaves the window, and decode_each decides who gets
+    // a block and who is preempted, in order.
+    if (lazy) close_decode_window();
+    decode_each(kv_tokens);
+  }
   // vLLM swaps sequences back in only in a step that preempted nothing.
   if (preemptions == preemptions_before && !swapped.empty()) {
     const std::size_t first = running.size();
@@ -392,7 +459,36 @@ void ReplicaState::settle(Sequence& seq) {
     r.generated_tokens += static_cast<std::int32_t>(pending);
     r.last_token_ns = window_last_ns;
   }
+  if (lazy_kv) {
+    seq.kv_tokens = seq.computed_tokens + (kv_ahead ? 1 : 0);
+    std::vector<std::uint32_t>& bucket = phase_bucket(seq);
+    const std::uint32_t pos = phase_pos[seq.slot];
+    bucket[pos] = bucket.back();
+    phase_pos[bucket[pos]] = pos;
+    bucket.pop_back();
+    lazy_members -= 1;
+    lazy_computed_sum -= seq.computed_tokens;
+  }
   seq.window_base = -1;
+}
+
+void ReplicaState::enter_window(Sequence& seq) {
+  seq.window_base = window_steps;
+  if (!lazy_kv) return;
+  if (phase_slots.empty()) phase_slots.resize(static_cast<std::size_t>(kv.block_size_tokens()));
+  if (phase_pos.size() <= seq.slot) phase_pos.resize(seq.slot + 1);
+  std::vector<std::uint32_t>& bucket = phase_bucket(seq);
+  phase_pos[seq.slot] = static_cast<std::uint32_t>(bucket.size());
+  bucket.push_back(seq.slot);
+  lazy_members += 1;
+  lazy_computed_sum += seq.computed_tokens;
+}
+
+void ReplicaState::advance_window(TimeNs now) {
+  window_steps += 1;
+  window_last_ns = now;
+  kv_ahead = false;
+  lazy_computed_sum += lazy_members;  // each of them computes one token (the replica adds it)
 }
 
 void ReplicaState::close_decode_window() {

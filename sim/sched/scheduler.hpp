@@ -94,6 +94,33 @@ struct ReplicaState {
   void close_decode_window();
   // Writes the pending tokens into the Request of `seq` and takes it out of the window.
   void settle(Sequence& seq);
+  // `seq` (running, its Request current, kv_tokens == computed_tokens) enters the window.
+  void enter_window(Sequence& seq);
+  // An all-running decode step is committed at `now` (the replica then adds its tokens).
+  void advance_window(TimeNs now);
+
+  // Lazy KV tokens in the decode window, for paged KV without prefix caching and a power-of-two
+  // block (plain_paged(); the replica sets lazy_kv). decode_all does not write kv_tokens of a
+  // sequence in the window: it is computed_tokens, plus one while a planned decode step is in
+  // flight (kv_ahead), and settle writes it. Such a sequence needs a fresh block exactly when
+  // its computed_tokens is a multiple of the block size, and window_steps - computed_tokens does
+  // not change while it is in the window (both grow by one per step); so the sequences are
+  // bucketed by that difference mod the block size, and a step visits one bucket and adds the
+  // others' context as one sum: O(batch / block size) instead of O(batch).
+  bool lazy_kv = false;
+  bool kv_ahead = false;
+  std::int64_t lazy_members = 0;       // running sequences in the window (lazy_kv only)
+  std::int64_t lazy_computed_sum = 0;  // their computed_tokens, summed
+  std::vector<std::vector<std::uint32_t>> phase_slots;  // their slots, by phase
+  std::vector<std::uint32_t> phase_pos;                 // by slot: index in its phase bucket
+  // Paged reservation without prefix caching and a power-of-two block (the usual engine): the
+  // next token needs a new block exactly when the last one is full, and no cached block can be
+  // evicted for it (so the free list is all there is).
+  bool plain_paged() const;
+  // Throws std::logic_error unless the lazy window's bookkeeping matches the sequences: members
+  // counted and summed, each in its phase bucket, every running sequence's block table sized for
+  // its (materialised) kv_tokens, frag_slots their unused slots. O(running); lazy_kv only.
+  void check_window_invariants() const;
 
   std::size_t class_of(const Sequence& s) const;
   std::uint32_t take_slot();
@@ -142,6 +169,12 @@ struct ReplicaState {
   // all-running decode step.
   void join_running(const Sequence& seq);
   void set_kv_tokens(Sequence& seq, std::int64_t tokens);
+  std::vector<std::uint32_t>& phase_bucket(const Sequence& seq);
+  // decode_all for a batch with sequences in the lazy window, when the free blocks cover every
+  // block the step can need (no preemption): false, changing nothing, otherwise.
+  bool decode_lazy(std::int64_t& kv_tokens);
+  // decode_all one sequence at a time, in order (growth may preempt).
+  void decode_each(std::int64_t& kv_tokens);
   void publish_full_blocks(Sequence& seq);
 };
 

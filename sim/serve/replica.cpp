@@ -26,6 +26,7 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
   metrics_.classes.resize(scenario.workload.classes.size());
+  set_checks(false, false);
 }
 
 ReplicaLoad Replica::load(bool with_kv_demand) const {
@@ -270,10 +271,7 @@ void Replica::commit_decode_all(TimeNs now) {
   const bool window = use_decode_window_ && spec_.role != ReplicaRole::prefill;
   // Sequences in the window emitted their last token at window_last_ns.
   const TimeNs window_gap_ns = now - st.window_last_ns;
-  if (window) {
-    st.window_steps += 1;
-    st.window_last_ns = now;
-  }
+  if (window) st.advance_window(now);
   // emit_token for every running sequence in one pass, without the plan's indirection. The
   // inter-token gaps go to the histogram in runs of equal gaps (in a steady batch every gap is
   // the last iteration): the same counts and quantiles as one add per token, and the same runs
@@ -311,10 +309,11 @@ void Replica::commit_decode_all(TimeNs now) {
     Request& r = st.requests[seq.request];
     r.generated_tokens += 1;
     seq.done_at_tokens = seq.computed_tokens + (r.output_tokens - r.generated_tokens);
-    if (r.generated_tokens >= r.output_tokens) done_.push_back(index);
+    const bool done = r.generated_tokens >= r.output_tokens;
+    if (done) done_.push_back(index);
     const TimeNs last_ns = r.last_token_ns;
     r.last_token_ns = now;
-    if (window) seq.window_base = st.window_steps;  // its Request is current as of this step
+    if (window && !done) st.enter_window(seq);  // its Request is current as of this step
     if (r.first_token_ns < 0) {
       r.first_token_ns = now;
       metrics_.ttft_s.add(ns_to_seconds(now - r.arrival_ns));
@@ -413,7 +412,10 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   running.resize(kept);
   metrics_.recomputed_tokens = state_.recomputed_tokens;
   note_kv_usage(now);
-  if (check_every_iteration_) state_.kv.check_invariants();
+  if (check_every_iteration_) {
+    state_.kv.check_invariants();
+    state_.check_window_invariants();
+  }
 }
 
 void Replica::finish_run(TimeNs end) {

@@ -98,6 +98,7 @@ class Replica {
   void set_checks(bool reference_path, bool check_every_iteration) {
     use_kernel_cache_ = !reference_path;
     use_decode_window_ = !reference_path;
+    state_.lazy_kv = use_decode_window_ && spec_.role != ReplicaRole::prefill && state_.plain_paged();
     check_every_iteration_ = check_every_iteration;
   }
 
