@@ -300,9 +300,14 @@ bool ReplicaState::decode_lazy(std::int64_t& kv_tokens) {
   // In the window: b - 1 unused slots more for each fresh block, one fewer for every other token.
   frag_slots += static_cast<std::int64_t>(opening.size()) * b - lazy_members;
   kv_tokens += lazy_computed_sum + lazy_members;
-  for (std::size_t i = 0; others > 0 && i < running.size(); ++i) {
+  // Sequences outside the window joined since the last step, at the back: search from there.
+  // (Their order does not matter: no growth can fail, and only which free block each takes
+  // changes, which nothing observes.)
+  std::int64_t left = others;
+  for (std::size_t i = running.size(); left > 0 && i-- > 0;) {
     Sequence& seq = running[i];
     if (seq.window_base >= 0) continue;
+    --left;
     const std::int64_t tokens = seq.computed_tokens + 1;
     if (kv.blocks_for_tokens(tokens) == kv.blocks_for_tokens(seq.kv_tokens)) {
       set_kv_tokens(seq, tokens);
