@@ -264,13 +264,21 @@ void ReplicaState::check_window_invariants() const {
   if (!lazy_kv) return;
   const std::int64_t b = kv.block_size_tokens();
   std::int64_t members = 0, computed_sum = 0, frag = 0;
-  for (const Sequence& seq : running) {
+  std::size_t members_prefix = 0;  // lazy_computed: the members are running[0, lazy_members)
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const Sequence& seq = running[i];
+    if (lazy_computed && seq.window_base >= 0 && members_prefix != i) {
+      throw std::logic_error("decode window: a sequence in the window follows one outside it");
+    }
     std::int64_t kv_now = seq.kv_tokens;
     if (seq.window_base >= 0) {
       members += 1;
-      computed_sum += seq.computed_tokens;
-      kv_now = seq.computed_tokens + (kv_ahead ? 1 : 0);
-      const auto& bucket = phase_slots[static_cast<std::uint64_t>(window_steps - seq.computed_tokens) & static_cast<std::uint64_t>(b - 1)];
+      const std::int64_t computed = window_computed(seq);
+      computed_sum += computed;
+      kv_now = computed + (kv_ahead ? 1 : 0);
+      if (lazy_computed && finish_step(seq) <= window_steps) throw std::logic_error("decode window: a sequence is past its finish step");
+      members_prefix += 1;
+      const auto& bucket = phase_slots[static_cast<std::uint64_t>(window_steps - computed) & static_cast<std::uint64_t>(b - 1)];
       const std::uint32_t pos = seq.slot < phase_pos.size() ? phase_pos[seq.slot] : 0;
       if (pos >= bucket.size() || bucket[pos] != seq.slot) throw std::logic_error("decode window: a sequence is not in its phase bucket");
     }
@@ -283,11 +291,14 @@ void ReplicaState::check_window_invariants() const {
     throw std::logic_error("decode window: member count or context sum is off");
   }
   if (frag != frag_slots) throw std::logic_error("decode window: frag_slots is off");
+  std::int64_t counted = 0;
+  for (const std::int32_t c : finish_count) counted += c;
+  if (lazy_computed && counted != members) throw std::logic_error("decode window: finish counts are off");
 }
 
 std::vector<std::uint32_t>& ReplicaState::phase_bucket(const Sequence& seq) {
   const auto mask = static_cast<std::uint64_t>(kv.block_size_tokens() - 1);
-  return phase_slots[static_cast<std::uint64_t>(window_steps - seq.computed_tokens) & mask];
+  return phase_slots[static_cast<std::uint64_t>(window_steps - window_computed(seq)) & mask];
 }
 
 bool ReplicaState::decode_lazy(std::int64_t& kv_tokens) {
@@ -465,13 +476,20 @@ void ReplicaState::settle(Sequence& seq) {
     r.last_token_ns = window_last_ns;
   }
   if (lazy_kv) {
-    seq.kv_tokens = seq.computed_tokens + (kv_ahead ? 1 : 0);
     std::vector<std::uint32_t>& bucket = phase_bucket(seq);
     const std::uint32_t pos = phase_pos[seq.slot];
     bucket[pos] = bucket.back();
     phase_pos[bucket[pos]] = pos;
     bucket.pop_back();
     lazy_members -= 1;
+  }
+  if (lazy_computed) {
+    // One that finishes now is counted out by the commit that found it.
+    if (finish_step(seq) > window_steps) finish_slot(finish_step(seq)) -= 1;
+    seq.computed_tokens += pending;
+  }
+  if (lazy_kv) {
+    seq.kv_tokens = seq.computed_tokens + (kv_ahead ? 1 : 0);
     lazy_computed_sum -= seq.computed_tokens;
   }
   seq.window_base = -1;
@@ -487,6 +505,14 @@ void ReplicaState::enter_window(Sequence& seq) {
   bucket.push_back(seq.slot);
   lazy_members += 1;
   lazy_computed_sum += seq.computed_tokens;
+  if (lazy_computed) {
+    if (finish_count.empty()) finish_count.resize(std::bit_ceil(static_cast<std::size_t>(config.max_model_len) + 2));
+    const std::int64_t left = seq.done_at_tokens - seq.computed_tokens;
+    if (left <= 0 || left >= static_cast<std::int64_t>(finish_count.size())) {
+      throw std::logic_error("enter_window: a sequence's remaining tokens are outside (0, max_model_len]");
+    }
+    finish_slot(finish_step(seq)) += 1;
+  }
 }
 
 void ReplicaState::advance_window(TimeNs now) {

@@ -113,6 +113,29 @@ struct ReplicaState {
   std::int64_t lazy_computed_sum = 0;  // their computed_tokens, summed
   std::vector<std::vector<std::uint32_t>> phase_slots;  // their slots, by phase
   std::vector<std::uint32_t> phase_pos;                 // by slot: index in its phase bucket
+
+  // Lazy computed tokens too (lazy_kv, and a policy that reads the running sequences' progress
+  // only through decode_all: BatchScheduler::reads_running_tokens; the replica sets it). The
+  // commit of a step then does not write computed_tokens of a sequence in the window: its
+  // value is computed_tokens + window_steps - window_base (window_computed), and settle writes
+  // it. The sequence finishes at window step done_at_tokens - computed_tokens + window_base,
+  // fixed while it is in the window; finish_count counts the sequences by that step (a ring:
+  // no sequence is more than max_model_len steps from its end), so a step without finishers
+  // costs O(1) for the whole window and one with finishers a scan for them. The sequences in
+  // the window are then running[0, lazy_members): newcomers join at the back and enter the
+  // window in their first all-running step.
+  bool lazy_computed = false;
+  std::vector<std::int32_t> finish_count;
+  std::int64_t window_computed(const Sequence& seq) const {
+    return lazy_computed && seq.window_base >= 0 ? seq.computed_tokens + window_steps - seq.window_base : seq.computed_tokens;
+  }
+  // The window step at which `seq` (in the lazy window) has all its tokens.
+  static std::int64_t finish_step(const Sequence& seq) {
+    return seq.done_at_tokens - seq.computed_tokens + seq.window_base;
+  }
+  std::int32_t& finish_slot(std::int64_t step) {
+    return finish_count[static_cast<std::size_t>(step) & (finish_count.size() - 1)];
+  }
   // Paged reservation without prefix caching and a power-of-two block (the usual engine): the
   // next token needs a new block exactly when the last one is full, and no cached block can be
   // evicted for it (so the free list is all there is).
@@ -216,6 +239,10 @@ class BatchScheduler {
   // means idle (until plan.wake_at_ns, if set, or the next arrival or completion). May admit
   // from `waiting`, allocate KV blocks and preempt running sequences.
   virtual void schedule(ReplicaState& state, IterationPlan& plan) = 0;
+  // Whether schedule() reads the running sequences' computed_tokens other than through
+  // decode_all (or after close_decode_window); if not, the replica keeps them lazily in the
+  // decode window (ReplicaState::lazy_computed).
+  virtual bool reads_running_tokens() const { return true; }
 };
 
 struct PolicyParam {

@@ -287,6 +287,20 @@ void Replica::commit_decode_all(TimeNs now) {
     run += count;
   };
   std::size_t i = 0;
+  if (st.lazy_computed && st.lazy_members > 0) {
+    // The window is running[0, lazy_members) and nothing is written for it, but for the
+    // sequences whose finish step is this one: found by a scan when the count says some finish.
+    const auto members = static_cast<std::size_t>(st.lazy_members);
+    std::int32_t& finishing = st.finish_slot(st.window_steps);
+    for (std::size_t j = 0; finishing > 0 && j < members; ++j) {
+      if (ReplicaState::finish_step(seqs[j]) != st.window_steps) continue;
+      st.settle(seqs[j]);  // it leaves: its Request gets its tokens (finish_request reads them)
+      done_.push_back(static_cast<std::uint32_t>(j));
+      --finishing;
+    }
+    add_gaps(window_gap_ns, static_cast<std::int64_t>(members));
+    i = members;
+  }
   while (i < n) {
     // Sequences in the window (all of them in most steps): an increment and a compare each,
     // their Requests are not read.

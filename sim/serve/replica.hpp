@@ -99,6 +99,7 @@ class Replica {
     use_kernel_cache_ = !reference_path;
     use_decode_window_ = !reference_path;
     state_.lazy_kv = use_decode_window_ && spec_.role != ReplicaRole::prefill && state_.plain_paged();
+    state_.lazy_computed = state_.lazy_kv && !scheduler_->reads_running_tokens();
     check_every_iteration_ = check_every_iteration;
   }
 
