@@ -93,29 +93,48 @@ Op kv_concat_op(const ModelSpec& m, const BatchShape& b, const Precision& p) {
                   2.0 * kv_tokens * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache));
 }
 
-// Attention over `seqs` sequences: `q_tokens` query tokens against `kv_tokens` cached ones and
-// `pairs` query-key pairs (both summed over the sequences).
-Op attention_op(const char* name, OpKind kind, const ModelSpec& m, std::int64_t seqs, std::int64_t q_tokens,
-                double kv_tokens, double pairs, const Precision& p, const KernelPlan& plan) {
+// The fields of an attention op that follow the batch's contexts: attention over `seqs`
+// sequences, `q_tokens` query tokens against `kv_tokens` cached ones and `pairs` query-key pairs
+// (both summed over the sequences), in plan.attention_kernels launches that split the work (the
+// arithmetic of layer_op). refresh_context_op rewrites only these, in place: building a whole Op
+// and copying it cost a store-forwarding stall per step.
+void set_attention_work(Op& attn, const ModelSpec& m, std::int64_t seqs, std::int64_t q_tokens, double kv_tokens,
+                        double pairs, const Precision& p, const KernelPlan& plan) {
   const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
-  Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 4.0 * heads_x_dim * pairs,
-                     2.0 * static_cast<double>(q_tokens) * static_cast<double>(m.q_width()) * dtype_bytes(p.activations) +
-                         kv_tokens * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache));
+  const int kernels = plan.attention_kernels;
+  attn.flops = 4.0 * heads_x_dim * pairs / kernels;
+  attn.bytes = (2.0 * static_cast<double>(q_tokens) * static_cast<double>(m.q_width()) * dtype_bytes(p.activations) +
+                kv_tokens * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache)) /
+               kernels;
   attn.attn_seqs = seqs;
-  attn.attn_kv_heads = m.num_kv_heads;
   attn.attn_kv_tokens = kv_tokens;
+}
+
+void set_prefill_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  set_attention_work(attn, m, b.prefill_seqs, b.prefill_tokens, b.prefill_kv_tokens, b.prefill_attn_pairs, p, plan);
+}
+
+void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  // One query token per sequence, against its whole cache.
+  set_attention_work(attn, m, b.decode_seqs, b.decode_seqs, b.decode_kv_tokens, b.decode_kv_tokens, p, plan);
+}
+
+Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelPlan& plan) {
+  Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 0.0, 0.0);
+  attn.attn_kv_heads = m.num_kv_heads;
   return attn;
 }
 
 Op prefill_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
-  return attention_op("attention_prefill", OpKind::attention_prefill, m, b.prefill_seqs, b.prefill_tokens,
-                      b.prefill_kv_tokens, b.prefill_attn_pairs, p, plan);
+  Op attn = attention_op("attention_prefill", OpKind::attention_prefill, m, plan);
+  set_prefill_attention_work(attn, m, b, p, plan);
+  return attn;
 }
 
 Op decode_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
-  // One query token per sequence, against its whole cache.
-  return attention_op("attention_decode", OpKind::attention_decode, m, b.decode_seqs, b.decode_seqs,
-                      b.decode_kv_tokens, b.decode_kv_tokens, p, plan);
+  Op attn = attention_op("attention_decode", OpKind::attention_decode, m, plan);
+  set_decode_attention_work(attn, m, b, p, plan);
+  return attn;
 }
 
 }  // namespace
@@ -126,9 +145,9 @@ bool depends_on_context(const Op& op) {
 
 void refresh_context_op(const ModelSpec& m, const BatchShape& b, const Precision& p, Op& op, const KernelPlan& plan) {
   if (op.kind == OpKind::attention_prefill) {
-    op = prefill_attention_op(m, b, p, plan);
+    set_prefill_attention_work(op, m, b, p, plan);
   } else if (op.kind == OpKind::attention_decode) {
-    op = decode_attention_op(m, b, p, plan);
+    set_decode_attention_work(op, m, b, p, plan);
   } else if (op.name == kKvConcatName) {
     op = kv_concat_op(m, b, p);
   }
