@@ -88,6 +88,9 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
 void BlockAllocator::free(SeqId seq) {
   if (seq >= tables_.size()) return;
   auto& table = tables_[seq];
+  // No block carries a hash (prefix caching off, or nothing cached yet): skip hashed_, one random
+  // load per block fewer (index_ holds exactly the hashed blocks).
+  const bool any_hashed = !index_.empty();
   // Last block first, so that under LRU a sequence's tail is evicted before its (more widely
   // shared) head, as vLLM does.
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
@@ -95,7 +98,7 @@ void BlockAllocator::free(SeqId seq) {
     auto& rc = refcount_[static_cast<std::size_t>(b)];
     if (rc <= 0) throw std::logic_error("BlockAllocator: block freed twice");
     if (--rc > 0) continue;
-    if (hashed_[static_cast<std::size_t>(b)]) lru_push_back(b);
+    if (any_hashed && hashed_[static_cast<std::size_t>(b)]) lru_push_back(b);
     else free_list_.push_back(b);
   }
   table.clear();  // capacity kept: slots are reused, so no allocation per request
