@@ -103,6 +103,17 @@ TEST_CASE("fast and exact paths agree: chunked prefill (decodes planned by item)
   compare_paths(doc, "chunked prefill");
 }
 
+// Static batches read the running sequences' progress (padding, prefill planning), so their
+// window keeps computed_tokens written per step and only the KV tokens lazy.
+TEST_CASE("fast and exact paths agree: static batches (lazy KV tokens only)") {
+  auto doc = base_scenario();
+  doc["engine"]["scheduler"] = nlohmann::json::parse(R"({"impl": "static"})");
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 200, "arrival": {"impl": "poisson", "rate_per_s": 20},
+      "prompt_tokens": {"impl": "uniform", "min_tokens": 50, "max_tokens": 900},
+      "output_tokens": {"impl": "uniform", "min_tokens": 5, "max_tokens": 300}})");
+  compare_paths(doc, "static");
+}
+
 TEST_CASE("the kernel-time cache returns exactly what estimate() computes") {
   const Scenario s = scenario_from(base_scenario());
   KernelTimeCache cache(s.hw, s.precision.weights);
