@@ -59,8 +59,9 @@ struct SimHooks {
   // token written into its Request (no decode window). Slower; the tests check that it gives the
   // same report as the default path.
   bool reference_path = false;
-  // O(KV capacity) allocator checks after every iteration. On by default when built with
-  // SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap end-of-run checks always run.
+  // O(KV capacity) allocator checks and the decode window's bookkeeping checks after every
+  // iteration. On by default when built with SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap
+  // end-of-run checks always run.
 #ifdef SERVESIM_CHECK_INVARIANTS
   bool check_every_iteration = true;
 #else
