@@ -264,10 +264,10 @@ void ReplicaState::check_window_invariants() const {
   if (!lazy_kv) return;
   const std::int64_t b = kv.block_size_tokens();
   std::int64_t members = 0, computed_sum = 0, frag = 0;
-  std::size_t members_prefix = 0;  // lazy_computed: the members are running[0, lazy_members)
   for (std::size_t i = 0; i < running.size(); ++i) {
     const Sequence& seq = running[i];
-    if (lazy_computed && seq.window_base >= 0 && members_prefix != i) {
+    // lazy_computed: the members are running[0, lazy_members), so each follows only members.
+    if (lazy_computed && seq.window_base >= 0 && static_cast<std::size_t>(members) != i) {
       throw std::logic_error("decode window: a sequence in the window follows one outside it");
     }
     std::int64_t kv_now = seq.kv_tokens;
@@ -277,7 +277,6 @@ void ReplicaState::check_window_invariants() const {
       computed_sum += computed;
       kv_now = computed + (kv_ahead ? 1 : 0);
       if (lazy_computed && finish_step(seq) <= window_steps) throw std::logic_error("decode window: a sequence is past its finish step");
-      members_prefix += 1;
       const auto& bucket = phase_slots[static_cast<std::uint64_t>(window_steps - computed) & static_cast<std::uint64_t>(b - 1)];
       const std::uint32_t pos = seq.slot < phase_pos.size() ? phase_pos[seq.slot] : 0;
       if (pos >= bucket.size() || bucket[pos] != seq.slot) throw std::logic_error("decode window: a sequence is not in its phase bucket");
@@ -475,6 +474,7 @@ void ReplicaState::settle(Sequence& seq) {
     r.generated_tokens += static_cast<std::int32_t>(pending);
     r.last_token_ns = window_last_ns;
   }
+  // Out of its phase bucket and finish count first: both are found from the lazy values.
   if (lazy_kv) {
     std::vector<std::uint32_t>& bucket = phase_bucket(seq);
     const std::uint32_t pos = phase_pos[seq.slot];
