@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/analysis/saturate.hpp"
-#include "sim/analysis/table.hpp"
+#include "sim/analysis/saturation_rate.hpp"
+#include "sim/io/table.hpp"
 
 namespace servesim {
 

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "sim/cli/step_query.hpp"
+#include "sim/analysis/step_query.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
@@ -101,7 +101,7 @@ double decode_tps_batch1(const std::string& model, const std::string& hw, const 
 // engine: `servesim step --quant ... --engine ...`. Static batch: one prefill of the whole batch,
 // then output - 1 decode steps with growing context.
 void quantized_case(const nlohmann::json& c, const std::string& precision, CaseResult& r) {
-  cli::StepQuery q;
+  StepQuery q;
   q.model = load_model(resolve_data_ref("models", r.model, "", ""));
   q.hw = load_hw_profile(resolve_data_ref("hwprofiles", r.hw, "", ""));
   q.precision = Precision{Dtype::fp16, Dtype::fp16, Dtype::fp16};
@@ -109,12 +109,12 @@ void quantized_case(const nlohmann::json& c, const std::string& precision, CaseR
   q.precision.group_size = group == std::string::npos ? 128 : std::atoll(precision.c_str() + group + 6);
   const std::string engine = c.value("engine", "");
   if (precision == "fp8") {
-    cli::apply_quant_name("fp8", q.precision, "public case", r.id);
+    apply_quant_name("fp8", q.precision, "public case", r.id);
     // TensorRT-LLM's fp8 recipe quantizes the KV cache to fp8 too (quantize.py --kv_cache_dtype
     // fp8); assumed for these published runs.
     if (engine.rfind("TensorRT-LLM", 0) == 0) q.precision.kv_cache = Dtype::fp8;
   } else {
-    cli::apply_quant_name(precision.rfind("int4", 0) == 0 ? "w4a16-gptq" : "w8a16", q.precision, "public case", r.id);
+    apply_quant_name(precision.rfind("int4", 0) == 0 ? "w4a16-gptq" : "w8a16", q.precision, "public case", r.id);
   }
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
   // gpt-fast decodes with torch.compile + CUDA graphs; no engine profile matches its compiled
@@ -124,18 +124,18 @@ void quantized_case(const nlohmann::json& c, const std::string& precision, CaseR
   const auto& w = c.at("workload");
   if (r.metric == "output_tokens_per_s") {
     const std::int64_t batch = w.at("batch_size"), in = w.at("input_tokens"), out = w.at("output_tokens");
-    double t = cli::time_prefill(q, batch, in, 0).step.time_s;
-    for (std::int64_t i = 1; i < out; ++i) t += cli::time_decode(q, batch, in + i - 1, false).step.time_s;
+    double t = time_prefill(q, batch, in, 0).step.time_s;
+    for (std::int64_t i = 1; i < out; ++i) t += time_decode(q, batch, in + i - 1, false).step.time_s;
     r.predicted = static_cast<double>(batch * out) / t;
     r.note = "static batch, step model, " + (q.engine ? q.engine->name : std::string("CUDA graph")) + " profile";
     r.bound = 0.15;
   } else if (r.metric == "ttft_s") {
-    r.predicted = cli::time_prefill(q, 1, w.at("input_tokens"), 0).step.time_s;
+    r.predicted = time_prefill(q, 1, w.at("input_tokens"), 0).step.time_s;
     r.note = "one prefill, step model";
     r.bound = 0.30;
   } else if (r.metric == "decode_tokens_per_s") {
     const std::int64_t context = w.at("input_tokens");
-    r.predicted = 1.0 / cli::time_decode(q, 1, context, false).step.time_s;
+    r.predicted = 1.0 / time_decode(q, 1, context, false).step.time_s;
     r.note = "batch-1 decode step, CUDA graph, context " + std::to_string(context);
     // gpt-fast's int4 kernel (tinygemm) reaches ~60% of the bandwidth of its bf16 path (its
     // README's GB/s column); our fused weight-only kernel on the A100 is Marlin-class, so int4 is

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/analysis/summary.hpp"
-#include "sim/analysis/table.hpp"
+#include "sim/io/table.hpp"
 
 namespace servesim {
 

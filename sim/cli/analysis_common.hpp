@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/analysis/table.hpp"
+#include "sim/io/table.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/config/scenario.hpp"
 

@@ -10,7 +10,7 @@
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/table_io.hpp"
-#include "sim/io/trace_io.hpp"
+#include "sim/workload/trace_io.hpp"
 #include "sim/workload/workload.hpp"
 
 namespace servesim::cli {

@@ -9,7 +9,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
-#include "sim/cli/step_query.hpp"
+#include "sim/cli/query_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/contention.hpp"
 

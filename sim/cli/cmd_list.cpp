@@ -8,7 +8,7 @@
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/router.hpp"
 
 namespace servesim::cli {

@@ -11,10 +11,10 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
-#include "sim/io/trace_io.hpp"
+#include "sim/workload/trace_io.hpp"
 
 namespace servesim {
 

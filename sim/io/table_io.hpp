@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/analysis/table.hpp"
+#include "sim/io/table.hpp"
 
 namespace servesim {
 

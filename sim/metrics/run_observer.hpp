@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/core/time.hpp"
-#include "sim/serve/request.hpp"
+#include "sim/sched/request.hpp"
 
 namespace servesim {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 
 namespace servesim {
 

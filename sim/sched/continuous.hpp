@@ -1,6 +1,6 @@
 // vLLM-style continuous batching with prefill-prioritised iterations (see continuous.cpp).
 #pragma once
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 
 namespace servesim {
 

@@ -1,7 +1,7 @@
 // Request-level batching: static (fixed, padded batches) and dynamic (Triton's dynamic batcher).
 // A batch forms only when the previous one is done, and nothing joins it while it runs.
 #pragma once
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 
 namespace servesim {
 

@@ -12,7 +12,7 @@
 #include "sim/hw/cost_model.hpp"
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/metrics/run_observer.hpp"
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/gpu_share.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/parallel.hpp"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 
 namespace servesim {
 

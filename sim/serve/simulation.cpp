@@ -18,7 +18,7 @@
 #include "sim/core/event_queue.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
-#include "sim/serve/saturation.hpp"
+#include "sim/serve/saturation_batch.hpp"
 #include "sim/workload/workload.hpp"
 
 namespace servesim {

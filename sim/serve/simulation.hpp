@@ -10,7 +10,7 @@
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/metrics/run_observer.hpp"
 #include "sim/serve/memory_plan.hpp"
-#include "sim/serve/saturation.hpp"
+#include "sim/serve/saturation_batch.hpp"
 #include "sim/serve/replica.hpp"
 
 namespace servesim {

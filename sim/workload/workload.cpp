@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "sim/core/error.hpp"
-#include "sim/io/trace_io.hpp"
+#include "sim/workload/trace_io.hpp"
 
 namespace servesim {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim/cli/step_query.hpp"
+#include "sim/analysis/step_query.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/contention.hpp"
 #include "sim/io/data_paths.hpp"

@@ -2,7 +2,7 @@
 // plays the replica (commit = tokens computed, finished requests leave).
 #include <doctest/doctest.h>
 
-#include "sim/sched/scheduler.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 #include "sim/sched/token_level.hpp"
 
 using namespace servesim;

@@ -5,7 +5,7 @@
 #include "../support.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/metrics/sampled_series.hpp"
-#include "sim/serve/saturation.hpp"
+#include "sim/serve/saturation_batch.hpp"
 
 using namespace servesim;
 using namespace servesim::test;

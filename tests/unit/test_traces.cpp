@@ -8,7 +8,7 @@
 #include <string>
 
 #include "sim/core/error.hpp"
-#include "sim/io/trace_io.hpp"
+#include "sim/workload/trace_io.hpp"
 #include "sim/serve/simulation.hpp"
 #include "sim/workload/workload.hpp"
 #include "../support.hpp"

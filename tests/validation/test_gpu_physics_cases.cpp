@@ -14,7 +14,7 @@
 
 #include "sim/analysis/public_cases.hpp"
 #include "sim/calib/fit.hpp"
-#include "sim/cli/step_query.hpp"
+#include "sim/analysis/step_query.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/contention.hpp"
 #include "sim/io/data_paths.hpp"
@@ -24,7 +24,7 @@
 #include "sim/io/model_io.hpp"
 
 using namespace servesim;
-using servesim::cli::StepQuery;
+using servesim::StepQuery;
 
 namespace {
 
@@ -34,7 +34,7 @@ StepQuery query(const std::string& model, const std::string& hw, const std::stri
   q.model = load_model(resolve_data_ref("models", model, "", ""));
   q.hw = load_hw_profile(resolve_data_ref("hwprofiles", hw, "", ""));
   q.precision = Precision{Dtype::fp16, Dtype::fp16, Dtype::fp16};
-  cli::apply_quant_name(quant, q.precision, "test", "quant");
+  apply_quant_name(quant, q.precision, "test", "quant");
   q.precision.group_size = group;
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
   if (!engine.empty()) q.engine = load_engine_profile(engine, "", "");
@@ -80,8 +80,8 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
   for (std::int64_t batch : batches) {
     const std::string b = std::to_string(batch);
     const auto& m = doc["torch_eager"][b];
-    const auto pe = cli::time_decode(eager, batch, context, false);
-    const auto pg = cli::time_decode(graph, batch, context, false);
+    const auto pe = time_decode(eager, batch, context, false);
+    const auto pg = time_decode(graph, batch, context, false);
     const double me = m["step_s"].get<double>(), mg = doc["torch_cudagraph"][b]["step_s"].get<double>();
     const double ee = rel_err(pe.step.time_s, me), eg = rel_err(pg.step.time_s, mg);
     worst_eager = std::max(worst_eager, std::fabs(ee));
@@ -95,7 +95,7 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
   CHECK(worst_eager <= 0.20);
   CHECK(worst_graph <= 0.25);
   const double kernels_measured = doc["torch_eager_kernels_per_step"].get<double>();
-  const double kernels_predicted = static_cast<double>(cli::time_decode(eager, 1, context, false).step.kernels);
+  const double kernels_predicted = static_cast<double>(time_decode(eager, 1, context, false).step.kernels);
   std::printf("kernels per step at batch 1: measured %.0f, torch-eager profile %.0f (%+.1f%%, bound 10%%)\n", kernels_measured,
               kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured));
   CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= 0.10);
@@ -104,7 +104,7 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
   std::printf("two processes, CUDA-graph decode: step time together (ms), measured vs servesim contention --time-slice\n");
   for (const auto& [b, m] : doc["processes"]["0"].items()) {
     const std::int64_t batch = std::stoll(b);
-    const auto t = cli::time_decode(graph, batch, context, false);
+    const auto t = time_decode(graph, batch, context, false);
     LaunchConfig launch = graph.engine->launch;
     auto stream = kernel_stream(t.ops, graph.hw, graph.precision.weights, launch);
     for (auto& k : stream) k.bw = k.sm = 1.0;
@@ -139,7 +139,7 @@ TEST_CASE("H200 measurements: Hugging Face transformers eager decode vs --engine
   for (const auto& [b, m] : doc["hf_transformers"].items()) {
     const std::int64_t batch = std::stoll(b);
     // The timed steps ran at context 515..525 (3 warm-up steps after the prefill).
-    const auto p = cli::time_decode(hf, batch, m["context_tokens_at_first_timed_step"].get<std::int64_t>() + 5, false);
+    const auto p = time_decode(hf, batch, m["context_tokens_at_first_timed_step"].get<std::int64_t>() + 5, false);
     // The measurement is forward() + argmax per token; generate()'s own per-step Python (the
     // profile's host overhead) is not in it, so it is left out of the prediction.
     const double predicted = p.step.time_s - p.step.host_s;
@@ -157,7 +157,7 @@ TEST_CASE("H200 measurements: Hugging Face transformers eager decode vs --engine
   std::printf("worst |error| %.1f%% (bound 20%%)\n", 100 * worst);
   CHECK(worst <= 0.20);
   const double kernels_measured = doc["hf_kernels_per_step_b1"].get<double>();
-  const double kernels_predicted = static_cast<double>(cli::time_decode(hf, 1, context, false).step.kernels);
+  const double kernels_predicted = static_cast<double>(time_decode(hf, 1, context, false).step.kernels);
   std::printf("kernels per step at batch 1: measured %.0f (profiler), hf-transformers profile %.0f (%+.1f%%, bound 15%%)\n",
               kernels_measured, kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured));
   CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= 0.15);
@@ -172,7 +172,7 @@ TEST_CASE("H200 measurements: two CUDA streams sharing the GPU vs the contention
   std::printf("%6s %10s %10s %10s %8s %10s %10s\n", "batch", "alone", "together", "servesim", "error", "speedup", "servesim");
   for (const auto& [b, m] : doc["streams"].items()) {
     const std::int64_t batch = std::stoll(b);
-    const auto t = cli::time_decode(graph, batch, context, false);
+    const auto t = time_decode(graph, batch, context, false);
     const LaunchConfig launch = graph.engine->launch;
     const auto stream = kernel_stream(t.ops, graph.hw, graph.precision.weights, launch);
     const auto res = simulate_shared_gpu({stream, stream}, {launch, launch}, 8);
@@ -229,7 +229,7 @@ TEST_CASE("H200 measurements: PyTorch quantized GEMMs vs servesim op gemm") {
     for (const auto& r : doc["gemm"]) {
       if (!r.contains(v.key)) continue;
       const std::int64_t m = r["m"].get<std::int64_t>(), n = r["n"].get<std::int64_t>(), k = r["k"].get<std::int64_t>();
-      const auto g = cli::time_gemm(hw, v.dtype, m, n, k, 128, "test");
+      const auto g = time_gemm(hw, v.dtype, m, n, k, 128, "test");
       const double measured = r[v.key].get<double>();
       const double e = rel_err(g.time.time_s, measured);
       // PyTorch has no fused weight-only int8 serving kernel (torch._weight_int8pack_mm is a
@@ -298,14 +298,14 @@ TEST_CASE("H200 calibration: weight-only GEMMs (raw.json quant_gemm) fitted into
   int calibrated_points = 0;
   for (const auto& r : raw["quant_gemm"]) {
     if (r["path"] != "gemv" || r["m"] != 1) continue;
-    const auto g = cli::time_gemm(hw, r["dtype"] == "w4a16" ? "w4a16" : "w8a16", 1, r["n"].get<std::int64_t>(),
+    const auto g = time_gemm(hw, r["dtype"] == "w4a16" ? "w4a16" : "w8a16", 1, r["n"].get<std::int64_t>(),
                                   r["k"].get<std::int64_t>(), 128, "test");
     ++calibrated_points;
     CHECK(g.time.gemm == GemmKernel::weight_only_fused);
     CHECK(std::fabs(rel_err(g.time.time_s, r["time_s"].get<double>())) <= 1e-9);
     double last = 0.0;
     for (std::int64_t m = 1; m <= 50; ++m) {
-      const double t = cli::time_gemm(hw, "w4a16", m, r["n"].get<std::int64_t>(), r["k"].get<std::int64_t>(), 128, "test").time.time_s;
+      const double t = time_gemm(hw, "w4a16", m, r["n"].get<std::int64_t>(), r["k"].get<std::int64_t>(), 128, "test").time.time_s;
       CHECK(t >= last * (1.0 - 0.03));
       last = t;
     }

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/analysis/saturate.hpp"
+#include "sim/analysis/saturation_rate.hpp"
 #include "sim/io/json_reader.hpp"
 #include "../support.hpp"
 

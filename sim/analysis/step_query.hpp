@@ -1,19 +1,18 @@
-// What `step`, `quant-table`, `contention` and `op` share: the model/GPU/precision/engine a
-// what-if question is asked about, read from the command line, and one decode step's time.
+// What `step`, `quant-table`, `contention`, `op` and the public validation cases share: the
+// model/GPU/precision/engine a what-if question is asked about, and one step's time.
+// (sim/cli/query_options reads a StepQuery from the command line.)
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
-
 #include "sim/config/engine_profile.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/model/ops.hpp"
 
-namespace servesim::cli {
+namespace servesim {
 
 struct StepQuery {
   ModelSpec model;
@@ -24,9 +23,6 @@ struct StepQuery {
   ParallelConfig parallel;              // --tp, --pp, --micro-batches: one replica of tp x pp GPUs
 };
 
-// Adds --model --hw --quant --dtype --group-size --kv-cache-dtype --engine --tp --pp --micro-batches.
-void add_query_options(cxxopts::Options& opts);
-StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd);
 // --quant NAME (bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq) on a base dtype; InputError if unknown.
 void apply_quant_name(const std::string& name, Precision& precision, const std::string& cmd, const std::string& key);
 
@@ -55,4 +51,4 @@ TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prom
 // gpu_memory_utilization 0.9, 1 GiB runtime), divided among `instances` sharing each GPU.
 std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances = 1);
 
-}  // namespace servesim::cli
+}  // namespace servesim

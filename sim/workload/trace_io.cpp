@@ -1,6 +1,6 @@
 // Trace readers and writers. CSV rows are split by hand and numbers parsed with from_chars over
 // the whole field, so "12abc" or an empty field is an error rather than a silent 12 or 0.
-#include "sim/io/trace_io.hpp"
+#include "sim/workload/trace_io.hpp"
 
 #include <charconv>
 #include <cmath>

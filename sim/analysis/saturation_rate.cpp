@@ -1,5 +1,5 @@
-// See saturate.hpp.
-#include "sim/analysis/saturate.hpp"
+// See saturation_rate.hpp.
+#include "sim/analysis/saturation_rate.hpp"
 
 #include <algorithm>
 #include <cmath>

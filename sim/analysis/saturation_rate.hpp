@@ -1,5 +1,7 @@
-// saturate: the highest arrival rate at which the scenario meets its SLO (latency targets at the
-// percentile and >= min_success_frac completed), found by bracketing then geometric bisection.
+// Saturation, in rate (`servesim saturate`): the highest arrival rate at which the scenario meets
+// its SLO (latency targets at the percentile and >= min_success_frac completed), found by
+// bracketing then geometric bisection. (Saturation in batch, from the cost model alone, is
+// sim/serve/saturation_batch.hpp.)
 // Robust to noise: each probe runs R replications whose seeds are the same at every rate (common
 // random numbers: the arrival gaps scale with 1/rate, the lengths do not change), and a rate
 // passes when a majority of its replications meet the SLO.

@@ -1,5 +1,5 @@
-// Saturation batch size: see saturation.hpp.
-#include "sim/serve/saturation.hpp"
+// Saturation batch size: see saturation_batch.hpp.
+#include "sim/serve/saturation_batch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/hw/cost_model.hpp"
-#include "sim/io/trace_io.hpp"
+#include "sim/workload/trace_io.hpp"
 #include "sim/serve/parallel.hpp"
 
 namespace servesim {

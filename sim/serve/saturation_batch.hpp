@@ -1,5 +1,7 @@
-// Saturation batch size from the cost model: the decode batch size beyond which one doubling of
+// Saturation, in batch: from the cost model, the decode batch size beyond which one doubling of
 // the batch raises decode throughput (tokens/s) by less than 5% for this model, GPU and context.
+// Saturation in rate (the highest arrival rate that meets the SLO, `servesim saturate`) is a
+// property of whole simulations: sim/analysis/saturation_rate.hpp.
 #pragma once
 #include <cstdint>
 

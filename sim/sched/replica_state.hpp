@@ -1,19 +1,17 @@
-// Batch scheduling policies: each decides, before every iteration, which sequences run and how
-// many tokens each computes, using the KV allocator (a mechanism) to reserve blocks and to
-// preempt. ReplicaState carries the toolkit every policy shares (queue order, reservation,
-// prefix cache lookups, preemption by recompute or swap, KV accounting). Policies are registered
-// by name in make_scheduler/list_policies.
+// The state of one replica that every batch policy reads and changes (ReplicaState): wait queues
+// in priority order, running / swapped / migrated sequences, KV reservation through the block
+// allocator, prefix-cache lookups, preemption by recompute or swap, timeouts, and the decode
+// window (the fast path of all-running decode steps). Also the plan a policy fills for one
+// iteration (IterationPlan). The policies themselves are in batch_scheduler.hpp and beside it.
 #pragma once
 #include <cstdint>
 #include <deque>
-#include <memory>
-#include <string>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
 #include "sim/kv/block_allocator.hpp"
 #include "sim/model/ops.hpp"
-#include "sim/serve/request.hpp"
+#include "sim/sched/request.hpp"
 
 namespace servesim {
 
@@ -231,29 +229,5 @@ struct IterationPlan {
   // Adds running[index]'s next `tokens` tokens after `context` cached ones as a prefill chunk.
   void add_prefill(std::size_t index, std::int64_t tokens, const Sequence& seq);
 };
-
-class BatchScheduler {
- public:
-  virtual ~BatchScheduler() = default;
-  // Fills `plan` (cleared by the caller) for the next iteration at state.now_ns; an empty plan
-  // means idle (until plan.wake_at_ns, if set, or the next arrival or completion). May admit
-  // from `waiting`, allocate KV blocks and preempt running sequences.
-  virtual void schedule(ReplicaState& state, IterationPlan& plan) = 0;
-  // Whether schedule() reads the running sequences' computed_tokens other than through
-  // decode_all (or after close_decode_window); if not, the replica keeps them lazily in the
-  // decode window (ReplicaState::lazy_computed).
-  virtual bool reads_running_tokens() const { return true; }
-};
-
-struct PolicyParam {
-  std::string name, type, default_value, description;
-};
-struct PolicyInfo {
-  std::string name, description;
-  std::vector<PolicyParam> params;
-};
-
-std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config);
-std::vector<PolicyInfo> list_policies();
 
 }  // namespace servesim

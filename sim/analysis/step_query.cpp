@@ -1,30 +1,13 @@
-// Shared command-line model/GPU/precision/engine loading and decode-step timing.
-#include "sim/cli/step_query.hpp"
+// Step and GEMM timing for what-if questions: see step_query.hpp.
+#include "sim/analysis/step_query.hpp"
 
 #include <cmath>
 
 #include "sim/core/error.hpp"
-#include "sim/io/data_paths.hpp"
-#include "sim/io/engine_io.hpp"
-#include "sim/io/hw_io.hpp"
-#include "sim/io/model_io.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/parallel.hpp"
 
-namespace servesim::cli {
-
-void add_query_options(cxxopts::Options& opts) {
-  opts.add_options()("model", "model name or path (model card or HF config.json)", cxxopts::value<std::string>())(
-      "hw", "hardware profile name or path", cxxopts::value<std::string>())(
-      "dtype", "16-bit base dtype: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
-      "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq", cxxopts::value<std::string>())(
-      "group-size", "w4a16 group size", cxxopts::value<long long>()->default_value("128"))(
-      "kv-cache-dtype", "auto or fp8", cxxopts::value<std::string>()->default_value("auto"))(
-      "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>())(
-      "tp", "tensor-parallel GPUs", cxxopts::value<long long>()->default_value("1"))(
-      "pp", "pipeline-parallel stages", cxxopts::value<long long>()->default_value("1"))(
-      "micro-batches", "pipeline micro-batches (default: pp)", cxxopts::value<long long>()->default_value("0"));
-}
+namespace servesim {
 
 void apply_quant_name(const std::string& name, Precision& precision, const std::string& cmd, const std::string& key) {
   if (name == "bf16" || name == "fp16") {
@@ -61,43 +44,6 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
   g.dtype = *dtype;
   g.time = estimate(g.op, hw, *dtype);
   return g;
-}
-
-StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
-  if (!p.count("model")) throw InputError(cmd, "--model", "required");
-  if (!p.count("hw")) throw InputError(cmd, "--hw", "required");
-  StepQuery q;
-  q.model = load_model(resolve_data_ref("models", p["model"].as<std::string>(), cmd, "--model"));
-  q.hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw"));
-  const auto dtype = parse_dtype(p["dtype"].as<std::string>());
-  if (!dtype || (*dtype != Dtype::bf16 && *dtype != Dtype::fp16)) throw InputError(cmd, "--dtype", "must be bf16 or fp16");
-  q.precision = Precision{*dtype, *dtype, *dtype};
-  const std::string kv = p["kv-cache-dtype"].as<std::string>();
-  if (kv == "fp8") {
-    q.precision.kv_cache = Dtype::fp8;
-  } else if (kv != "auto") {
-    throw InputError(cmd, "--kv-cache-dtype", "must be auto or fp8");
-  }
-  if (p.count("quant")) apply_quant_name(p["quant"].as<std::string>(), q.precision, cmd, "--quant");
-  const long long group = p["group-size"].as<long long>();
-  if (group <= 0) throw InputError(cmd, "--group-size", "must be > 0");
-  q.precision.group_size = group;
-  if (!q.hw.supports(q.precision.weights)) {
-    throw InputError(cmd, "--dtype", std::string(dtype_name(q.precision.weights)) + " not supported by " + q.hw.name);
-  }
-  if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
-  if (p.count("engine")) q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
-  ParallelConfig& par = q.parallel;
-  par.tensor_parallel_size = p["tp"].as<long long>();
-  par.pipeline_parallel_size = p["pp"].as<long long>();
-  par.num_micro_batches = p["micro-batches"].as<long long>();
-  if (par.tensor_parallel_size <= 0 || par.tensor_parallel_size > 4096) throw InputError(cmd, "--tp", "must be in [1, 4096]");
-  if (par.pipeline_parallel_size <= 0 || par.pipeline_parallel_size > 4096) throw InputError(cmd, "--pp", "must be in [1, 4096]");
-  if (par.num_micro_batches < 0 || par.num_micro_batches > 4096) throw InputError(cmd, "--micro-batches", "must be in [0, 4096]");
-  if (const std::string why = parallel_config_error(q.model, par.tensor_parallel_size, par.pipeline_parallel_size); !why.empty()) {
-    throw InputError(cmd, why.rfind("pipeline", 0) == 0 ? "--pp" : "--tp", why);
-  }
-  return q;
 }
 
 namespace {
@@ -144,4 +90,4 @@ std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int
   return static_cast<std::int64_t>(std::floor(m.kv_bytes / (m.kv_bytes_per_token * static_cast<double>(context_tokens))));
 }
 
-}  // namespace servesim::cli
+}  // namespace servesim

@@ -1,5 +1,5 @@
 // See table.hpp.
-#include "sim/analysis/table.hpp"
+#include "sim/io/table.hpp"
 
 namespace servesim {
 

@@ -1,0 +1,39 @@
+// Batch scheduling policies: each decides, before every iteration, which sequences run and how
+// many tokens each computes, using the replica's state (replica_state.hpp: queues, KV
+// reservation, preemption) as its toolkit. Policies are registered by name in
+// make_scheduler/list_policies (policies.cpp); each lives in its own file beside this one.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario.hpp"
+#include "sim/sched/replica_state.hpp"
+
+namespace servesim {
+
+class BatchScheduler {
+ public:
+  virtual ~BatchScheduler() = default;
+  // Fills `plan` (cleared by the caller) for the next iteration at state.now_ns; an empty plan
+  // means idle (until plan.wake_at_ns, if set, or the next arrival or completion). May admit
+  // from `waiting`, allocate KV blocks and preempt running sequences.
+  virtual void schedule(ReplicaState& state, IterationPlan& plan) = 0;
+  // Whether schedule() reads the running sequences' computed_tokens other than through
+  // decode_all (or after close_decode_window); if not, the replica keeps them lazily in the
+  // decode window (ReplicaState::lazy_computed).
+  virtual bool reads_running_tokens() const { return true; }
+};
+
+struct PolicyParam {
+  std::string name, type, default_value, description;
+};
+struct PolicyInfo {
+  std::string name, description;
+  std::vector<PolicyParam> params;
+};
+
+std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config);
+std::vector<PolicyInfo> list_policies();
+
+}  // namespace servesim
