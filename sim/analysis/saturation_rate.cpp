@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/hw/cost_model.hpp"
+#include "sim/serve/saturation_batch.hpp"
 
 namespace servesim {
 
@@ -33,21 +33,7 @@ void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_ca
   out.mean_context_tokens = mean_context;
   const auto ctx = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(mean_context)));
   out.max_batch_size = std::max<std::int64_t>(1, std::min<std::int64_t>(s.engine.max_num_seqs, kv_capacity_tokens / ctx));
-  std::vector<Op> ops;
-  auto tokens_per_s = [&](std::int64_t b) {
-    BatchShape shape;
-    for (std::int64_t i = 0; i < b; ++i) shape.add_decode(ctx);
-    build_iteration_ops(s.model, shape, s.precision, ops);
-    return static_cast<double>(b) / estimate_step(ops, s.hw, s.precision.weights, s.engine.launch, b).time_s;
-  };
-  const double top = tokens_per_s(out.max_batch_size);
-  out.saturation_batch_size = out.max_batch_size;
-  for (std::int64_t b = 1; b <= out.max_batch_size; ++b) {
-    if (tokens_per_s(b) >= 0.95 * top) {
-      out.saturation_batch_size = b;
-      break;
-    }
-  }
+  out.saturation_batch_size = decode_saturation(s, static_cast<double>(ctx)).batch_size;
 }
 
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& o) {

@@ -37,8 +37,9 @@ struct SaturateResult {
   double first_failing_qps = 0.0;     // the bracket's top (0 when nothing failed up to the ceiling)
   double batch_at_stable_qps = 0.0;   // mean batch size in the runs at stable_qps
   double goodput_at_stable_qps = 0.0;
-  // Smallest decode batch whose cost-model throughput is >= 95% of the largest batch's (at the
-  // workload's mean context): beyond it, more batching buys little.
+  // The saturation batch size (serve/saturation_batch.hpp, the same definition as the run
+  // report's batch.saturation_size) at mean_context_tokens: beyond it, more batching buys little.
+  // It ignores KV capacity; max_batch_size says what the cache allows.
   std::int64_t saturation_batch_size = 0;
   std::int64_t max_batch_size = 0;    // min(max_num_seqs, sequences the KV cache holds at that context)
   double mean_context_tokens = 0.0;
@@ -47,7 +48,7 @@ struct SaturateResult {
 
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& options);
 
-// The decode-throughput knee described above, for a scenario at a mean context.
+// saturation_batch_size and max_batch_size for a scenario at a mean context.
 void saturation_batch(const Scenario& s, double mean_context_tokens, std::int64_t kv_capacity_tokens, SaturateResult& out);
 
 }  // namespace servesim

@@ -13,6 +13,7 @@
 
 #include "sim/analysis/saturation_rate.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/serve/saturation_batch.hpp"
 #include "../support.hpp"
 
 using namespace servesim;
@@ -60,7 +61,11 @@ TEST_CASE("saturate finds 1/S for a D/D/1 server") {
   // within 0.5 S of service only while rate < 1/(S (1 - 0.5/(0.99 n))), 0.17% above 1/S at n = 300.
   CHECK(r.stable_qps <= expect * 1.002);
   CHECK(r.stable_qps >= expect * 0.99);
-  CHECK(r.saturation_batch_size == 1);
+  // The engine holds one sequence; the saturation batch size is the cost model's knee, the same
+  // definition as the run report's batch.saturation_size, at the probes' mean context.
+  CHECK(r.max_batch_size == 1);
+  CHECK(r.saturation_batch_size == decode_saturation(at_rate(doc, slo)(r.stable_qps, 7), r.mean_context_tokens).batch_size);
+  CHECK(r.saturation_batch_size > 1);
 }
 
 TEST_CASE("saturate finds rho* = 0.768 for an M/D/1 server with a median E2E target of 2 S") {
