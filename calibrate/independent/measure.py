@@ -315,6 +315,74 @@ def section_model(torch, F, name, quick, res):
             torch.cuda.empty_cache()
 
 
+def section_eager(torch, F, name, quick, res):
+    """Eager (host-bound) decode and prefill steps of one dense model, in a process that never
+    starts the torch profiler (once started it slows every later eager launch about 2x), with
+    the whole distribution of repeats, host thread CPU time per step and a probe of the host's
+    cost for one tiny op before every point."""
+    card = load_card(name)
+    res["model"] = card
+    m = Decoder(torch, F, card)
+    torch.cuda.synchronize()
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    tiny = torch.zeros(16, device="cuda")
+
+    def probe():
+        for _ in range(50):
+            tiny.add_(1.0)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(500):
+            tiny.add_(1.0)
+        dt = (time.perf_counter() - t) / 500
+        torch.cuda.synchronize()
+        return dt
+
+    def timed(fn, reps):
+        fn()
+        fn()
+        torch.cuda.synchronize()
+        wall, cpu = [], []
+        for _ in range(reps):
+            t, c = time.perf_counter(), time.thread_time()
+            fn()
+            torch.cuda.synchronize()
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - c)
+        return wall, cpu
+
+    res["decode"], res["prefill"] = [], []
+    reps = 15 if not quick else 3
+    for C in ([512, 2048] if not quick else [512]):
+        C = min(C, card["max_ctx"] - 1)
+        for B in ([1, 8, 64, 256] if not quick else [1]):
+            if B * (C + 1) * 2 * card["layers"] * card["hkv"] * card["hd"] * 2 > KV_LIMIT_BYTES:
+                continue
+            kv = m.new_kv(B, C + 1)
+            tok = torch.randint(0, card["vocab"], (B,), device="cuda", generator=gen)
+            pr = probe()
+            wall, cpu = timed(lambda: m.decode(tok, C, kv), reps)
+            res["decode"].append({"batch": B, "context": C, "tiny_op_s": pr, "wall_s": wall, "thread_cpu_s": cpu,
+                                  "eager_s": statistics.median(wall)})
+            log(name, "eager decode", B, C, f"median {statistics.median(wall)*1e3:.2f} ms min {min(wall)*1e3:.2f} "
+                f"cpu {statistics.median(cpu)*1e3:.2f} tiny {pr*1e6:.2f} us")
+            del kv
+            torch.cuda.empty_cache()
+            flush()
+    for S in ([64, 128, 512, 2048] if not quick else [128]):
+        kv = m.new_kv(1, S)
+        tok = torch.randint(0, card["vocab"], (1, S), device="cuda", generator=gen)
+        pr = probe()
+        wall, cpu = timed(lambda: m.prefill(tok, kv), reps)
+        res["prefill"].append({"batch": 1, "prompt": S, "tiny_op_s": pr, "wall_s": wall, "thread_cpu_s": cpu,
+                               "eager_s": statistics.median(wall)})
+        log(name, "eager prefill", S, f"median {statistics.median(wall)*1e3:.2f} ms min {min(wall)*1e3:.2f} "
+            f"cpu {statistics.median(cpu)*1e3:.2f} tiny {pr*1e6:.2f} us")
+        del kv
+        torch.cuda.empty_cache()
+        flush()
+
+
 # ----------------------------------------------------------------------------------------------
 # GEMMs through torch
 
@@ -606,7 +674,7 @@ def section_hf_generate(torch, F, quick, res):
 
     for name in (["llama-3-8b", "qwen2-7b", "phi-3-mini"] if not quick else ["phi-3-mini"]):
         model, c = hf_model(torch, name)
-        for B in ([1, 8, 32, 128] if not quick else [1]):
+        for B in ([int(x) for x in os.environ.get("MEASURE_HF_BATCHES", "1,8,32,128").split(",")] if not quick else [1]):
             for P in ([512] if not quick else [128]):
                 try:
                     N = 24 if not quick else 8
@@ -632,6 +700,10 @@ def section_hf_generate(torch, F, quick, res):
                     res.setdefault("errors", []).append(f"generate {name} B={B}: {e!r}"[:400])
                     log("ERROR generate", name, B, repr(e)[:300])
                 torch.cuda.empty_cache()
+        if os.environ.get("MEASURE_NO_PROFILE"):
+            del model
+            torch.cuda.empty_cache()
+            continue
         try:  # kernels of one eager decode forward (DynamicCache after a 512-token prompt)
             ids = torch.randint(10, c["vocab"], (1, 512), device="cuda")
             with torch.no_grad():
@@ -657,7 +729,7 @@ def section_hf_cb(torch, F, quick, res):
     res["transformers"] = transformers.__version__
     logging.getLogger("ContinuousBatchingLogger").setLevel(logging.INFO)
     res["runs"] = []
-    for name in (["llama-3-8b", "qwen2-7b"] if not quick else ["phi-3-mini"]):
+    for name in (os.environ.get("MEASURE_CB_MODELS", "llama-3-8b,qwen2-7b").split(",") if not quick else ["phi-3-mini"]):
         model = None
         for attn in ("sdpa_paged", "paged|sdpa", "sdpa"):
             try:
@@ -671,8 +743,10 @@ def section_hf_cb(torch, F, quick, res):
         sig = inspect.signature(model.generate_batch)
         res.setdefault("generate_batch_params", list(sig.parameters))
         rng = random.Random(7)
-        for R in ([8, 32, 128] if not quick else [4]):
+        for R in ([int(x) for x in os.environ.get("MEASURE_CB_REQUESTS", "8,32,128").split(",")] if not quick else [4]):
             N = 64 if not quick else 8
+            if os.environ.get("MEASURE_CB_SEED_PER_R"):  # the same R gives the same prompts (repeats)
+                rng = random.Random(1000 + R)
             prompts = [rng.randint(128, 1024) for _ in range(R)]
             inputs = [[rng.randint(10, c["vocab"] - 1) for _ in range(p)] for p in prompts]
             gc_ = GenerationConfig(max_new_tokens=N, min_new_tokens=N, do_sample=False, eos_token_id=None,
@@ -741,10 +815,11 @@ SECTIONS = {  # name -> (function, time limit s)
     "attention": (section_attention, 90),
     "moe": (section_moe, 120),
     "hf_generate": (section_hf_generate, 200),
-    "hf_cb": (section_hf_cb, 210),
+    "hf_cb": (section_hf_cb, 300),
 }
 for _m in DENSE_MODELS:
     SECTIONS["model_" + _m] = (None, 150)
+    SECTIONS["eager_" + _m] = (None, 60)
 
 
 def env_info(torch):
@@ -788,6 +863,8 @@ def run_section(name, out, quick, command):
         with ctx:
             if name.startswith("model_"):
                 section_model(torch, F, name[len("model_"):], quick, res)
+            elif name.startswith("eager_"):
+                section_eager(torch, F, name[len("eager_"):], quick, res)
             else:
                 SECTIONS[name][0](torch, F, quick, res)
     except Exception:  # noqa: BLE001
@@ -826,7 +903,8 @@ def main():
     os.makedirs(parts, exist_ok=True)
     # recorded with the output folders as names, not this machine's paths
     argv = " ".join(sys.argv[1:]).replace(a.out, "$OUT").replace(a.parts or "\0", "$PARTS")
-    command = a.command or "python3 calibrate/independent/measure.py " + argv
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("MEASURE_"))
+    command = a.command or (env + " " if env else "") + "python3 calibrate/independent/measure.py " + argv
     quick = set(a.quick.split(",")) if a.quick else set()
     if a.section:
         run_section(a.section, parts, a.section in quick or "all" in quick, command)
