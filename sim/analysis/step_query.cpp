@@ -84,8 +84,9 @@ TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prom
 std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances) {
   EngineConfig e;
   e.max_num_batched_tokens = 2048;
+  e.max_model_len = context_tokens;  // sliding-window layers: the KV per token at this context
   const MemoryPlan m = plan_memory(q.model, q.hw, q.precision, e, q.parallel.tensor_parallel_size,
-                                     q.parallel.pipeline_parallel_size, instances);
+                                     q.parallel.pipeline_parallel_size, instances, q.parallel.expert_parallel_size);
   if (m.kv_bytes <= 0.0) return 0;
   return static_cast<std::int64_t>(std::floor(m.kv_bytes / (m.kv_bytes_per_token * static_cast<double>(context_tokens))));
 }

@@ -98,7 +98,7 @@ int cmd_step(const std::vector<std::string>& args) {
                         {"time_s", n * k.time_s},
                         {"roofline_time_s", n * k.roofline_s},
                         {"bound", bound_name(k.bound)}};
-    if (op.kind == OpKind::gemm) j["gemm_kernel"] = gemm_kernel_name(k.gemm);
+    if (op.kind == OpKind::gemm || op.kind == OpKind::grouped_gemm) j["gemm_kernel"] = gemm_kernel_name(k.gemm);
     out["ops"].push_back(j);
   }
   if (p.count("json")) {

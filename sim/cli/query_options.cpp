@@ -20,7 +20,9 @@ void add_query_options(cxxopts::Options& opts) {
       "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>())(
       "tp", "tensor-parallel GPUs", cxxopts::value<long long>()->default_value("1"))(
       "pp", "pipeline-parallel stages", cxxopts::value<long long>()->default_value("1"))(
-      "micro-batches", "pipeline micro-batches (default: pp)", cxxopts::value<long long>()->default_value("0"));
+      "micro-batches", "pipeline micro-batches (default: pp)", cxxopts::value<long long>()->default_value("0"))(
+      "ep", "expert-parallel GPUs (mixture-of-experts models; divides --tp)", cxxopts::value<long long>()->default_value("1"))(
+      "expert-imbalance", "busiest expert-parallel GPU's routed tokens over the mean", cxxopts::value<double>()->default_value("1"));
 }
 
 StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
@@ -56,6 +58,15 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (par.num_micro_batches < 0 || par.num_micro_batches > 4096) throw InputError(cmd, "--micro-batches", "must be in [0, 4096]");
   if (const std::string why = parallel_config_error(q.model, par.tensor_parallel_size, par.pipeline_parallel_size); !why.empty()) {
     throw InputError(cmd, why.rfind("pipeline", 0) == 0 ? "--pp" : "--tp", why);
+  }
+  par.expert_parallel_size = p["ep"].as<long long>();
+  par.expert_load_imbalance = p["expert-imbalance"].as<double>();
+  if (par.expert_parallel_size < 1 || par.tensor_parallel_size % par.expert_parallel_size != 0) {
+    throw InputError(cmd, "--ep", "must be >= 1 and divide --tp");
+  }
+  if (const std::string why = expert_parallel_error(q.model, par.expert_parallel_size); !why.empty()) throw InputError(cmd, "--ep", why);
+  if (!(par.expert_load_imbalance >= 1.0) || par.expert_load_imbalance > static_cast<double>(par.expert_parallel_size)) {
+    throw InputError(cmd, "--expert-imbalance", "must be in [1, --ep]");
   }
   return q;
 }

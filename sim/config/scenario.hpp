@@ -99,7 +99,13 @@ struct ParallelConfig {
   std::int64_t data_parallel_size = 1;
   std::int64_t num_micro_batches = 0;  // pipeline micro-batches in flight; 0 = pipeline_parallel_size
   std::int64_t instances_per_gpu = 1;  // model instances sharing each GPU (tp = pp = 1), memory split evenly
+  // Mixture-of-experts models: routed experts split over this many GPUs of the tensor-parallel
+  // group (must divide tensor_parallel_size and the expert count), with all-to-all dispatch and
+  // combine; and the busiest expert-parallel GPU's routed tokens over the mean (1 = even).
+  std::int64_t expert_parallel_size = 1;
+  double expert_load_imbalance = 1.0;
   std::int64_t gpus_per_replica() const { return tensor_parallel_size * pipeline_parallel_size; }
+  MoeRouting moe_routing() const { return {expert_parallel_size, expert_load_imbalance}; }
   std::int64_t micro_batches() const { return num_micro_batches > 0 ? num_micro_batches : pipeline_parallel_size; }
 };
 

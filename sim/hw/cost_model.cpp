@@ -2,6 +2,8 @@
 // cost_model.hpp for the formulas.
 #include "sim/hw/cost_model.hpp"
 
+#include "sim/hw/moe_cost.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -41,7 +43,7 @@ std::int64_t weight_only_fused_max_m(QuantScheme q) {
 }
 
 GemmKernel choose_gemm_kernel(const Op& op, const HwProfile& hw) {
-  if (op.kind != OpKind::gemm || op.quant == QuantScheme::none) return GemmKernel::dense;
+  if ((op.kind != OpKind::gemm && op.kind != OpKind::grouped_gemm) || op.quant == QuantScheme::none) return GemmKernel::dense;
   if (auto d = w8a8_dtype(op.quant)) return hw.supports(*d) ? GemmKernel::w8a8 : GemmKernel::w8a8_emulated;
   return op.m <= weight_only_fused_max_m(op.quant) ? GemmKernel::weight_only_fused : GemmKernel::dequant_gemm;
 }
@@ -193,7 +195,9 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
   if (is_communication(op.kind)) {
     // NCCL's own latency term already covers its launch-to-completion floor.
     KernelTime t;
-    const Collective c = op.kind == OpKind::all_reduce ? Collective::all_reduce : Collective::all_gather;
+    const Collective c = op.kind == OpKind::all_reduce   ? Collective::all_reduce
+                         : op.kind == OpKind::all_to_all ? Collective::all_to_all
+                                                         : Collective::all_gather;
     t.time_s = hw.interconnect.time_s(c, op.bytes, op.comm_gpus);
     const LinkModel& link = hw.interconnect.link(hw.interconnect.scope_for(op.comm_gpus));
     t.roofline_s = Interconnect::model_s(LinkModel{"", link.bus_bandwidth_bytes_per_s, 0.0, link.p2p_bandwidth_bytes_per_s, 0.0},
@@ -201,6 +205,7 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
     t.bound = Bound::interconnect;
     return t;
   }
+  if (op.kind == OpKind::grouped_gemm) return estimate_grouped_gemm(op, hw, base);
   const GemmKernel kind = choose_gemm_kernel(op, hw);
   switch (kind) {
     case GemmKernel::dense: return roofline(op, op.bytes, hw, base, 0.0);
@@ -257,7 +262,7 @@ std::uint64_t bits(double v) {
 bool same_kernel(const Op& a, const Op& b) {
   return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads &&
-         a.attn_kv_tokens == b.attn_kv_tokens && a.comm_gpus == b.comm_gpus;
+         a.attn_kv_tokens == b.attn_kv_tokens && a.comm_gpus == b.comm_gpus && a.groups == b.groups;
 }
 }  // namespace
 

@@ -11,6 +11,7 @@ const char* collective_name(Collective c) {
     case Collective::all_reduce: return "all_reduce";
     case Collective::all_gather: return "all_gather";
     case Collective::send_recv: return "send_recv";
+    case Collective::all_to_all: return "all_to_all";
   }
   return "?";
 }
@@ -54,7 +55,8 @@ double Interconnect::model_s(const LinkModel& l, Collective c, double bytes, int
   const double n = static_cast<double>(gpus);
   switch (c) {
     case Collective::all_reduce: return l.latency_s + 2.0 * (n - 1.0) / n * bytes / l.bus_bandwidth_bytes_per_s;
-    case Collective::all_gather: return l.latency_s + (n - 1.0) / n * bytes / l.bus_bandwidth_bytes_per_s;
+    case Collective::all_gather:
+    case Collective::all_to_all: return l.latency_s + (n - 1.0) / n * bytes / l.bus_bandwidth_bytes_per_s;
     case Collective::send_recv: return l.p2p_latency_s + bytes / l.p2p_bandwidth_bytes_per_s;
   }
   return 0.0;

@@ -8,7 +8,7 @@
 
 namespace servesim {
 
-enum class Collective { all_reduce, all_gather, send_recv };
+enum class Collective { all_reduce, all_gather, send_recv, all_to_all };
 const char* collective_name(Collective c);
 
 // Which link a group of GPUs talks over. nvlink: all inside one NVLink domain (NVSwitch node or
@@ -19,7 +19,9 @@ const char* link_scope_name(LinkScope s);
 
 // One link class. Bus bandwidth is nccl-tests' busbw: a ring all-reduce of B bytes over n GPUs
 // takes latency + 2(n-1)/n * B / bus_bandwidth; an all-gather producing B bytes in total takes
-// latency + (n-1)/n * B / bus_bandwidth; a send/recv of B bytes takes p2p_latency + B / p2p_bandwidth.
+// latency + (n-1)/n * B / bus_bandwidth; a send/recv of B bytes takes p2p_latency + B / p2p_bandwidth;
+// an all-to-all where each GPU sends B bytes in all (its own share included) takes
+// latency + (n-1)/n * B / bus_bandwidth (nccl-tests' alltoall busbw; expert-parallel dispatch).
 struct LinkModel {
   std::string name;
   double bus_bandwidth_bytes_per_s = 0.0;

@@ -141,7 +141,8 @@ MeasuredCollective parse_measured(const nlohmann::json& j, const std::string& fi
   if (c == "all_reduce") m.collective = Collective::all_reduce;
   else if (c == "all_gather") m.collective = Collective::all_gather;
   else if (c == "send_recv") m.collective = Collective::send_recv;
-  else r.fail("collective", "must be all_reduce, all_gather or send_recv, got '" + c + "'");
+  else if (c == "all_to_all") m.collective = Collective::all_to_all;
+  else r.fail("collective", "must be all_reduce, all_gather, send_recv or all_to_all, got '" + c + "'");
   m.gpus = static_cast<int>(r.positive_integer("gpus"));
   if (m.gpus < 2 || m.gpus > 4096) r.fail("gpus", "must be in [2, 4096]");
   const std::string scope = r.string("scope");

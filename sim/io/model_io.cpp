@@ -12,13 +12,14 @@ namespace servesim {
 
 namespace {
 
-// Upper bounds well above any real model (Llama-3-405B: 126 layers, hidden 16384, vocab 128K),
-// so sizes multiplied together stay far from int64 overflow.
+// Upper bounds well above any real model (Llama-3-405B: 126 layers, hidden 16384, vocab 128K;
+// DeepSeek-V3: 256 experts), so sizes multiplied together stay far from int64 overflow.
 constexpr std::int64_t kMaxLayers = 4096;
 constexpr std::int64_t kMaxWidth = 1 << 20;    // hidden, ffn, head_dim x heads
 constexpr std::int64_t kMaxHeads = 1 << 14;
 constexpr std::int64_t kMaxVocab = 1 << 24;
 constexpr std::int64_t kMaxContext = 1 << 24;  // 16M tokens
+constexpr std::int64_t kMaxExperts = 1 << 14;
 
 void check_consistent(const ModelSpec& m, const std::string& file) {
   if (m.head_dim <= 0) {
@@ -35,12 +36,77 @@ void check_consistent(const ModelSpec& m, const std::string& file) {
     throw InputError(file, "num_kv_heads", "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
                                                "), got " + std::to_string(m.num_kv_heads));
   }
+  if (m.is_moe()) {
+    if (m.moe.experts_per_token < 1 || m.moe.experts_per_token > m.moe.num_experts) {
+      throw InputError(file, "moe.experts_per_token", "must be in [1, num_experts " + std::to_string(m.moe.num_experts) + "]");
+    }
+    if (m.moe.expert_ffn_size < 1) throw InputError(file, "moe.expert_ffn_size", "must be > 0");
+    if (m.moe.dense_layers < 0 || m.moe.dense_layers >= m.num_layers) {
+      throw InputError(file, "moe.dense_layers", "must be in [0, num_layers " + std::to_string(m.num_layers) + ")");
+    }
+    if ((m.moe.shared_experts > 0) != (m.moe.shared_expert_ffn_size > 0)) {
+      throw InputError(file, "moe.shared_expert_ffn_size", "must be > 0 exactly when shared_experts > 0");
+    }
+  }
+  if (m.is_mla() && (m.mla.qk_nope_head_dim < 1 || m.mla.qk_rope_head_dim < 1 || m.mla.v_head_dim < 1)) {
+    throw InputError(file, "mla", "qk_nope_head_dim, qk_rope_head_dim and v_head_dim must be > 0");
+  }
+  if (m.sliding_window.layers > m.num_layers) {
+    throw InputError(file, "sliding_window.layers", "must be <= num_layers (" + std::to_string(m.num_layers) + ")");
+  }
+}
+
+// An integer HF key that may be absent or null (both mean `fallback`).
+std::int64_t int_or_null(JsonReader& r, const std::string& key, std::int64_t lo, std::int64_t hi, std::int64_t fallback) {
+  if (!r.has(key) || r.raw(key).is_null()) return fallback;
+  return r.integer_in(key, lo, hi);
+}
+
+// The length of a list-valued HF key (mlp_only_layers, moe_layers), or -1 when absent or null.
+std::int64_t list_size_or(JsonReader& r, const std::string& key) {
+  if (!r.has(key) || r.raw(key).is_null()) return -1;
+  const auto& j = r.raw(key);
+  if (!j.is_array()) r.fail(key, "must be a list");
+  return static_cast<std::int64_t>(j.size());
+}
+
+MoeSpec parse_card_moe(JsonReader r) {
+  MoeSpec e;
+  e.num_experts = r.integer_in("num_experts", 1, kMaxExperts);
+  e.experts_per_token = r.integer_in("experts_per_token", 1, kMaxExperts);
+  e.expert_ffn_size = r.integer_in("expert_ffn_size", 1, kMaxWidth);
+  e.shared_experts = r.integer_in_or("shared_experts", 0, kMaxExperts, 0);
+  e.shared_expert_ffn_size = r.integer_in_or("shared_expert_ffn_size", 0, kMaxWidth, 0);
+  e.dense_layers = r.integer_in_or("dense_layers", 0, kMaxLayers, 0);
+  if (auto router = r.object_if("router")) {
+    e.router_scoring = router->string_or("scoring", "softmax");
+    if (e.router_scoring != "softmax" && e.router_scoring != "sigmoid") {
+      router->fail("scoring", "must be softmax or sigmoid, got '" + e.router_scoring + "'");
+    }
+    e.router_groups = router->integer_in_or("groups", 0, kMaxExperts, 0);
+    e.router_groups_per_token = router->integer_in_or("groups_per_token", 0, kMaxExperts, 0);
+    router->finish();
+  }
+  r.finish();
+  return e;
+}
+
+MlaSpec parse_card_mla(JsonReader r) {
+  MlaSpec a;
+  a.q_lora_rank = r.integer_in_or("q_lora_rank", 0, kMaxWidth, 0);
+  a.kv_lora_rank = r.integer_in("kv_lora_rank", 1, kMaxWidth);
+  a.qk_nope_head_dim = r.integer_in("qk_nope_head_dim", 1, kMaxWidth);
+  a.qk_rope_head_dim = r.integer_in("qk_rope_head_dim", 1, kMaxWidth);
+  a.v_head_dim = r.integer_in("v_head_dim", 1, kMaxWidth);
+  r.finish();
+  return a;
 }
 
 ModelSpec parse_card(JsonReader& r) {
   ModelSpec m;
   r.accept("schema");
   r.accept("source");
+  r.accept("sources");
   r.accept("hf_id");
   m.name = r.string("name");
   m.family = r.string("family");
@@ -54,17 +120,65 @@ ModelSpec parse_card(JsonReader& r) {
   m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
   m.tied_embeddings = r.boolean("tied_embeddings");
   m.max_context_tokens = r.integer_in("max_context_tokens", 1, kMaxContext);
+  if (auto moe = r.object_if("moe")) m.moe = parse_card_moe(*moe);
+  if (auto mla = r.object_if("mla")) {
+    m.mla = parse_card_mla(*mla);
+    m.head_dim = m.mla.qk_head_dim();
+  }
+  if (auto sw = r.object_if("sliding_window")) {
+    m.sliding_window.tokens = sw->integer_in("tokens", 1, kMaxContext);
+    m.sliding_window.layers = sw->integer_in("layers", 1, kMaxLayers);
+    sw->finish();
+  }
   r.finish();
   return m;
 }
 
+// Keys the llama-shaped families share (llama, mistral, qwen2, qwen3, phi3, gemma2/3, mixtral,
+// qwen3_moe, llama4's text part).
+void parse_llama_like(JsonReader& r, ModelSpec& m, bool tied_default) {
+  m.num_layers = r.integer_in("num_hidden_layers", 1, kMaxLayers);
+  m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
+  m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
+  m.num_kv_heads = int_or_null(r, "num_key_value_heads", 1, kMaxHeads, m.num_attention_heads);
+  m.head_dim = int_or_null(r, "head_dim", 1, kMaxWidth, m.hidden_size / m.num_attention_heads);
+  m.gated_mlp = true;  // SiLU- or GELU-gated MLPs in every family read here
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
+}
+
+// Gemma 2 and 3: sliding-window layers alternate with global ones. Gemma 3 names each layer's
+// kind in layer_types (newer configs) or repeats a pattern of (p - 1) sliding layers and one
+// global (sliding_window_pattern, default 6 in transformers' Gemma3TextConfig).
+void parse_gemma_window(JsonReader& r, ModelSpec& m, bool gemma3) {
+  m.sliding_window.tokens = int_or_null(r, "sliding_window", 1, kMaxContext, gemma3 ? 1024 : 4096);
+  if (r.has("layer_types") && r.raw("layer_types").is_array()) {
+    std::int64_t sliding = 0;
+    for (const auto& t : r.raw("layer_types")) {
+      if (!t.is_string()) r.fail("layer_types", "must be a list of strings");
+      if (t.get<std::string>() == "sliding_attention") ++sliding;
+    }
+    m.sliding_window.layers = sliding;
+  } else if (gemma3) {
+    const std::string key = r.has("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
+    const std::int64_t p = int_or_null(r, key, 1, kMaxLayers, 6);
+    m.sliding_window.layers = m.num_layers - m.num_layers / p;
+  } else {
+    m.sliding_window.layers = (m.num_layers + 1) / 2;  // Gemma 2: even-indexed layers are local
+  }
+}
+
 // Hugging Face config.json. The families differ only in key names.
-ModelSpec parse_hf(JsonReader& r, const std::string& file) {
+ModelSpec parse_hf(JsonReader& top, const std::string& file) {
   ModelSpec m;
-  const std::string type = r.string("model_type");
+  const std::string type = top.string("model_type");
   m.family = type;
   std::string stem = std::filesystem::path(file).parent_path().filename().string();
   m.name = stem.empty() ? type : stem;
+  // Multimodal wrappers (Gemma 3, Llama 4) keep the language model's keys under text_config.
+  const bool nested = (type == "gemma3" || type == "llama4") && top.has("text_config");
+  std::optional<JsonReader> text;
+  if (nested) text.emplace(top.raw("text_config"), file, "text_config");
+  JsonReader& r = nested ? *text : top;
   if (type == "chatglm") {
     m.num_layers = r.integer_in("num_layers", 1, kMaxLayers);
     m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
@@ -89,8 +203,98 @@ ModelSpec parse_hf(JsonReader& r, const std::string& file) {
     m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
     m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+  } else if (type == "qwen3" || type == "gemma2" || type == "gemma3" || type == "gemma3_text") {
+    // Gemma ties its embeddings and defaults (transformers' Gemma3TextConfig) vocab 262208 and
+    // 131072 positions, which the released text_config leaves out.
+    const bool gemma = type != "qwen3", gemma3 = type != "qwen3" && type != "gemma2";
+    parse_llama_like(r, m, gemma);
+    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+    m.vocab_size = gemma3 ? r.integer_in_or("vocab_size", 1, kMaxVocab, 262208) : r.integer_in("vocab_size", 1, kMaxVocab);
+    m.max_context_tokens = gemma3 ? r.integer_in_or("max_position_embeddings", 1, kMaxContext, 131072)
+                                  : r.integer_in("max_position_embeddings", 1, kMaxContext);
+    if (gemma) parse_gemma_window(r, m, gemma3);
+  } else if (type == "mixtral" || type == "qwen3_moe") {
+    parse_llama_like(r, m, false);
+    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+    if (type == "mixtral") {
+      m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
+      m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+      m.ffn_size = m.moe.expert_ffn_size;  // no dense layers
+    } else {
+      m.moe.num_experts = r.integer_in("num_experts", 1, kMaxExperts);
+      m.moe.expert_ffn_size = r.integer_in("moe_intermediate_size", 1, kMaxWidth);
+      m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);  // layers listed in mlp_only_layers
+      // A layer is dense when listed in mlp_only_layers or off the decoder_sparse_step grid.
+      const std::int64_t step = int_or_null(r, "decoder_sparse_step", 1, kMaxLayers, 1);
+      const std::int64_t listed = std::max<std::int64_t>(0, list_size_or(r, "mlp_only_layers"));
+      m.moe.dense_layers = std::min(m.num_layers - 1, m.num_layers - m.num_layers / step + listed);
+      m.moe.shared_expert_ffn_size = int_or_null(r, "shared_expert_intermediate_size", 0, kMaxWidth, 0);
+      m.moe.shared_experts = m.moe.shared_expert_ffn_size > 0 ? 1 : 0;
+    }
+    m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+  } else if (type == "deepseek_v3") {
+    parse_llama_like(r, m, false);
+    m.num_kv_heads = m.num_attention_heads;  // MLA: the latent cache replaces per-head KV
+    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+    m.mla.q_lora_rank = int_or_null(r, "q_lora_rank", 0, kMaxWidth, 0);
+    m.mla.kv_lora_rank = r.integer_in("kv_lora_rank", 1, kMaxWidth);
+    m.mla.qk_nope_head_dim = r.integer_in("qk_nope_head_dim", 1, kMaxWidth);
+    m.mla.qk_rope_head_dim = r.integer_in("qk_rope_head_dim", 1, kMaxWidth);
+    m.mla.v_head_dim = r.integer_in("v_head_dim", 1, kMaxWidth);
+    m.head_dim = m.mla.qk_head_dim();
+    m.moe.num_experts = r.integer_in("n_routed_experts", 1, kMaxExperts);
+    m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+    m.moe.expert_ffn_size = r.integer_in("moe_intermediate_size", 1, kMaxWidth);
+    // DeepSeek's shared experts are one MLP n_shared_experts times an expert's width.
+    const std::int64_t shared = int_or_null(r, "n_shared_experts", 0, kMaxExperts, 0);
+    m.moe.shared_experts = shared > 0 ? 1 : 0;
+    m.moe.shared_expert_ffn_size = shared * m.moe.expert_ffn_size;
+    const std::int64_t freq = int_or_null(r, "moe_layer_freq", 1, kMaxLayers, 1);
+    const std::int64_t first_dense = int_or_null(r, "first_k_dense_replace", 0, kMaxLayers, 0);
+    std::int64_t moe_layers = 0;
+    for (std::int64_t i = first_dense; i < m.num_layers; ++i) moe_layers += i % freq == 0 ? 1 : 0;
+    m.moe.dense_layers = m.num_layers - moe_layers;
+    m.moe.router_scoring = r.string_or("scoring_func", "softmax");
+    if (m.moe.router_scoring != "softmax" && m.moe.router_scoring != "sigmoid") {
+      r.fail("scoring_func", "must be softmax or sigmoid, got '" + m.moe.router_scoring + "'");
+    }
+    m.moe.router_groups = int_or_null(r, "n_group", 0, kMaxExperts, 0);
+    m.moe.router_groups_per_token = int_or_null(r, "topk_group", 0, kMaxExperts, 0);
+  } else if (type == "llama4") {
+    // The text part: routed experts of intermediate_size plus one shared expert of the same
+    // width in every MoE layer; dense layers use intermediate_size_mlp. Chunked attention
+    // (attention_chunk_size) on the RoPE layers, global attention on the NoPE ones.
+    parse_llama_like(r, m, false);
+    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+    m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
+    m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+    m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+    m.moe.shared_experts = 1;
+    m.moe.shared_expert_ffn_size = m.moe.expert_ffn_size;
+    m.moe.router_scoring = "sigmoid";
+    m.ffn_size = r.integer_in_or("intermediate_size_mlp", 1, kMaxWidth, m.moe.expert_ffn_size);
+    const std::int64_t listed = list_size_or(r, "moe_layers");
+    const std::int64_t step = int_or_null(r, "interleave_moe_layer_step", 0, kMaxLayers, 1);
+    const std::int64_t moe_layers = listed > 0 ? listed : (step > 0 ? m.num_layers / step : 0);
+    if (moe_layers < 1) r.fail("interleave_moe_layer_step", "the model has no MoE layer");
+    m.moe.dense_layers = m.num_layers - std::min(moe_layers, m.num_layers);
+    const std::int64_t chunk = int_or_null(r, "attention_chunk_size", 1, kMaxContext, 0);
+    if (chunk > 0) {
+      std::int64_t chunked = m.num_layers - m.num_layers / 4;  // every 4th layer is global (NoPE)
+      if (r.has("no_rope_layers") && r.raw("no_rope_layers").is_array() && !r.raw("no_rope_layers").empty()) {
+        chunked = 0;
+        for (const auto& v : r.raw("no_rope_layers")) chunked += v.is_number_integer() && v.get<std::int64_t>() != 0 ? 1 : 0;
+      }
+      m.sliding_window = {chunk, chunked};
+    }
   } else {
-    r.fail("model_type", "unsupported model_type '" + type + "' (supported: llama, mistral, qwen2, phi3, chatglm)");
+    top.fail("model_type", "unsupported model_type '" + type +
+                               "' (supported: llama, mistral, qwen2, qwen3, phi3, chatglm, gemma2, gemma3, mixtral, "
+                               "qwen3_moe, deepseek_v3, llama4)");
   }
   return m;
 }
@@ -107,19 +311,43 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& file) {
 ModelSpec load_model(const std::string& path) { return parse_model(load_json_file(path), path); }
 
 nlohmann::json model_to_json(const ModelSpec& m) {
-  return {{"name", m.name},
-          {"family", m.family},
-          {"num_layers", m.num_layers},
-          {"hidden_size", m.hidden_size},
-          {"num_attention_heads", m.num_attention_heads},
-          {"num_kv_heads", m.num_kv_heads},
-          {"head_dim", m.head_dim},
-          {"ffn_size", m.ffn_size},
-          {"gated_mlp", m.gated_mlp},
-          {"vocab_size", m.vocab_size},
-          {"tied_embeddings", m.tied_embeddings},
-          {"max_context_tokens", m.max_context_tokens},
-          {"params", m.total_params()}};
+  nlohmann::json j = {{"name", m.name},
+                      {"family", m.family},
+                      {"num_layers", m.num_layers},
+                      {"hidden_size", m.hidden_size},
+                      {"num_attention_heads", m.num_attention_heads},
+                      {"num_kv_heads", m.num_kv_heads},
+                      {"head_dim", m.head_dim},
+                      {"ffn_size", m.ffn_size},
+                      {"gated_mlp", m.gated_mlp},
+                      {"vocab_size", m.vocab_size},
+                      {"tied_embeddings", m.tied_embeddings},
+                      {"max_context_tokens", m.max_context_tokens},
+                      {"params", m.total_params()}};
+  // Only models that have them carry these keys, so dense reports keep their bytes.
+  if (m.is_moe()) {
+    j["moe"] = {{"num_experts", m.moe.num_experts},
+                {"experts_per_token", m.moe.experts_per_token},
+                {"expert_ffn_size", m.moe.expert_ffn_size},
+                {"shared_experts", m.moe.shared_experts},
+                {"shared_expert_ffn_size", m.moe.shared_expert_ffn_size},
+                {"dense_layers", m.moe.dense_layers},
+                {"router", {{"scoring", m.moe.router_scoring},
+                            {"groups", m.moe.router_groups},
+                            {"groups_per_token", m.moe.router_groups_per_token}}}};
+    j["active_params"] = m.total_params() - m.all_layers_params() + m.active_layers_params();
+  }
+  if (m.is_mla()) {
+    j["mla"] = {{"q_lora_rank", m.mla.q_lora_rank},
+                {"kv_lora_rank", m.mla.kv_lora_rank},
+                {"qk_nope_head_dim", m.mla.qk_nope_head_dim},
+                {"qk_rope_head_dim", m.mla.qk_rope_head_dim},
+                {"v_head_dim", m.mla.v_head_dim}};
+  }
+  if (m.has_sliding_window()) {
+    j["sliding_window"] = {{"tokens", m.sliding_window.tokens}, {"layers", m.sliding_window.layers}};
+  }
+  return j;
 }
 
 }  // namespace servesim

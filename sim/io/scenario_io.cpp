@@ -279,6 +279,15 @@ ParallelConfig parse_parallel(JsonReader r) {
   p.data_parallel_size = r.positive_integer_or("data_parallel_size", 1);
   p.num_micro_batches = r.positive_integer_or("num_micro_batches", 0);
   p.instances_per_gpu = r.integer_in_or("instances_per_gpu", 1, 64, 1);
+  p.expert_parallel_size = r.integer_in_or("expert_parallel_size", 1, 4096, 1);
+  p.expert_load_imbalance = r.number_in_or("expert_load_imbalance", 1.0, 4096.0, 1.0);
+  if (p.tensor_parallel_size % p.expert_parallel_size != 0) {
+    r.fail("expert_parallel_size", "must divide tensor_parallel_size (" + std::to_string(p.tensor_parallel_size) + "), got " +
+                                       std::to_string(p.expert_parallel_size));
+  }
+  if (p.expert_load_imbalance > static_cast<double>(p.expert_parallel_size)) {
+    r.fail("expert_load_imbalance", "must be <= expert_parallel_size (one GPU cannot receive more than every token)");
+  }
   if (p.instances_per_gpu > 1 && p.tensor_parallel_size * p.pipeline_parallel_size > 1) {
     r.fail("instances_per_gpu", "several instances per GPU need tensor_parallel_size = pipeline_parallel_size = 1");
   }
@@ -447,6 +456,17 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
     check_parallel("disaggregation.decode", s.disaggregation.decode.tensor_parallel_size, s.disaggregation.decode.pipeline_parallel_size);
   } else {
     check_parallel("parallel", s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
+  }
+  if (s.parallel.expert_parallel_size > 1) {
+    const std::string why = expert_parallel_error(s.model, s.parallel.expert_parallel_size);
+    if (!why.empty()) throw InputError(file, "parallel.expert_parallel_size", why);
+    if (s.disaggregation.enabled) {
+      for (const PoolConfig* pool : {&s.disaggregation.prefill, &s.disaggregation.decode}) {
+        if (pool->tensor_parallel_size % s.parallel.expert_parallel_size != 0) {
+          throw InputError(file, "parallel.expert_parallel_size", "must divide each disaggregated pool's tensor_parallel_size");
+        }
+      }
+    }
   }
 
   EngineConfig& e = s.engine;
@@ -624,6 +644,10 @@ nlohmann::json scenario_to_json(const Scenario& s) {
             {"balance_rel_threshold", s.router.balance_rel_threshold}}},
           {"workload", workload}};
   if (w.legacy_lengths) j["slo"] = slo_to_json(w.classes[0].slo);
+  if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
+    j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
+    j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;
+  }
   if (s.disaggregation.enabled) {
     const auto pool = [](const PoolConfig& p) {
       return nlohmann::json{{"replicas", p.replicas},

@@ -3,6 +3,7 @@
 #include "sim/model/ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace servesim {
 
@@ -19,6 +20,8 @@ const char* op_kind_name(OpKind k) {
     case OpKind::sampler: return "sampler";
     case OpKind::all_reduce: return "all_reduce";
     case OpKind::all_gather: return "all_gather";
+    case OpKind::grouped_gemm: return "grouped_gemm";
+    case OpKind::all_to_all: return "all_to_all";
   }
   return "?";
 }
@@ -110,18 +113,39 @@ void set_attention_work(Op& attn, const ModelSpec& m, std::int64_t seqs, std::in
   attn.attn_kv_tokens = kv_tokens;
 }
 
+void set_mla_prefill_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan);
+void set_mla_decode_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan);
+struct WindowedWork {
+  double kv_tokens = 0.0, pairs = 0.0;
+};
+WindowedWork windowed_prefill(const ModelSpec& m, const BatchShape& b);
+
 void set_prefill_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  if (m.is_mla()) return set_mla_prefill_work(attn, m, b, p, plan);
+  if (m.has_sliding_window()) {
+    const WindowedWork w = windowed_prefill(m, b);
+    return set_attention_work(attn, m, b.prefill_seqs, b.prefill_tokens, w.kv_tokens, w.pairs, p, plan);
+  }
   set_attention_work(attn, m, b.prefill_seqs, b.prefill_tokens, b.prefill_kv_tokens, b.prefill_attn_pairs, p, plan);
 }
 
 void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  if (m.is_mla()) return set_mla_decode_work(attn, m, b, p, plan);
+  if (m.has_sliding_window()) {
+    // Windowed layers read min(context, window) per sequence (at the batch's mean context).
+    const double seqs = static_cast<double>(b.decode_seqs), L = static_cast<double>(m.num_layers);
+    const double sliding = static_cast<double>(m.sliding_window.layers);
+    const double windowed = seqs * std::min(b.decode_kv_tokens / seqs, static_cast<double>(m.sliding_window.tokens));
+    const double kv = ((L - sliding) * b.decode_kv_tokens + sliding * windowed) / L;
+    return set_attention_work(attn, m, b.decode_seqs, b.decode_seqs, kv, kv, p, plan);
+  }
   // One query token per sequence, against its whole cache.
   set_attention_work(attn, m, b.decode_seqs, b.decode_seqs, b.decode_kv_tokens, b.decode_kv_tokens, p, plan);
 }
 
 Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelPlan& plan) {
   Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 0.0, 0.0);
-  attn.attn_kv_heads = m.num_kv_heads;
+  attn.attn_kv_heads = m.is_mla() ? 1 : m.num_kv_heads;  // MLA: every head reads one shared latent
   return attn;
 }
 
@@ -135,6 +159,190 @@ Op decode_attention_op(const ModelSpec& m, const BatchShape& b, const Precision&
   Op attn = attention_op("attention_decode", OpKind::attention_decode, m, plan);
   set_decode_attention_work(attn, m, b, p, plan);
   return attn;
+}
+
+
+// ---- Sliding windows, multi-head latent attention and mixture of experts (model_spec.hpp) ----
+
+// Causal query-key pairs of a chunk of n new tokens after c cached ones when each query sees at
+// most `window` keys: sum over j = c+1 .. c+n of min(j, window). Equals n*c + n(n+1)/2 when the
+// window covers the chunk.
+double window_pairs(double n, double c, double window) {
+  const double a = c + 1.0, last = c + n;
+  if (last <= window) return n * (a + last) / 2.0;
+  if (a >= window) return n * window;
+  return (a + window) * (window - a + 1.0) / 2.0 + (last - window) * window;
+}
+
+// The layer-average prefill work of a model with sliding-window layers, each chunk taken at the
+// batch's mean chunk length and context (exact when the chunks are equal).
+WindowedWork windowed_prefill(const ModelSpec& m, const BatchShape& b) {
+  const double seqs = static_cast<double>(b.prefill_seqs), L = static_cast<double>(m.num_layers);
+  const double sliding = static_cast<double>(m.sliding_window.layers), W = static_cast<double>(m.sliding_window.tokens);
+  const double n = static_cast<double>(b.prefill_tokens) / seqs;
+  const double c = std::max(0.0, b.prefill_kv_tokens / seqs - n);
+  const double kv_windowed = seqs * std::min(c + n, W + n - 1.0);
+  const double pairs_windowed = seqs * window_pairs(n, c, W);
+  return {((L - sliding) * b.prefill_kv_tokens + sliding * kv_windowed) / L,
+          ((L - sliding) * b.prefill_attn_pairs + sliding * pairs_windowed) / L};
+}
+
+// MLA prefill (vLLM's compute-friendly path): the cached latents of every prefilling sequence are
+// up-projected by kv_b to per-head keys and values, then ordinary attention with qk_head_dim
+// keys and v_head_dim values runs. The up-projection follows the context, so it is part of this
+// op's work rather than a GEMM of its own.
+void set_mla_prefill_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  const double H = static_cast<double>(m.num_attention_heads), r = static_cast<double>(m.mla.kv_lora_rank);
+  const double qk = static_cast<double>(m.mla.qk_head_dim()), v = static_cast<double>(m.mla.v_head_dim);
+  const double up = H * (static_cast<double>(m.mla.qk_nope_head_dim) + v);
+  const double kv = b.prefill_kv_tokens, q_tokens = static_cast<double>(b.prefill_tokens);
+  const double ab = dtype_bytes(p.activations);
+  const int kernels = plan.attention_kernels;
+  attn.flops = (2.0 * kv * r * up + 2.0 * H * (qk + v) * b.prefill_attn_pairs) / kernels;
+  attn.bytes = (kv * static_cast<double>(m.mla.kv_cache_width()) * dtype_bytes(p.kv_cache) + r * up * dtype_bytes(p.weights) +
+                2.0 * kv * up * ab + q_tokens * H * (qk + v) * ab) /
+               kernels;
+  attn.attn_seqs = b.prefill_seqs;
+  attn.attn_kv_tokens = kv;
+}
+
+// MLA decode (weight absorption, as vLLM and FlashMLA): each head's query is mapped into the
+// latent space (W_UK), attends over the shared latent cache (keys kv_lora_rank + rope wide,
+// values kv_lora_rank wide: one KV head for all query heads), and the result is mapped back
+// (W_UV). The two per-head absorption GEMMs are folded into this op.
+void set_mla_decode_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  const double H = static_cast<double>(m.num_attention_heads), r = static_cast<double>(m.mla.kv_lora_rank);
+  const double nope = static_cast<double>(m.mla.qk_nope_head_dim), v = static_cast<double>(m.mla.v_head_dim);
+  const double latent = static_cast<double>(m.mla.kv_cache_width());
+  const double seqs = static_cast<double>(b.decode_seqs), kv = b.decode_kv_tokens;
+  const double ab = dtype_bytes(p.activations);
+  const int kernels = plan.attention_kernels;
+  attn.flops = (2.0 * seqs * H * r * (nope + v) + 2.0 * H * (latent + r) * kv) / kernels;
+  attn.bytes = (kv * latent * dtype_bytes(p.kv_cache) + H * r * (nope + v) * dtype_bytes(p.weights) +
+                seqs * H * (nope + v + latent + r) * ab) /
+               kernels;
+  attn.attn_seqs = b.decode_seqs;
+  attn.attn_kv_tokens = kv;
+}
+
+// MLA's projections before attention: the fused down-projection of the hidden state (q_a,
+// kv_a and the rotary key; replicated over tensor parallelism), the two low-rank norms, q_b (or
+// a direct q projection), rope on the rotary parts and the latent cache write.
+void push_mla_projections(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
+                          QuantScheme q, std::vector<Op>& out) {
+  const std::int64_t L = m.num_layers;
+  const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights), kvb = dtype_bytes(p.kv_cache);
+  const double lora = static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank);
+  out.push_back(gemm_op("mla_down_proj", 1, L, tokens, m.mla_down_width(), m.hidden_size, p, q));
+  out.push_back(layer_op("mla_lora_norms", OpKind::norm, 1, L, plan.norm_kernels, true, 4.0 * t * lora, 2.0 * t * lora * ab + lora * wb));
+  if (m.mla.q_lora_rank > 0) {
+    out.push_back(gemm_op("mla_q_up_proj", 1, L, tokens, m.mla_q_width(), m.mla.q_lora_rank, p, q));
+  } else {
+    out.push_back(gemm_op("q_proj", 1, L, tokens, m.mla_q_width(), m.hidden_size, p, q));
+  }
+  const double rope_w = static_cast<double>((m.num_attention_heads + 1) * m.mla.qk_rope_head_dim);
+  if (plan.rope_kernels > 0) {
+    out.push_back(layer_op("rope", OpKind::rope, 1, L, plan.rope_kernels, true, 3.0 * t * rope_w, 2.0 * t * rope_w * ab));
+  }
+  if (plan.kv_write_kernels > 0) {
+    out.push_back(layer_op("mla_kv_cache_write", OpKind::kv_write, 1, L, plan.kv_write_kernels, false, 0.0,
+                           t * static_cast<double>(m.mla.kv_cache_width()) * (ab + kvb)));
+  }
+}
+
+// Expected number of distinct values among `draws` uniform draws from n.
+double expected_distinct(double n, double draws) {
+  if (draws <= 0.0) return 0.0;
+  return n <= 1.0 ? 1.0 : n * (1.0 - std::pow(1.0 - 1.0 / n, draws));
+}
+
+// `assignments` token-expert pairs over experts of which `groups` have at least one token:
+// one launch that runs a GEMM of (assignments / groups) rows on each active expert's weights.
+Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, double groups, std::int64_t n, std::int64_t k,
+                   const Precision& p, QuantScheme q) {
+  Op op{name, OpKind::grouped_gemm, layers, 1};
+  op.quant = q;
+  op.n = n;
+  op.k = k;
+  op.groups = std::max<std::int64_t>(1, std::llround(groups));
+  op.m = std::max<std::int64_t>(1, std::llround(assignments / std::max(1.0, groups)));
+  const double nd = static_cast<double>(n), kd = static_cast<double>(k);
+  const double in_b = w8a8_dtype(q) ? 1.0 : dtype_bytes(p.activations);
+  op.flops = 2.0 * assignments * nd * kd;
+  op.bytes = assignments * kd * in_b + groups * kd * nd * quant_weight_bytes(q, p.weights, p.group_size) +
+             assignments * nd * std::max(2.0, dtype_bytes(p.activations));
+  return op;
+}
+
+// The dense MLP of an MoE model's dense layers, before the identical-layer body (see
+// build_iteration_ops): `count` launches each, one per dense layer.
+void push_dense_layer_mlps(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
+                           QuantScheme q, std::vector<Op>& out) {
+  const std::int64_t d = m.dense_mlp_layers();
+  const double ffn = static_cast<double>(m.ffn_size);
+  const auto pre = [&out](Op op) {
+    op.per_layer = 0;
+    out.push_back(op);
+  };
+  pre(gemm_op("dense_mlp_gate_up_proj", 1, d, tokens, m.mlp_in_width(), m.hidden_size, p, q));
+  if (plan.act_kernels > 0) {
+    pre(layer_op("dense_mlp_act", OpKind::elementwise, 1, d, 1, true, 5.0 * t * ffn, 3.0 * t * ffn * dtype_bytes(p.activations)));
+  }
+  pre(gemm_op("dense_mlp_down_proj", 1, d, tokens, m.hidden_size, m.ffn_size, p, q));
+}
+
+// One MoE layer's MLP on one GPU (m sharded): router GEMM (16-bit, replicated), top-k selection,
+// [dispatch], grouped gate/up GEMM, activation, grouped down GEMM, [combine], weighted sum of the
+// top-k outputs, shared experts. Routing is uniform: a GPU of the expert-parallel group receives
+// tokens x top-k / ep token copies (times routing.load_imbalance for the busiest one), spread
+// over its local experts; the active experts are those with at least one copy.
+void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
+                  const MoeRouting& routing, QuantScheme q, std::vector<Op>& out) {
+  const std::size_t first = out.size();
+  const std::int64_t L = m.num_layers;
+  const double ab = dtype_bytes(p.activations), h = static_cast<double>(m.hidden_size);
+  const double experts = static_cast<double>(m.moe.num_experts), top_k = static_cast<double>(m.moe.experts_per_token);
+  const std::int64_t ep = m.moe.expert_parallel;
+  const double epd = static_cast<double>(ep);
+  out.push_back(gemm_op("moe_router", 1, L, tokens, m.moe.num_experts, m.hidden_size, p, QuantScheme::none));
+  // Scores in fp32, top-k, then the sort of token copies by expert (vLLM moe_align_block_size).
+  out.push_back(layer_op("moe_topk", OpKind::elementwise, 1, L, 1, true, 5.0 * t * experts, t * experts * 8.0 + t * top_k * 16.0));
+  const double rank_tokens = t / epd;  // tokens each expert-parallel GPU dispatches
+  // A token goes once to each GPU that holds one of its experts (DeepEP-style deduplication);
+  // dispatch in the experts' input format (8-bit schemes send 8-bit activations), combine in 16 bits.
+  const double dests = expected_distinct(epd, top_k);
+  if (ep > 1) {
+    out.push_back(comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * (w8a8_dtype(q) ? 1.0 : ab), ep,
+                          Placement::layer));
+  }
+  const double copies = std::min(t * top_k, t * top_k / epd * std::max(1.0, routing.load_imbalance));
+  const double active = expected_distinct(static_cast<double>(m.moe.local_experts()), copies);
+  const double f = static_cast<double>(m.moe.expert_ffn_size);
+  out.push_back(grouped_gemm_op("experts_gate_up", L, copies, active, m.gated_width(m.moe.expert_ffn_size), m.hidden_size, p, q));
+  if (plan.act_kernels > 0) {
+    out.push_back(layer_op("experts_act", OpKind::elementwise, 1, L, 1, true, 5.0 * copies * f, 3.0 * copies * f * ab));
+  }
+  out.push_back(grouped_gemm_op("experts_down", L, copies, active, m.hidden_size, m.moe.expert_ffn_size, p, q));
+  if (ep > 1) out.push_back(comm_op("moe_combine", OpKind::all_to_all, L, 1, rank_tokens * dests * h * ab, ep, Placement::layer));
+  out.push_back(layer_op("moe_sum", OpKind::elementwise, 1, L, 1, true, 2.0 * rank_tokens * top_k * h,
+                         (rank_tokens * top_k + rank_tokens) * h * ab));
+  if (m.moe.shared_experts > 0) {
+    const std::int64_t shared = m.moe.shared_experts * m.moe.shared_expert_ffn_size;
+    out.push_back(gemm_op("shared_experts_gate_up", 1, L, tokens, m.gated_width(shared), m.hidden_size, p, q));
+    if (plan.act_kernels > 0) {
+      out.push_back(layer_op("shared_experts_act", OpKind::elementwise, 1, L, 1, true, 5.0 * t * static_cast<double>(shared),
+                             3.0 * t * static_cast<double>(shared) * ab));
+    }
+    out.push_back(gemm_op("shared_experts_down", 1, L, tokens, m.hidden_size, shared, p, q));
+  }
+  // Only the MoE layers run these: their work is spread over every layer of the body.
+  if (m.moe.dense_layers > 0) {
+    const double share = static_cast<double>(m.moe_layers()) / static_cast<double>(L);
+    for (std::size_t i = first; i < out.size(); ++i) {
+      out[i].flops *= share;
+      out[i].bytes *= share;
+    }
+  }
 }
 
 }  // namespace
@@ -161,8 +369,8 @@ Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64
 }
 
 void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Precision& p, std::vector<Op>& out,
-                         const KernelPlan& plan, std::int64_t tp) {
-  const ModelSpec m = full.sharded(tp);
+                         const KernelPlan& plan, std::int64_t tp, const MoeRouting& routing) {
+  const ModelSpec m = full.sharded(tp, routing.ep);
   out.clear();
   const std::int64_t tokens = b.total_tokens();
   if (tokens == 0) return;
@@ -181,6 +389,7 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   out.back().placement = Placement::first_stage;
   const double hidden_bytes = t * h * ab;  // one residual-stream tensor: what TP all-reduces
   if (tp > 1) out.push_back(comm_op("embedding_all_reduce", OpKind::all_reduce, 1, 0, hidden_bytes, tp, Placement::first_stage));
+  if (m.is_moe() && m.moe.dense_layers > 0) push_dense_layer_mlps(m, t, tokens, p, plan, q, out);
 
   // A fused add+norm also reads the residual and writes the updated one; the separate adds vanish.
   const double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
@@ -191,7 +400,9 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
     out.push_back(layer_op("act_quant", OpKind::elementwise, 4, L, 1, true, 2.0 * t * (2.0 * h + q_w + ffn) / 4.0,
                            t * (2.0 * h + q_w + ffn) / 4.0 * (ab + 1.0)));
   }
-  if (plan.qkv_gemms == 3) {
+  if (m.is_mla()) {
+    push_mla_projections(m, t, tokens, p, plan, q, out);
+  } else if (plan.qkv_gemms == 3) {
     out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
     out.push_back(gemm_op("k_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
     out.push_back(gemm_op("v_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
@@ -201,11 +412,11 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   } else {
     out.push_back(gemm_op("qkv_proj", 1, L, tokens, m.qkv_width(), m.hidden_size, p, q));
   }
-  if (plan.rope_kernels > 0) {
+  if (plan.rope_kernels > 0 && !m.is_mla()) {
     out.push_back(layer_op("rope", OpKind::rope, 1, L, plan.rope_kernels, true, 3.0 * t * (q_w + kv_w),
                            2.0 * t * (q_w + kv_w) * ab));
   }
-  if (plan.kv_write_kernels > 0) {
+  if (plan.kv_write_kernels > 0 && !m.is_mla()) {
     out.push_back(layer_op("kv_cache_write", OpKind::kv_write, 1, L, plan.kv_write_kernels, false, 0.0,
                            2.0 * t * kv_w * (ab + kvb)));
   }
@@ -214,12 +425,14 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   if (b.prefill_seqs > 0) out.push_back(prefill_attention_op(m, b, p, plan));
   if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
 
-  out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.q_width(), p, q));
+  out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.attn_out_width(), p, q));
   if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
   if (!plan.fused_add_norm) {
     out.push_back(layer_op("residual_add", OpKind::elementwise, 2, L, 1, true, t * h, 3.0 * t * h * ab));
   }
-  if (m.gated_mlp && plan.gate_up_gemms == 2) {
+  if (m.is_moe()) {
+    push_moe_mlp(m, t, tokens, p, plan, routing, q, out);
+  } else if (m.gated_mlp && plan.gate_up_gemms == 2) {
     out.push_back(gemm_op("mlp_gate_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
     out.push_back(gemm_op("mlp_up_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
   } else {
@@ -227,11 +440,11 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
                           m.hidden_size, p, q));
   }
   const double act_reads = m.gated_mlp ? 2.0 : 1.0;
-  if (plan.act_kernels > 0) {  // 0: fused into the gate/up GEMM's epilogue (TensorRT-LLM gated MLP)
+  if (plan.act_kernels > 0 && !m.is_moe()) {  // 0: fused into the gate/up GEMM's epilogue (TensorRT-LLM gated MLP)
     out.push_back(layer_op("mlp_act", OpKind::elementwise, 1, L, m.gated_mlp ? plan.act_kernels : 1, true,
                            5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
   }
-  out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
+  if (!m.is_moe()) out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
   if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
   if (plan.extra_kernels_per_layer > 0) {
     out.push_back(layer_op("layer_copies", OpKind::elementwise, 1, L, plan.extra_kernels_per_layer, true, 0.0,

@@ -12,9 +12,13 @@ namespace servesim {
 
 enum class OpKind {
   embedding, norm, gemm, rope, kv_write, attention_prefill, attention_decode, elementwise, sampler,
-  all_reduce, all_gather  // tensor-parallel communication, timed by the interconnect model
+  all_reduce, all_gather,  // tensor-parallel communication, timed by the interconnect model
+  grouped_gemm,            // mixture-of-experts: one launch runs every active expert's GEMM
+  all_to_all               // expert-parallel dispatch and combine, timed by the interconnect model
 };
-inline bool is_communication(OpKind k) { return k == OpKind::all_reduce || k == OpKind::all_gather; }
+inline bool is_communication(OpKind k) {
+  return k == OpKind::all_reduce || k == OpKind::all_gather || k == OpKind::all_to_all;
+}
 
 // Where an op runs when layers are split into pipeline stages: every stage (per layer), only the
 // first stage (embedding) or only the last (final norm, LM head, sampling).
@@ -40,6 +44,9 @@ struct Op {
   double attn_kv_tokens = 0.0;
   // Communication ops: GPUs in the collective (bytes is the message size per GPU).
   int comm_gpus = 0;
+  // grouped_gemm: experts with at least one token (m is then the tokens per such expert, n and k
+  // one expert's weight shape).
+  std::int64_t groups = 0;
   Placement placement = Placement::layer;
 };
 
@@ -90,6 +97,15 @@ struct KernelPlan {
   int sampler_kernels = 1;
 };
 
+// How the tokens of a mixture-of-experts layer spread over GPUs (ignored by dense models).
+//  ep: expert-parallel GPUs (parallel.expert_parallel_size); routed experts are split over them.
+//  load_imbalance: the busiest of those GPUs' routed token copies over the mean (1 = even);
+//    the layer waits for that GPU.
+struct MoeRouting {
+  std::int64_t ep = 1;
+  double load_imbalance = 1.0;
+};
+
 // One GEMM C[m,n] = A[m,k] W[k,n]: activations in precision.activations, weights in
 // precision.weights, output in the activation dtype (16-bit for 8-bit inputs).
 Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -100,8 +116,20 @@ Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64
 // (ModelSpec::sharded), and tp > 1 adds two all-reduces per layer (after the attention output
 // projection and after the MLP down projection), one after the vocab-parallel embedding, and an
 // all-gather of the logits. tp = 1 gives the single-GPU op list unchanged.
+// Mixture-of-experts layers replace the MLP by a router GEMM, top-k selection, two grouped
+// expert GEMMs with their activation and the weighted sum of the top-k outputs, shared experts,
+// and with routing.ep > 1 an all-to-all dispatch before and combine after the experts (the
+// tokens, replicated over the TP group, are split over the ep GPUs for it). MLA models run
+// DeepSeek's attention (see push_mla_attention in ops.cpp); sliding-window layers read at most
+// their window.
+// Layers that differ (an MoE model's dense layers, sliding-window layers) are folded into the
+// identical-layer body the launch queue needs: the dense layers' MLP runs before the body
+// (count = dense layers) and the MoE ops in the body carry the MoE layers' share of the work
+// (their launch overhead is counted for every layer: a few microseconds per step); attention
+// carries the layer-average of its full and windowed work.
 void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
-                         std::vector<Op>& out, const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1);
+                         std::vector<Op>& out, const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1,
+                         const MoeRouting& routing = MoeRouting{});
 
 // Ops whose counts depend on how the batch's tokens split into sequences and contexts
 // (attention; HF's KV concat). Every other op depends only on total_tokens() and sampled_seqs().
@@ -109,7 +137,7 @@ bool depends_on_context(const Op& op);
 // Rewrites one such op of a list built by build_iteration_ops(full, b', p, ops, plan, tp) for a
 // shape b' with the same total_tokens(), sampled_seqs() and presence of prefill and decode
 // sequences as `b`, into what build_iteration_ops would build for `b`. `sharded` is
-// full.sharded(tp), which the caller keeps: this runs once per simulated iteration.
+// full.sharded(tp, routing.ep), which the caller keeps: this runs once per simulated iteration.
 void refresh_context_op(const ModelSpec& sharded, const BatchShape& b, const Precision& p, Op& op,
                         const KernelPlan& plan = KernelPlan{});
 

@@ -34,11 +34,11 @@ std::string no_fit_message(const ModelSpec& m, const HwProfile& hw, const Engine
 }  // namespace
 
 MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precision& precision, const EngineConfig& e,
-                       std::int64_t tp, std::int64_t pp, std::int64_t instances) {
+                       std::int64_t tp, std::int64_t pp, std::int64_t instances, std::int64_t ep) {
   MemoryPlan p;
   p.tensor_parallel_size = tp;
   p.pipeline_parallel_size = pp;
-  const ModelSpec m = full.sharded(tp);
+  const ModelSpec m = full.sharded(tp, ep);
   const double stage_layers = static_cast<double>((m.num_layers + pp - 1) / pp);
   // Instances sharing one GPU split its memory evenly (each runs with the same utilization share).
   p.budget_bytes = e.gpu_memory_utilization * hw.memory_bytes / static_cast<double>(instances);
@@ -49,8 +49,7 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
     // The fullest stage: its share of the quantized layers plus the larger of the embedding
     // (first stage) and LM head (last), which stay in the base dtype.
     const double edge_bytes = (m.embedding_params() + static_cast<double>(m.hidden_size)) * dtype_bytes(precision.weights);
-    const double all_layer_bytes = all_weight_bytes - (m.total_params() - static_cast<double>(m.num_layers) * m.layer_params()) *
-                                                          dtype_bytes(precision.weights);
+    const double all_layer_bytes = all_weight_bytes - (m.total_params() - m.all_layers_params()) * dtype_bytes(precision.weights);
     p.weight_bytes = all_layer_bytes * stage_layers / static_cast<double>(m.num_layers) + edge_bytes;
   }
   // Peak activations of vLLM's profiling run (max_num_batched_tokens tokens through one layer):
@@ -58,13 +57,30 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
   // logits for max_num_seqs sampled rows.
   const double ab = dtype_bytes(precision.activations);
   const double tokens = static_cast<double>(e.max_num_batched_tokens);
-  p.activation_bytes = tokens * ab * static_cast<double>(m.qkv_width() + m.mlp_in_width() + 2 * m.hidden_size) +
-                       static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
+  if (!m.is_moe() && !m.is_mla()) {
+    p.activation_bytes = tokens * ab * static_cast<double>(m.qkv_width() + m.mlp_in_width() + 2 * m.hidden_size) +
+                         static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
+  } else {
+    // MLA: the down-projection, per-head queries and the prefill's up-projected keys and values.
+    // MoE: vLLM's fused_moe caches (gate/up output, activation, down output per token copy),
+    // allocated for at most 32768 tokens at a time (VLLM_FUSED_MOE_CHUNK_SIZE).
+    const double attn = m.is_mla() ? static_cast<double>(m.mla_down_width() + m.mla_q_width() + m.mla_kv_up_width())
+                                   : static_cast<double>(m.qkv_width());
+    double mlp = m.dense_mlp_layers() > 0 ? tokens * static_cast<double>(m.mlp_in_width()) : 0.0;
+    if (m.is_moe()) {
+      const double f = static_cast<double>(m.moe.expert_ffn_size);
+      mlp = std::max(mlp, std::min(tokens, 32768.0) * static_cast<double>(m.moe.experts_per_token) *
+                              (static_cast<double>(m.gated_width(m.moe.expert_ffn_size)) + f + static_cast<double>(m.hidden_size)));
+    }
+    p.activation_bytes = ab * (tokens * (attn + 2.0 * static_cast<double>(m.hidden_size)) + mlp) +
+                         static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
+  }
   p.runtime_bytes = e.runtime_overhead_bytes;
   p.kv_bytes = p.budget_bytes - p.weight_bytes - p.activation_bytes - p.runtime_bytes;
-  ModelSpec stage = m;
-  stage.num_layers = static_cast<std::int64_t>(stage_layers);
-  p.kv_bytes_per_token = stage.kv_bytes_per_token(precision.kv_cache);
+  const ModelSpec stage = m.stage(static_cast<std::int64_t>(stage_layers));
+  p.kv_bytes_per_token = stage.has_sliding_window() && e.max_model_len > 0
+                             ? stage.kv_bytes(e.max_model_len, precision.kv_cache) / static_cast<double>(e.max_model_len)
+                             : stage.kv_bytes_per_token(precision.kv_cache);
   p.kv_unit_tokens = e.kv_reservation == KvReservation::token ? 1 : e.block_size;
   const double block_bytes = p.kv_block_bytes();
   p.kv_blocks = p.kv_bytes > 0.0 ? static_cast<std::int64_t>(std::floor(p.kv_bytes / block_bytes)) : 0;
@@ -72,7 +88,7 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
 }
 
 MemoryPlan plan_memory(const Scenario& s, std::int64_t tp, std::int64_t pp) {
-  const MemoryPlan p = plan_memory(s.model, s.hw, s.precision, s.engine, tp, pp, s.instances);
+  const MemoryPlan p = plan_memory(s.model, s.hw, s.precision, s.engine, tp, pp, s.instances, s.parallel.expert_parallel_size);
   if (p.kv_blocks * p.kv_unit_tokens < s.engine.max_model_len) {
     throw InputError(s.file, "model", no_fit_message(s.model, s.hw, s.engine, p));
   }
@@ -84,17 +100,18 @@ MemoryPlan plan_memory(const Scenario& s) {
 }
 
 FitCheck check_fit(const ModelSpec& model, const HwProfile& hw, Dtype dtype, std::int64_t tp, std::int64_t pp,
-                   EngineConfig engine) {
+                   EngineConfig engine, std::int64_t ep) {
   FitCheck r;
   if (!hw.supports(dtype)) {
     r.reason = std::string(dtype_name(dtype)) + " is not supported by " + hw.name;
     return r;
   }
   r.reason = parallel_config_error(model, tp, pp);
+  if (r.reason.empty()) r.reason = expert_parallel_error(model, ep);
   if (!r.reason.empty()) return r;
   if (engine.max_model_len <= 0) engine.max_model_len = model.max_context_tokens;
   if (engine.max_num_batched_tokens <= 0) engine.max_num_batched_tokens = std::max<std::int64_t>(engine.max_model_len, 2048);
-  r.memory = plan_memory(model, hw, Precision{dtype, dtype, dtype}, engine, tp, pp);
+  r.memory = plan_memory(model, hw, Precision{dtype, dtype, dtype}, engine, tp, pp, 1, ep);
   r.kv_capacity_tokens = r.memory.kv_blocks * r.memory.kv_unit_tokens;
   r.fits = r.kv_capacity_tokens >= engine.max_model_len;
   if (!r.fits) r.reason = no_fit_message(model, hw, engine, r.memory);

@@ -1,7 +1,11 @@
 // How a replica's GPU memory splits into weights, activations, runtime overhead and KV cache,
 // following vLLM's accounting: KV gets gpu_memory_utilization * memory minus everything else.
 // With tensor/pipeline parallelism every figure is per GPU (the fullest stage): weights and KV
-// heads split tp ways and layers pp ways, so KV capacity in tokens grows with tp x pp.
+// heads split tp ways and layers pp ways, so KV capacity in tokens grows with tp x pp. Routed
+// experts split over the expert-parallel GPUs (and each expert's columns over the rest of the TP
+// group); MLA's latent cache is whole on every GPU of the group. Sliding-window layers keep at
+// most their window per sequence: the capacity counts them at window / max_model_len of a full
+// layer, exact for a max_model_len sequence (the fit check) and generous for shorter ones.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,7 +32,7 @@ struct MemoryPlan {
 // replica sharing each GPU's memory evenly; never throws (kv_blocks may be 0, for what-if tables).
 // `engine` must have max_num_batched_tokens resolved (> 0).
 MemoryPlan plan_memory(const ModelSpec& model, const HwProfile& hw, const Precision& precision, const EngineConfig& engine,
-                       std::int64_t tp, std::int64_t pp, std::int64_t instances = 1);
+                       std::int64_t tp, std::int64_t pp, std::int64_t instances = 1, std::int64_t ep = 1);
 
 // The scenario's replica shape (parallel.tensor/pipeline_parallel_size, or a disaggregated pool's).
 // Throws InputError (naming the scenario's model key) when the model does not fit.
@@ -45,6 +49,6 @@ struct FitCheck {
   std::string reason;  // why not, when !fits
 };
 FitCheck check_fit(const ModelSpec& model, const HwProfile& hw, Dtype dtype, std::int64_t tp, std::int64_t pp = 1,
-                   EngineConfig engine = {});
+                   EngineConfig engine = {}, std::int64_t ep = 1);
 
 }  // namespace servesim

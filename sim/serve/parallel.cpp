@@ -22,6 +22,16 @@ std::string parallel_config_error(const ModelSpec& m, std::int64_t tp, std::int6
   return "";
 }
 
+std::string expert_parallel_error(const ModelSpec& m, std::int64_t ep) {
+  if (ep <= 1) return "";
+  if (!m.is_moe()) return "expert parallelism needs a mixture-of-experts model; " + m.name + " is dense";
+  if (m.moe.num_experts % ep != 0) {
+    return "expert_parallel_size " + std::to_string(ep) + " does not divide the " + std::to_string(m.moe.num_experts) +
+           " experts of " + m.name;
+  }
+  return "";
+}
+
 LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp) {
   const Interconnect& ic = hw.interconnect;
   const std::int64_t gpus = tp * pp;
@@ -54,14 +64,13 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
                             std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache) {
   const std::int64_t tp = par.tensor_parallel_size, pp = par.pipeline_parallel_size;
   if (pp <= 1) {
-    build_iteration_ops(model, shape, precision, ops, plan, tp);
+    build_iteration_ops(model, shape, precision, ops, plan, tp, par.moe_routing());
     return estimate_step(ops, hw, precision.weights, launch, batch_seqs, cache);
   }
   const std::int64_t m = std::max<std::int64_t>(1, std::min(par.micro_batches(), shape.total_seqs()));
   const BatchShape mb = micro_batch(shape, m);
-  ModelSpec stage_model = model;
-  stage_model.num_layers = (model.num_layers + pp - 1) / pp;
-  build_iteration_ops(stage_model, mb, precision, ops, plan, tp);
+  const ModelSpec stage_model = model.stage((model.num_layers + pp - 1) / pp);
+  build_iteration_ops(stage_model, mb, precision, ops, plan, tp, par.moe_routing());
 
   // Per-stage sums: layer ops run on every stage, the rest on the first or the last stage only.
   struct Part {
@@ -136,7 +145,7 @@ std::size_t prefill_memo_slot(const BatchShape& s) {
 IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel)
     : scenario_(scenario),
       parallel_(parallel),
-      sharded_model_(scenario.model.sharded(parallel.tensor_parallel_size)),
+      sharded_model_(scenario.model.sharded(parallel.tensor_parallel_size, parallel.expert_parallel_size)),
       cache_(scenario.hw, scenario.precision.weights) {}
 
 StepTime IterationTimer::time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
@@ -165,7 +174,7 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   const double per_kernel_s = launch.per_kernel_s(s.hw);
   // The runs' queue maps hold the launch cost (CUDA graphs or eager): rebuilt when it changes.
   if (!m.valid || !same_but_context(shape, m.shape) || m.pieces.per_kernel_s != per_kernel_s) {
-    build_iteration_ops(s.model, shape, s.precision, scratch_ops_, plan, tp);
+    build_iteration_ops(s.model, shape, s.precision, scratch_ops_, plan, tp, parallel_.moe_routing());
     time_kernels(scratch_ops_, s.hw, s.precision.weights, &cache_, scratch_times_);
     summarize_step(scratch_ops_, scratch_times_, per_kernel_s, m.pieces);
   } else {

@@ -19,6 +19,9 @@ namespace servesim {
 // "" when (tp, pp) can run `model`, else why not: heads must split evenly over tp, KV heads must
 // split evenly or be replicated evenly (vLLM's rules), and every stage needs at least one layer.
 std::string parallel_config_error(const ModelSpec& model, std::int64_t tp, std::int64_t pp);
+// "" when `ep` GPUs can split `model`'s routed experts (a mixture-of-experts model whose expert
+// count ep divides), else why not. That ep divides tensor_parallel_size is checked where it is read.
+std::string expert_parallel_error(const ModelSpec& model, std::int64_t ep);
 
 // The link a pipeline stage boundary crosses for a replica of tp x pp GPUs packed onto nodes.
 LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp);

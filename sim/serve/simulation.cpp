@@ -315,7 +315,7 @@ class Engine {
     const Request& r = requests_[h.request];
     const std::uint32_t to = route(decode_, r.prefix_id);
     replicas_[to]->expect_migrated();
-    const double bytes = static_cast<double>(r.prompt_tokens) * scenario_.model.kv_bytes_per_token(scenario_.precision.kv_cache);
+    const double bytes = scenario_.model.kv_bytes(r.prompt_tokens, scenario_.precision.kv_cache);
     const auto lanes = static_cast<double>(std::min(replicas_[from]->spec().parallel.gpus_per_replica(),
                                                     replicas_[to]->spec().parallel.gpus_per_replica()));
     const double seconds = scenario_.hw.interconnect.time_s(Collective::send_recv, bytes / lanes, 2, transfer_scope_);
