@@ -34,12 +34,16 @@ Table plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& ma
     }
   });
   Table t;
+  // The ep column only when some option uses expert parallelism: dense plans keep their columns.
+  bool any_ep = false;
+  for (const PlanOption& opt : options) any_ep = any_ep || opt.ep > 1;
   for (std::size_t i = 0; i < options.size(); ++i) {
     const PlanOption& opt = options[i];
     const Outcome& out = outcomes[i];
     t.set(i, "hw", opt.hw);
     t.set(i, "quant", opt.quant);
     t.set(i, "tp", static_cast<std::int64_t>(opt.tp));
+    if (any_ep) t.set(i, "ep", static_cast<std::int64_t>(opt.ep));
     t.set(i, "fits", out.error.empty());
     const auto price = o.usd_per_gpu_hour.find(opt.hw);
     if (price != o.usd_per_gpu_hour.end()) t.set(i, "usd_per_gpu_hour", price->second);
@@ -57,7 +61,7 @@ Table plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& ma
       continue;
     }
     const auto replicas = static_cast<std::int64_t>(std::ceil(o.target_rate_per_s / out.sat.stable_qps - 1e-9));
-    const std::int64_t gpus = replicas * opt.tp;
+    const std::int64_t gpus = replicas * opt.tp;  // expert parallelism stays inside the TP group
     t.set(i, "replicas", replicas);
     t.set(i, "gpus", gpus);
     t.set(i, "mean_output_tokens", out.mean_output_tokens);

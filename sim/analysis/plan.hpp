@@ -1,4 +1,4 @@
-// plan: for each (GPU, precision, tensor-parallel size) option, whether the model fits, the
+// plan: for each (GPU, precision, tensor-parallel size[, expert-parallel size]) option, whether the model fits, the
 // per-replica stable rate under the SLO (saturate), the replicas and GPUs needed for the target
 // rate, and the cost per million output tokens at on-demand prices.
 #pragma once
@@ -15,6 +15,7 @@ namespace servesim {
 struct PlanOption {
   std::string hw, quant;
   int tp = 1;
+  int ep = 1;  // expert-parallel GPUs of the TP group (mixture-of-experts models)
 };
 
 // Scenario of one replica of `option` at `rate_per_s` and `seed`. Throws InputError when the option

@@ -19,7 +19,7 @@ void apply_quant_name(const std::string& name, Precision& precision, const std::
   }
   const auto q = parse_quant(name);
   if (!q || *q == QuantScheme::none) {
-    throw InputError(cmd, key, "unknown quantization '" + name + "' (bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq)");
+    throw InputError(cmd, key, "unknown quantization '" + name + "' (bf16, fp16, " + kQuantNames + ")");
   }
   precision.quant = *q;
 }

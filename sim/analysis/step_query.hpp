@@ -23,7 +23,7 @@ struct StepQuery {
   ParallelConfig parallel;              // --tp, --pp, --micro-batches: one replica of tp x pp GPUs
 };
 
-// --quant NAME (bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq) on a base dtype; InputError if unknown.
+// --quant NAME (bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4|fp4|mxfp4) on a base dtype; InputError if unknown.
 void apply_quant_name(const std::string& name, Precision& precision, const std::string& cmd, const std::string& key);
 
 // `servesim op gemm`: one GEMM C[m,n] = A[m,k] W[k,n] in the named dtype (bf16, fp16, fp8, int8,

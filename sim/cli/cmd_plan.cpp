@@ -65,10 +65,13 @@ int cmd_plan(const std::vector<std::string>& args) {
   opts.add_options()("model", "model name or path", cxxopts::value<std::string>())(
       "rate", "target arrival rate, req/s", cxxopts::value<double>())(
       "hw", "hardware profiles: all or a,b,...", cxxopts::value<std::string>()->default_value("all"))(
-      "quant", "precisions to try: bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq (comma-separated)",
+      "quant", "precisions to try: bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq, nvfp4 (or fp4), mxfp4 (comma-separated)",
       cxxopts::value<std::string>()->default_value("bf16"))(
       "tp", "tensor-parallel sizes to try (1, 2, 4, 8), or auto: the smallest that fits each GPU and precision",
       cxxopts::value<std::string>()->default_value("auto"))(
+      "ep", "expert-parallel sizes to try for mixture-of-experts models (1, 2, 4, 8; each with the TP sizes it divides), "
+            "or tp: expert parallelism over the whole TP group",
+      cxxopts::value<std::string>()->default_value("1"))(
       "workload", "scenario whose workload and engine settings are used", cxxopts::value<std::string>()->default_value("plan-chat"))(
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
       "replications", "seeds per probed rate", cxxopts::value<int>()->default_value("3"))(
@@ -94,10 +97,25 @@ int cmd_plan(const std::vector<std::string>& args) {
     if (t != "1" && t != "2" && t != "4" && t != "8") throw InputError("servesim plan", "--tp", "sizes are 1, 2, 4 or 8 (or auto), got '" + t + "'");
     tps.push_back(std::stoi(t));
   }
+  const bool ep_is_tp = p["ep"].as<std::string>() == "tp";
+  std::vector<int> eps;
+  for (const auto& e : ep_is_tp ? std::vector<std::string>{} : split(p["ep"].as<std::string>())) {
+    if (e != "1" && e != "2" && e != "4" && e != "8") throw InputError("servesim plan", "--ep", "sizes are 1, 2, 4 or 8 (or tp), got '" + e + "'");
+    eps.push_back(std::stoi(e));
+  }
+  // The expert-parallel sizes that go with a TP size: those that divide it.
+  const auto eps_for = [&](int tp) {
+    if (ep_is_tp) return std::vector<int>{tp};
+    std::vector<int> out;
+    for (int e : eps) {
+      if (tp % e == 0) out.push_back(e);
+    }
+    return out;
+  };
   const std::vector<std::string> quants = split(p["quant"].as<std::string>());
   for (const auto& q : quants) {
     if (q != "bf16" && q != "fp16" && !parse_quant(q)) {
-      throw InputError("servesim plan", "--quant", "unknown precision '" + q + "' (bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq)");
+      throw InputError("servesim plan", "--quant", "unknown precision '" + q + "' (bf16, fp16, " + kQuantNames + ")");
     }
   }
   // One replica of `opt` at `r` req/s: the workload scenario with the option's keys set. Loading
@@ -107,6 +125,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", r);
     std::vector<std::string> keys = {"model=\"" + model + "\"", "hardware=\"" + opt.hw + "\"", rate_key,
                                      "parallel.tensor_parallel_size=" + std::to_string(opt.tp)};
+    if (opt.ep > 1) keys.push_back("parallel.expert_parallel_size=" + std::to_string(opt.ep));
     if (opt.quant == "bf16" || opt.quant == "fp16") {
       keys.push_back("dtype=\"" + opt.quant + "\"");
     } else {
@@ -120,7 +139,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   for (const auto& hw : hws) {
     for (const auto& q : quants) {
       if (!auto_tp) {
-        for (int tp : tps) options.push_back({hw, q, tp});
+        for (int tp : tps) {
+          for (int ep : eps_for(tp)) options.push_back({hw, q, tp, ep});
+        }
         continue;
       }
       // auto: the smallest TP that fits (more GPUs per replica only pay when the model needs them);
@@ -134,7 +155,7 @@ int cmd_plan(const std::vector<std::string>& args) {
         } catch (const InputError&) {
         }
       }
-      options.push_back(chosen);
+      for (int ep : eps_for(chosen.tp)) options.push_back({hw, q, chosen.tp, ep});
     }
   }
   PlanOptions o;

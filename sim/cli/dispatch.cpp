@@ -20,7 +20,7 @@ void usage(std::ostream& os) {
         "  compare BASE.json NEW.json [--threshold X] [--threshold metric=X ...] [--json]   (exit 3 on drift)\n"
         "  gen-trace SCENARIO.json --format azure|burstgpt|splitwise|jsonl --out FILE\n"
         "  step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S] [--json]\n"
-        "  step ... [--quant bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq] [--engine NAME] [--tp N] [--pp N]\n"
+        "  step ... [--quant bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4|mxfp4] [--engine NAME] [--tp N] [--pp N]\n"
         "  op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq] --hw H [--json]\n"
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
         "  validate CASES.json [--json]\n"

@@ -14,7 +14,7 @@ void add_query_options(cxxopts::Options& opts) {
   opts.add_options()("model", "model name or path (model card or HF config.json)", cxxopts::value<std::string>())(
       "hw", "hardware profile name or path", cxxopts::value<std::string>())(
       "dtype", "16-bit base dtype: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
-      "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq", cxxopts::value<std::string>())(
+      "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4 (fp4)|mxfp4", cxxopts::value<std::string>())(
       "group-size", "w4a16 group size", cxxopts::value<long long>()->default_value("128"))(
       "kv-cache-dtype", "auto or fp8", cxxopts::value<std::string>()->default_value("auto"))(
       "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>())(

@@ -136,7 +136,7 @@ KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, Gemm
   const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
   const double ab = dtype_bytes(base);
   const double stored = op.bytes - static_cast<double>(op.m) * static_cast<double>(op.k) *
-                                       (w8a8_dtype(op.quant) ? 1.0 : ab) -
+                                       (w8a8_dtype(op.quant) ? quant_input_bytes(op.quant) : ab) -
                         static_cast<double>(op.m) * static_cast<double>(op.n) * ab;  // weight bytes as stored
   Op pass{"dequant_pass", OpKind::elementwise};
   const double pass_bytes = stored + weights * ab;

@@ -23,13 +23,13 @@ struct Provenance {
 struct HwProfile {
   std::string name;
   std::string display_name;
-  std::string architecture;  // ampere, ada, hopper
+  std::string architecture;  // ampere, ada, hopper, blackwell
   int sm_count = 0;
   double memory_bytes = 0.0;
   double hbm_bandwidth_bytes_per_s = 0.0;
   double l2_bytes = 0.0;
   // Dense peak per dtype (tensor cores where they exist); 0 = the GPU has no such unit.
-  std::array<double, 5> peak_flops_per_s{};  // indexed by Dtype
+  std::array<double, kNumDtypes> peak_flops_per_s{};  // indexed by Dtype
   double vector_fp32_flops_per_s = 0.0;      // CUDA-core FP32, for elementwise work
   double host_link_bytes_per_s = 0.0;        // PCIe, one direction, effective
   double nvlink_bytes_per_s = 0.0;           // per GPU, one direction; 0 without NVLink
@@ -44,7 +44,7 @@ struct HwProfile {
 
   // Measured tables (calibrated profiles only; empty in derived ones). When present they replace
   // the generic curves above for their op kind: see cost_model.cpp.
-  std::array<GemmTable, 5> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
+  std::array<GemmTable, kNumDtypes> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
   LogGrid2D attention_decode_frac;        // roofline fraction over (KV head-tokens per launch, context)
 
   // Weight-only quantized GEMMs measured by our calibrator (calibrate/src/bench_quant.cu), per

@@ -240,7 +240,7 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   {
     JsonReader peaks = r.object("peak_flops_per_s");
     hw.vector_fp32_flops_per_s = peaks.positive("fp32_vector");
-    for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8}) {
+    for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8, Dtype::fp4}) {
       const std::string key = dtype_name(d);
       hw.peak_flops_per_s[static_cast<std::size_t>(d)] = peaks.has(key) ? peaks.positive(key) : (peaks.accept(key), 0.0);
     }

@@ -410,7 +410,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   if (auto q = r.object_if("quantization")) {
     const std::string method = q->string_or("method", "none");
     const auto scheme = parse_quant(method);
-    if (!scheme) q->fail("method", "unknown scheme '" + method + "' (none, fp8, int8, w8a16, w4a16-gptq, w4a16-awq)");
+    if (!scheme) q->fail("method", "unknown scheme '" + method + "' (none, " + kQuantNames + ")");
     s.precision.quant = *scheme;
     s.precision.group_size = q->positive_integer_or("group_size", 128);
     const std::string kv = q->string_or("kv_cache_dtype", "auto");

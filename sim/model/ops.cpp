@@ -53,7 +53,7 @@ Op gemm_op(const char* name, std::int64_t per_layer, std::int64_t layers, std::i
   op.n = n;
   op.k = k;
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
-  const double in_b = w8a8_dtype(q) ? 1.0 : dtype_bytes(p.activations);
+  const double in_b = w8a8_dtype(q) ? quant_input_bytes(q) : dtype_bytes(p.activations);
   op.flops = 2.0 * md * nd * kd;
   const double out_bytes = std::max(2.0, dtype_bytes(p.activations));
   op.bytes = md * kd * in_b + kd * nd * quant_weight_bytes(q, p.weights, p.group_size) + md * nd * out_bytes;
@@ -267,7 +267,7 @@ Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, do
   op.groups = std::max<std::int64_t>(1, std::llround(groups));
   op.m = std::max<std::int64_t>(1, std::llround(assignments / std::max(1.0, groups)));
   const double nd = static_cast<double>(n), kd = static_cast<double>(k);
-  const double in_b = w8a8_dtype(q) ? 1.0 : dtype_bytes(p.activations);
+  const double in_b = w8a8_dtype(q) ? quant_input_bytes(q) : dtype_bytes(p.activations);
   op.flops = 2.0 * assignments * nd * kd;
   op.bytes = assignments * kd * in_b + groups * kd * nd * quant_weight_bytes(q, p.weights, p.group_size) +
              assignments * nd * std::max(2.0, dtype_bytes(p.activations));
@@ -312,7 +312,7 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   // dispatch in the experts' input format (8-bit schemes send 8-bit activations), combine in 16 bits.
   const double dests = expected_distinct(epd, top_k);
   if (ep > 1) {
-    out.push_back(comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * (w8a8_dtype(q) ? 1.0 : ab), ep,
+    out.push_back(comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * (w8a8_dtype(q) ? quant_input_bytes(q) : ab), ep,
                           Placement::layer));
   }
   const double copies = std::min(t * top_k, t * top_k / epd * std::max(1.0, routing.load_imbalance));
@@ -398,7 +398,7 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   if (w8a8_dtype(q)) {
     // Dynamic per-token quantization of the four GEMM inputs (QKV, O, gate/up, down).
     out.push_back(layer_op("act_quant", OpKind::elementwise, 4, L, 1, true, 2.0 * t * (2.0 * h + q_w + ffn) / 4.0,
-                           t * (2.0 * h + q_w + ffn) / 4.0 * (ab + 1.0)));
+                           t * (2.0 * h + q_w + ffn) / 4.0 * (ab + quant_input_bytes(q))));
   }
   if (m.is_mla()) {
     push_mla_projections(m, t, tokens, p, plan, q, out);
