@@ -27,6 +27,21 @@ static const std::vector<Shape> kShapes = {
     {8192, 28672, "70b down"},            {128256, 8192, "llama3-70b lm_head"},
     {32000, 8192, "llama2-70b lm_head"},  {1024, 1024, "square"},
     {2048, 2048, "square"},               {16384, 16384, "square"},
+    // More families (config.json of each on the Hugging Face Hub), so shapes servesim is asked
+    // about have calibrated neighbours: Qwen2-7B, Phi-3-mini, Llama-2-13B, Qwen3-8B,
+    // Mistral-Small-24B, and the experts of Qwen3-30B-A3B and DeepSeek-V3.
+    {4608, 3584, "qwen2-7b qkv"},         {3584, 3584, "qwen2-7b o"},
+    {37888, 3584, "qwen2-7b gate_up"},    {3584, 18944, "qwen2-7b down"},
+    {152064, 3584, "qwen2-7b lm_head"},   {9216, 3072, "phi3-mini qkv"},
+    {3072, 3072, "phi3-mini o"},          {16384, 3072, "phi3-mini gate_up"},
+    {3072, 8192, "phi3-mini down"},       {15360, 5120, "llama2-13b qkv"},
+    {5120, 5120, "llama2-13b o"},         {27648, 5120, "llama2-13b gate_up"},
+    {5120, 13824, "llama2-13b down"},     {24576, 4096, "qwen3-8b gate_up"},
+    {4096, 12288, "qwen3-8b down"},       {6144, 5120, "mistral-small-24b qkv"},
+    {5120, 4096, "mistral-small-24b o"},  {65536, 5120, "mistral-small-24b gate_up"},
+    {5120, 32768, "mistral-small-24b down"}, {1536, 2048, "qwen3-30b-a3b expert gate_up"},
+    {2048, 768, "qwen3-30b-a3b expert down"}, {4096, 7168, "deepseek-v3 expert gate_up"},
+    {7168, 2048, "deepseek-v3 expert down"},
 };
 
 static float host_val(GemmDtype dt, const void* p, size_t i) {
@@ -130,7 +145,7 @@ void run_gemm(const Args& a) {
 
   std::vector<std::string> rec;
   // Per-dtype wall budget keeps the whole sweep to ~2-3 min on an H200 even if a dtype is slow.
-  const double dtype_budget_s = a.quick ? 20 : 40;
+  const double dtype_budget_s = a.quick ? 20 : 100;
   TimeOpts topt;
   topt.budget_s = 0.12;
   topt.max_reps = 15;
