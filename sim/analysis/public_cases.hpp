@@ -1,4 +1,4 @@
-// Validation against published measurements (../shared/validation/public_cases.json): each case's
+// Validation against published measurements (data/validation/public_cases.json): each case's
 // conditions become a scenario or a step, the simulator predicts the metric, and the error is
 // reported. Cases whose conditions need a feature servesim does not model yet are listed as
 // skipped with the reason, never silently dropped.

@@ -13,6 +13,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
+#include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 
@@ -314,7 +315,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
                                       "roofline fractions per calibrated shape, bandwidth fraction of streaming kernels "
                                       "vs bytes, flash prefill compute fraction vs tokens, launch costs, contention; "
                                       "datasheet peaks and interconnect from the base profile"},
-                           {"sources", nlohmann::json::array({raw_file, base_file})},
+                           {"sources", nlohmann::json::array({portable_path(raw_file), portable_path(base_file)})},
                            {"gpu", gpu.at("name")},
                            {"driver", gpu.at("driver")},
                            {"cuda", gpu.at("cuda_runtime")},

@@ -14,6 +14,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
+#include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 
 namespace fs = std::filesystem;
@@ -178,10 +179,10 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
   nlohmann::json calibration = {{"gemm", {{"fp16", shapes}, {"bf16", shapes}}}};
 
   // FlashAttention tables (kernel time from Kineto: no launch gap, so no overhead subtracted).
-  std::vector<std::string> sources = {compute_dir};
+  std::vector<std::string> sources = {portable_path(compute_dir)};
   if (!opt.attention_csv.empty()) {
     const Csv csv = read_csv(opt.attention_csv);
-    sources.push_back(opt.attention_csv);
+    sources.push_back(portable_path(opt.attention_csv));
     std::map<double, std::map<double, std::vector<double>>> decode;  // context -> units -> fracs
     std::map<double, std::vector<double>> prefill;                    // kv tokens -> compute frac
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {

@@ -23,9 +23,10 @@ void write_profile(const std::string& out, const nlohmann::json& profile) {
   f << profile.dump(2) << "\n";
 }
 
+// The command as provenance records it, paths made repository-relative (portable_path).
 std::string command_line(const std::vector<std::string>& args) {
   std::string c = "servesim calibrate";
-  for (const auto& a : args) c += " " + a;
+  for (const auto& a : args) c += " " + portable_path(a);
   return c;
 }
 

@@ -7,13 +7,14 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
 #include "sim/io/json_reader.hpp"
 
 namespace servesim::cli {
 
 int cmd_validate(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim validate", "Predict published measurements and print the error of each");
-  opts.add_options()("cases", "cases file (default ../shared/validation/public_cases.json beside the data dir)",
+  opts.add_options()("cases", "cases file (default: the bundled data/validation/public_cases.json)",
                      cxxopts::value<std::string>())("json", "print JSON")("h,help", "show help");
   opts.parse_positional({"cases"});
   const auto p = parse_args(opts, args);
@@ -21,8 +22,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::cout << opts.help() << "\n";
     return kExitOk;
   }
-  if (!p.count("cases")) throw InputError("servesim validate", "CASES.json", "required (e.g. ../shared/validation/public_cases.json)");
-  const std::string file = p["cases"].as<std::string>();
+  std::string file = data_dir() + "/data/validation/public_cases.json";
+  if (p.count("cases")) file = p["cases"].as<std::string>();
   const auto results = run_public_cases(load_json_file(file), file);
   if (p.count("json")) {
     nlohmann::json out = nlohmann::json::array();

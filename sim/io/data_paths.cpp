@@ -47,6 +47,19 @@ std::string resolve_data_ref(const std::string& subdir, const std::string& ref, 
   throw InputError(file, key, "unknown " + subdir + " name '" + ref + "' (bundled: " + known + ")");
 }
 
+std::string portable_path(const std::string& path) {
+  if (path.empty() || path.front() != '/') return path;
+  std::error_code ec;
+  const fs::path abs = fs::weakly_canonical(path, ec);
+  if (ec) return path;
+  for (const fs::path& root : {fs::weakly_canonical(data_dir(), ec), fs::current_path(ec)}) {
+    if (root.empty()) continue;
+    const fs::path rel = abs.lexically_relative(root);
+    if (!rel.empty() && *rel.begin() != "..") return rel.string();
+  }
+  return path;
+}
+
 std::vector<std::string> bundled_names(const std::string& subdir) {
   std::vector<std::string> names;
   std::error_code ec;

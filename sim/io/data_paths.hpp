@@ -16,6 +16,11 @@ std::string data_dir();
 std::string resolve_data_ref(const std::string& subdir, const std::string& ref, const std::string& file,
                              const std::string& key);
 
+// `path` as a file that is committed should record it (provenance sources and commands): an
+// absolute path inside the data directory or the working directory becomes relative to it
+// (hwprofiles/h200-sxm.json), so no profile names the machine that wrote it; others are unchanged.
+std::string portable_path(const std::string& path);
+
 // Names of the bundled files in a subdirectory (without .json), sorted.
 std::vector<std::string> bundled_names(const std::string& subdir);
 

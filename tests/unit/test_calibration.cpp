@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
@@ -28,6 +29,8 @@ TEST_CASE("H200 fit: calibrated GEMM points are reproduced, held-out points are 
   const HwProfile hw = parse_hw_profile(s.profile, "fitted");
   CHECK(hw.provenance.kind == "measured");
   CHECK(hw.provenance.gpu == "NVIDIA H200");
+  // Provenance names its inputs relative to the repository, never by this machine's paths.
+  CHECK(hw.provenance.sources == std::vector<std::string>{"calibrate/results/h200/raw.json", "hwprofiles/h200-sxm.json"});
 
   // Every shape's first M point is always in the fit: the cost model must give back its time.
   int checked = 0;

@@ -1,9 +1,8 @@
-// Trace readers: each format's good rows, the project's samples, the real Azure 2023 lengths in
-// the shared reference folder, and bad rows failing with the file and line.
+// Trace readers: each format's good rows, the project's samples, the real Azure 2023 lengths
+// (data/traces), and bad rows failing with the file and line.
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -16,10 +15,6 @@
 using namespace servesim;
 
 namespace {
-std::string shared_dir() {
-  const char* env = std::getenv("SERVESIM_SHARED_DIR");
-  return env ? env : SERVESIM_SHARED_DIR;
-}
 std::string read_error(const std::string& path, const std::string& format) {
   try {
     TraceReader r(path, format);
@@ -135,8 +130,8 @@ TEST_CASE("the shipped samples read back and replay what they were generated fro
   }
 }
 
-TEST_CASE("real Azure 2023 conversation lengths (shared reference) replay as a workload") {
-  const std::string path = shared_dir() + "/reference/traces/splitwise_conv_lengths.csv";
+TEST_CASE("real Azure 2023 conversation lengths (data/traces) replay as a workload") {
+  const std::string path = std::string(SERVESIM_REFERENCE_DIR) + "/traces/splitwise_conv_lengths.csv";
   auto doc = test::base_scenario();
   doc["workload"] = nlohmann::json::parse(R"({"arrival": {"impl": "trace"},
       "prompt_tokens": {"impl": "trace"}, "output_tokens": {"impl": "trace"}})");
@@ -149,7 +144,7 @@ TEST_CASE("real Azure 2023 conversation lengths (shared reference) replay as a w
     prompt += r->prompt_tokens;
     output += r->output_tokens;
   }
-  // The reference README: 19,366 requests. Mean lengths printed for the record.
+  // data/README.md: 19,366 requests. Mean lengths printed for the record.
   std::printf("splitwise_conv_lengths: %lld requests, mean prompt %.1f, mean output %.1f tokens\n", static_cast<long long>(n),
               static_cast<double>(prompt) / n, static_cast<double>(output) / n);
   CHECK(n == 19366);

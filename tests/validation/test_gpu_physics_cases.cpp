@@ -48,7 +48,7 @@ double rel_err(double predicted, double measured) { return (predicted - measured
 TEST_CASE("published quantized cases: gpt-fast on A100 (V18), TensorRT-LLM fp8 on L40S/H100 (V6, V7)") {
   // The mapping is `servesim validate`'s (sim/analysis/public_cases.cpp: the step model with the
   // case's quantization and engine; each case's bound and its reason are stated there).
-  const std::string file = std::string(SERVESIM_SHARED_DIR) + "/validation/public_cases.json";
+  const std::string file = std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json";
   std::map<std::string, CaseResult> by_id;
   for (const auto& r : run_public_cases(load_json_file(file), file)) by_id[r.id] = r;
   std::printf("\n%-6s %-22s %-14s %12s %12s %8s %7s\n", "case", "metric", "gpu", "published", "servesim", "error", "bound");

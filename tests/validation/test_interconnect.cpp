@@ -1,5 +1,5 @@
 // Measured validation of the interconnect model: NCCL all-reduce and send/recv times from vidur's
-// A100 and H100 clusters (../shared/reference/vidur/network, median of each size) against
+// A100 and H100 clusters (data/vidur/network, median of each size) against
 // latency + bytes / bus bandwidth (ring: 2(n-1)/n for all-reduce). For each link the two
 // parameters are fitted (least squares in relative error, every octave of message size weighted
 // alike) on the even rows of the training GPU counts; the error is reported on the odd rows and on
@@ -28,7 +28,7 @@ using Key = std::pair<int, int>;  // (num_workers, devices_per_node)
 using Curve = std::vector<std::pair<double, double>>;  // (bytes, seconds), sorted
 
 std::map<Key, Curve> load_csv(const std::string& dir, const std::string& op) {
-  const std::string path = std::string(SERVESIM_SHARED_DIR) + "/reference/vidur/network/" + dir + "/" + op + ".csv";
+  const std::string path = std::string(SERVESIM_REFERENCE_DIR) + "/vidur/network/" + dir + "/" + op + ".csv";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "cannot read " << path);
   std::string line;

@@ -1,4 +1,4 @@
-// Published measurements (../shared/validation/public_cases.json): the same mapping as
+// Published measurements (data/validation/public_cases.json): the same mapping as
 // `servesim validate`, with the error of each case printed and bounded.
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 using namespace servesim;
 
 TEST_CASE("public cases: predicted vs published") {
-  const std::string file = std::string(SERVESIM_SHARED_DIR) + "/validation/public_cases.json";
+  const std::string file = std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json";
   const auto results = run_public_cases(load_json_file(file), file);
   std::vector<double> errors;
   for (const auto& r : results) {

@@ -31,7 +31,7 @@ double iteration_s(const ModelSpec& m, const HwProfile& hw, Dtype d, std::int64_
 }  // namespace
 
 TEST_CASE("V8 and V19: Llama-2-70B tensor parallel on A100") {
-  const auto cases = load_json_file(std::string(SERVESIM_SHARED_DIR) + "/validation/public_cases.json");
+  const auto cases = load_json_file(std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json");
   const ModelSpec model = load_model(resolve_data_ref("models", "llama-2-70b", "", ""));
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "a100-80gb-sxm", "", ""));
   struct Row {

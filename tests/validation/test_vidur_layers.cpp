@@ -45,7 +45,7 @@ double layer_non_attention_s(const ModelSpec& m, const HwProfile& hw, std::int64
 }  // namespace
 
 TEST_CASE("vidur per-layer operator sums, Llama-2-7B, A100 and H100") {
-  const auto cases = load_json_file(std::string(SERVESIM_SHARED_DIR) + "/validation/public_cases.json");
+  const auto cases = load_json_file(std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json");
   const ModelSpec model = load_model(resolve_data_ref("models", "llama-2-7b", "", ""));
   std::vector<double> errors;
   std::printf("%-8s %-15s %7s %12s %12s %8s\n", "case", "hw", "tokens", "published ms", "predicted ms", "error");
