@@ -47,7 +47,7 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
 }
 
 namespace {
-TimedStep time_shape(const StepQuery& q, BatchShape shape, bool decode, bool force_eager, std::int64_t seqs) {
+TimedStep time_shape(const StepQuery& q, BatchShape shape, bool force_eager, std::int64_t seqs) {
   TimedStep t;
   LaunchConfig launch;  // without an engine: no host overhead, CUDA graphs for decode
   KernelPlan plan;
@@ -55,14 +55,10 @@ TimedStep time_shape(const StepQuery& q, BatchShape shape, bool decode, bool for
     launch = q.engine->launch;
     plan = q.engine->kernels;
   }
-  launch.cuda_graphs = decode && launch.cuda_graphs && !force_eager;
-  t.padded_batch = shape.decode_seqs + shape.prefill_seqs;
-  if (launch.cuda_graphs && q.engine) {
-    const std::int64_t padded = graph_batch_size(q.engine->cuda_graph_batch_sizes, shape.decode_seqs);
-    if (padded == 0) launch.cuda_graphs = false;
-    for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
-    if (padded > 0) t.padded_batch = padded;
-  }
+  launch.cuda_graphs = launch.cuda_graphs && !force_eager;
+  // Without an engine every decode batch size counts as captured (no padding).
+  apply_cuda_graphs(launch, q.engine ? q.engine->cuda_graph_batch_sizes : std::vector<std::int64_t>{}, shape);
+  t.padded_batch = shape.total_seqs();
   t.cuda_graphs = launch.cuda_graphs;
   t.step = estimate_iteration(q.model, q.hw, q.precision, plan, q.parallel, shape, launch, seqs, t.ops);
   return t;
@@ -72,13 +68,13 @@ TimedStep time_shape(const StepQuery& q, BatchShape shape, bool decode, bool for
 TimedStep time_decode(const StepQuery& q, std::int64_t batch, std::int64_t context, bool force_eager) {
   BatchShape shape;
   for (std::int64_t i = 0; i < batch; ++i) shape.add_decode(context);
-  return time_shape(q, shape, true, force_eager, batch);
+  return time_shape(q, shape, force_eager, batch);
 }
 
 TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prompt, std::int64_t context) {
   BatchShape shape;
   for (std::int64_t i = 0; i < batch; ++i) shape.add_prefill(prompt, context, true);
-  return time_shape(q, shape, false, true, batch);
+  return time_shape(q, shape, true, batch);
 }
 
 std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances) {

@@ -1,4 +1,5 @@
-// `servesim list models|hardware|policies|routers`: what is bundled and selectable by name.
+// `servesim list models|hardware|policies|routers|cost-models|engines`: what is bundled and
+// selectable by name (`policies` lists the routers and cost models too).
 #include <cstdio>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "sim/io/model_io.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/router.hpp"
+#include "sim/serve/step_cost.hpp"
 
 namespace servesim::cli {
 
@@ -31,9 +33,14 @@ int cmd_list(const std::vector<std::string>& args) {
       std::printf("%-16s %-28s %8.1f %10.2f %11.1f  %s\n", name.c_str(), hw.display_name.c_str(), hw.memory_bytes / 1e9,
                   hw.hbm_bandwidth_bytes_per_s / 1e12, hw.peak_flops(Dtype::bf16) / 1e12, hw.provenance.kind.c_str());
     }
-  } else if (what == "policies" || what == "routers") {
-    std::vector<PolicyInfo> all = what == "routers" ? std::vector<PolicyInfo>{} : list_policies();
-    for (auto& r : list_routers()) all.push_back(r);
+  } else if (what == "policies" || what == "routers" || what == "cost-models") {
+    std::vector<PolicyInfo> all = what == "policies" ? list_policies() : std::vector<PolicyInfo>{};
+    if (what != "cost-models") {
+      for (auto& r : list_routers()) all.push_back(r);
+    }
+    if (what != "routers") {
+      for (auto& m : list_step_cost_models()) all.push_back(m);
+    }
     for (const auto& p : all) {
       std::cout << p.name << ": " << p.description << "\n";
       for (const auto& param : p.params) {
@@ -47,7 +54,7 @@ int cmd_list(const std::vector<std::string>& args) {
                   e.scheduler.c_str(), e.kv_cache.c_str());
     }
   } else {
-    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers");
+    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers, cost-models");
   }
   return kExitOk;
 }

@@ -26,7 +26,7 @@ void usage(std::ostream& os) {
         "  validate CASES.json [--json]\n"
         "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"
         "  contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine NAME] [--json]\n"
-        "  list models|hardware|policies|engines|routers\n"
+        "  list models|hardware|policies|engines|routers|cost-models\n"
         "  version\n";
 }
 }  // namespace

@@ -41,4 +41,19 @@ inline std::int64_t graph_batch_size(const std::vector<std::int64_t>& sizes, std
   return 0;
 }
 
+// CUDA graphs for an iteration of `shape`, under an engine that captures them at
+// `captured_sizes` (vLLM's rule): an iteration with a prefill launches its kernels eagerly
+// (launch.cuda_graphs cleared); a decode batch runs in the graph of the next captured size,
+// `shape` padded with empty decodes (context 0) up to it, or eagerly when it is larger than every
+// captured size. The one place graph padding is written (the simulator and `servesim step`).
+inline void apply_cuda_graphs(LaunchConfig& launch, const std::vector<std::int64_t>& captured_sizes, BatchShape& shape) {
+  if (shape.prefill_seqs > 0) {
+    launch.cuda_graphs = false;
+  } else if (launch.cuda_graphs) {
+    const std::int64_t padded = graph_batch_size(captured_sizes, shape.decode_seqs);
+    if (padded == 0) launch.cuda_graphs = false;
+    for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
+  }
+}
+
 }  // namespace servesim

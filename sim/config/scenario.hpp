@@ -177,6 +177,11 @@ struct EngineConfig {
   EngineProfile profile;  // kernels per layer, captured batch sizes, cold start (engine.profile)
 };
 
+// Which StepCostModel prices a replica's iterations (serve/step_cost.hpp).
+struct CostModelConfig {
+  std::string impl = "calibrated";
+};
+
 struct Scenario {
   std::string file;            // where it came from, for messages
   std::string name;
@@ -192,6 +197,7 @@ struct Scenario {
   ParallelConfig parallel;
   RouterConfig router;
   DisaggregationConfig disaggregation;
+  CostModelConfig cost_model;
   // Resolved from the references above.
   ModelSpec model;
   HwProfile hw;

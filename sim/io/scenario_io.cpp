@@ -14,6 +14,7 @@
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
+#include "sim/serve/step_cost.hpp"
 #include "sim/workload/trace_io.hpp"
 
 namespace servesim {
@@ -244,13 +245,7 @@ WorkloadConfig parse_workload(JsonReader r, const SloConfig& default_slo) {
 SchedulerConfig parse_scheduler(JsonReader& s) {
   SchedulerConfig c;
   c.impl = s.string("impl");
-  std::string names;
-  bool known = false;
-  for (const auto& p : list_policies()) {
-    names += (names.empty() ? "" : ", ") + p.name;
-    known = known || p.name == c.impl;
-  }
-  if (!known) s.fail("impl", "unknown scheduler '" + c.impl + "' (" + names + ")");
+  if (!has_name(list_policies(), c.impl)) s.fail("impl", "unknown scheduler '" + c.impl + "' (" + names_of(list_policies()) + ")");
   const std::string order = s.string_or("scheduling_policy", "fcfs");
   if (order == "fcfs") c.order = SchedulerConfig::Order::fcfs;
   else if (order == "priority") c.order = SchedulerConfig::Order::priority;
@@ -306,6 +301,16 @@ RouterConfig parse_router(JsonReader r) {
   }
   c.balance_abs_threshold = r.number_in_or("balance_abs_threshold", 0.0, 1e9, c.balance_abs_threshold);
   c.balance_rel_threshold = r.number_in_or("balance_rel_threshold", 1.0, 1e9, c.balance_rel_threshold);
+  r.finish();
+  return c;
+}
+
+CostModelConfig parse_cost_model(JsonReader r) {
+  CostModelConfig c;
+  c.impl = r.string("impl");
+  if (!is_step_cost_model(c.impl)) {
+    r.fail("impl", "unknown cost model '" + c.impl + "' (" + names_of(list_step_cost_models()) + ")");
+  }
   r.finish();
   return c;
 }
@@ -431,6 +436,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   if (auto p = r.object_if("parallel")) s.parallel = parse_parallel(*p);
   s.instances = s.parallel.instances_per_gpu;
   if (auto p = r.object_if("router")) s.router = parse_router(*p);
+  if (auto p = r.object_if("cost_model")) s.cost_model = parse_cost_model(*p);
   if (auto p = r.object_if("disaggregation")) {
     s.disaggregation = parse_disaggregation(*p, s.parallel);
     if (s.instances > 1) r.fail("disaggregation", "does not combine with parallel.instances_per_gpu > 1");
@@ -648,6 +654,9 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
     j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;
   }
+  // Echoed only when it is not the default, so reports of scenarios that do not name one keep
+  // their bytes.
+  if (s.cost_model.impl != CostModelConfig{}.impl) j["cost_model"] = {{"impl", s.cost_model.impl}};
   if (s.disaggregation.enabled) {
     const auto pool = [](const PoolConfig& p) {
       return nlohmann::json{{"replicas", p.replicas},

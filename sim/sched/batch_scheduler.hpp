@@ -33,6 +33,11 @@ struct PolicyInfo {
   std::vector<PolicyParam> params;
 };
 
+// Registries by name (policies, routers, cost models) list PolicyInfo: whether `name` is one of
+// `infos`, and their names comma-separated for messages.
+bool has_name(const std::vector<PolicyInfo>& infos, const std::string& name);
+std::string names_of(const std::vector<PolicyInfo>& infos);
+
 std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config);
 std::vector<PolicyInfo> list_policies();
 

@@ -9,6 +9,19 @@
 
 namespace servesim {
 
+bool has_name(const std::vector<PolicyInfo>& infos, const std::string& name) {
+  for (const auto& i : infos) {
+    if (i.name == name) return true;
+  }
+  return false;
+}
+
+std::string names_of(const std::vector<PolicyInfo>& infos) {
+  std::string names;
+  for (const auto& i : infos) names += (names.empty() ? "" : ", ") + i.name;
+  return names;
+}
+
 std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config) {
   if (config.impl == "continuous") return std::make_unique<ContinuousScheduler>();
   if (config.impl == "static") return std::make_unique<RunToCompletionScheduler>(RunToCompletionScheduler::Mode::static_padded, config);

@@ -1,5 +1,5 @@
 // Replica: one serving instance on tp x pp GPUs. A batch scheduler (policy) over a paged KV
-// allocator (mechanism), timed by the (parallel) cost model. The engine asks it to start an
+// allocator (mechanism), its iterations priced by a step cost model (serve/step_cost.hpp). The engine asks it to start an
 // iteration whenever it is idle and to commit the iteration when it ends. In a disaggregated
 // deployment a prefill replica hands each prompt's KV off after its first token, and a decode
 // replica takes such sequences in without recomputing them.
@@ -17,6 +17,7 @@
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
+#include "sim/serve/step_cost.hpp"
 
 namespace servesim {
 
@@ -96,7 +97,7 @@ class Replica {
   // Request (no decode window); check_every_iteration: the allocator's O(capacity) invariant
   // check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
-    use_kernel_cache_ = !reference_path;
+    cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path);
     use_decode_window_ = !reference_path;
     state_.lazy_kv = use_decode_window_ && spec_.role != ReplicaRole::prefill && state_.plain_paged();
     state_.lazy_computed = state_.lazy_kv && !scheduler_->reads_running_tokens();
@@ -104,6 +105,12 @@ class Replica {
   }
 
  private:
+  // start_iteration's steps: the policy plans (after timeouts and migrated arrivals); the
+  // replica accounts for what it did (drops, first starts, admissions, preemptions, KV usage) and
+  // says whether there is anything to run; the iteration's metrics and observer record.
+  void run_policy(TimeNs now);
+  bool account_plan(TimeNs now);
+  TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s);
   void note_kv_usage(TimeNs now);
   void note_waiting(TimeNs now, std::int64_t delta);
   // Aborts requests older than workload.request_timeout_s (counted as timed out).
@@ -124,8 +131,7 @@ class Replica {
   RunMetrics metrics_;
   FleetKv& fleet_kv_;
   IterationPlan plan_;
-  IterationTimer timer_;
-  bool use_kernel_cache_ = true;
+  std::unique_ptr<StepCostModel> cost_;  // prices plan_ (serve/step_cost.hpp)
   bool use_decode_window_ = true;
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;

@@ -89,11 +89,6 @@ std::vector<PolicyInfo> list_routers() {
   };
 }
 
-bool is_router(const std::string& name) {
-  for (const auto& r : list_routers()) {
-    if (r.name == name) return true;
-  }
-  return false;
-}
+bool is_router(const std::string& name) { return has_name(list_routers(), name); }
 
 }  // namespace servesim

@@ -1,0 +1,89 @@
+// The step cost models and their registry: see step_cost.hpp.
+#include "sim/serve/step_cost.hpp"
+
+#include <stdexcept>
+
+#include "sim/serve/parallel.hpp"
+
+namespace servesim {
+
+namespace {
+
+// The default: IterationTimer (kernel-time cache, op-list memo) or, on the reference path,
+// estimate_iteration for every kernel; CUDA graphs and their padding as the engine captures them.
+class CalibratedStepCost final : public StepCostModel {
+ public:
+  CalibratedStepCost(const Scenario& s, const ParallelConfig& parallel, bool reference_path)
+      : engine_(s.engine), timer_(s, parallel), reference_path_(reference_path) {}
+
+  StepTime step_time(const BatchShape& planned) override {
+    BatchShape shape = planned;
+    LaunchConfig launch = engine_.launch;
+    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape);
+    const std::int64_t batch_seqs = planned.total_seqs();  // host work is per real sequence, not padding
+    return reference_path_ ? timer_.time_uncached(shape, launch, batch_seqs) : timer_.time(shape, launch, batch_seqs);
+  }
+
+ private:
+  const EngineConfig& engine_;
+  IterationTimer timer_;
+  bool reference_path_;
+};
+
+// The datasheet floor of every op (KernelTime::roofline_s, the same floor `servesim roofline`
+// prints), summed over the op list of one GPU of the tensor-parallel group.
+class RooflineStepCost final : public StepCostModel {
+ public:
+  RooflineStepCost(const Scenario& s, const ParallelConfig& parallel)
+      : s_(s), tp_(parallel.tensor_parallel_size) {}
+
+  StepTime step_time(const BatchShape& shape) override {
+    build_iteration_ops(s_.model, shape, s_.precision, ops_, s_.engine.profile.kernels, tp_);
+    StepTime t;
+    for (const Op& op : ops_) {
+      const double n = static_cast<double>(op.count);
+      const double floor_s = n * estimate(op, s_.hw, s_.precision.weights).roofline_s;
+      t.gpu_s += floor_s;
+      t.flops += n * op.flops;
+      if (is_communication(op.kind)) {
+        t.comm_s += floor_s;
+      } else {
+        t.bytes += n * op.bytes;
+      }
+      t.kernels += op.count;
+    }
+    t.roofline_s = t.gpu_s;
+    t.time_s = t.gpu_s;
+    return t;
+  }
+
+ private:
+  const Scenario& s_;
+  std::int64_t tp_;
+  std::vector<Op> ops_;  // reused across iterations
+};
+
+}  // namespace
+
+std::vector<PolicyInfo> list_step_cost_models() {
+  return {
+      {"calibrated",
+       "cost model (default): per kernel, the roofline with the hardware profile's measured efficiency tables; "
+       "launch queue and host overheads, CUDA-graph padding, tensor/pipeline-parallel collectives",
+       {}},
+      {"roofline",
+       "cost model, for teaching: every op at its datasheet floor, max(FLOPs / peak, bytes / HBM bandwidth), summed; "
+       "no efficiency losses, launch or host time; pipeline stages one after another",
+       {}},
+  };
+}
+
+bool is_step_cost_model(const std::string& name) { return has_name(list_step_cost_models(), name); }
+
+std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& s, const ParallelConfig& parallel, bool reference_path) {
+  if (s.cost_model.impl == "calibrated") return std::make_unique<CalibratedStepCost>(s, parallel, reference_path);
+  if (s.cost_model.impl == "roofline") return std::make_unique<RooflineStepCost>(s, parallel);
+  throw std::logic_error("unknown cost model " + s.cost_model.impl);  // the parser rejects unknown names first
+}
+
+}  // namespace servesim

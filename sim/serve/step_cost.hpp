@@ -1,0 +1,39 @@
+// The seam between a replica's scheduling and the time its iterations take: a StepCostModel
+// prices one iteration from the batch shape the scheduler planned. The replica keeps the
+// bookkeeping (queues, KV, metrics); what an iteration costs is the model's alone, so trying
+// another predictor (a measured table, a learned model) is one class here, not an edit of the
+// replica. Chosen by name in the scenario (`cost_model.impl`), registered in
+// make_step_cost_model / list_step_cost_models:
+//   calibrated  (default) per kernel, the roofline with the hardware profile's measured
+//               efficiency tables; the launch queue and host overheads; CUDA-graph padding;
+//               tensor- and pipeline-parallel collectives (serve/parallel.hpp, hw/cost_model.hpp)
+//   roofline    for teaching: every op at its datasheet floor, max(FLOPs / peak FLOP/s, bytes /
+//               peak HBM bandwidth) (collectives at peak link bandwidth), summed; no efficiency
+//               losses, no launch or host time, pipeline stages one after another
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario.hpp"
+#include "sim/hw/cost_model.hpp"
+#include "sim/sched/batch_scheduler.hpp"
+
+namespace servesim {
+
+class StepCostModel {
+ public:
+  virtual ~StepCostModel() = default;
+  // Wall time of one iteration of `shape` (as the scheduler planned it) on the replica.
+  virtual StepTime step_time(const BatchShape& shape) = 0;
+};
+
+// The model `scenario.cost_model.impl` names, for one replica of `parallel`. reference_path:
+// the exact path (every kernel timed by estimate(), no cache or memo), for the tests that check
+// the fast path against it.
+std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& scenario, const ParallelConfig& parallel,
+                                                    bool reference_path);
+std::vector<PolicyInfo> list_step_cost_models();
+bool is_step_cost_model(const std::string& name);
+
+}  // namespace servesim
