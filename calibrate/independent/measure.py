@@ -398,8 +398,15 @@ def gemm_shapes():
     return shapes
 
 
+# MEASURE_FP8_FAST_ACCUM=1: fp8 GEMMs with fast (fp32-free) accumulation, as our calibrator and
+# the serving engines' fp8 kernels run them; MEASURE_GEMM_DTYPES=fp8 skips bf16.
+FAST_ACCUM = bool(os.environ.get("MEASURE_FP8_FAST_ACCUM"))
+GEMM_DTYPES = os.environ.get("MEASURE_GEMM_DTYPES", "bf16,fp8").split(",")
+
+
 def section_gemm(torch, F, quick, res):
     shapes = gemm_shapes()
+    res["fp8_fast_accum"] = FAST_ACCUM
     res["bf16"], res["fp8"], res["notes"] = [], [], []
     res["method"] = ("C[M,N] = A[M,K] W[N,K]^T. bf16: F.linear (cuBLAS). fp8: torch._scaled_mm, e4m3 A and W "
                      "(W column-major), per-tensor fp32 scales, bf16 output. GPU time per call: K calls over rotating "
@@ -419,13 +426,17 @@ def section_gemm(torch, F, quick, res):
             if "lm_head" in roles[0] and M > 4096:
                 continue
             try:
+                if "bf16" not in GEMM_DTYPES:
+                    raise StopIteration
                 A = torch.randn(M, k, device="cuda", dtype=torch.bfloat16)
                 calls = [(lambda w=w: F.linear(A, w)) for w in W]
                 t, kk = graph_time_per_call(torch, calls)
                 res["bf16"].append({"m": M, "n": n, "k": k, "roles": roles, "time_s": t, "calls_per_graph": kk})
+            except StopIteration:
+                pass
             except Exception as e:  # noqa: BLE001
                 res.setdefault("errors", []).append(f"bf16 {M}x{n}x{k}: {e!r}"[:300])
-            if has_fp8:
+            if has_fp8 and "fp8" in GEMM_DTYPES:
                 A8 = torch.randn(M, k, device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn)
                 Mp = ((M + 15) // 16) * 16
                 for Mrun in ([M, Mp] if Mp != M else [M]):
@@ -435,8 +446,8 @@ def section_gemm(torch, F, quick, res):
                         else:
                             Ax = torch.zeros(Mrun, k, device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn)
                             Ax[:M] = A8
-                        calls = [(lambda w=w: torch._scaled_mm(Ax, w.t(), scale_a=one, scale_b=one,
-                                                               out_dtype=torch.bfloat16)) for w in W8]
+                        calls = [(lambda w=w: torch._scaled_mm(Ax, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                                               use_fast_accum=FAST_ACCUM)) for w in W8]
                         t, kk = graph_time_per_call(torch, calls)
                         res["fp8"].append({"m": M, "m_run": Mrun, "n": n, "k": k, "roles": roles, "time_s": t,
                                            "calls_per_graph": kk})
@@ -812,6 +823,7 @@ def section_hf_cb(torch, F, quick, res):
 
 SECTIONS = {  # name -> (function, time limit s)
     "gemm": (section_gemm, 150),
+    "gemm_fp8_fast": (section_gemm, 150),  # run with MEASURE_FP8_FAST_ACCUM=1 MEASURE_GEMM_DTYPES=fp8
     "attention": (section_attention, 90),
     "moe": (section_moe, 120),
     "hf_generate": (section_hf_generate, 200),

@@ -1,0 +1,79 @@
+// Validation against the independent H200 set (calibrate/results/h200/independent/): servesim's
+// predictions of what users run, on rows the fit did not see. Every fitted quantity is refitted
+// without the rows it predicts: kernel tables leave out the predicted head layout, step
+// parameters leave out the predicted model (leave-one-out), so each printed error is an
+// out-of-sample error. The shipped profiles are the same fits over every row.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/hw/hw_profile.hpp"
+
+namespace servesim {
+
+// The merged sections of one or more run files (later files replace earlier sections of the same
+// name): `{"schema": "servesim-independent/1", "sections": {...}}` each.
+struct IndependentSet {
+  std::map<std::string, nlohmann::json> sections;
+  std::map<std::string, std::string> file_of;  // section -> the file it came from (for errors)
+  bool has(const std::string& name) const { return sections.count(name) > 0; }
+  const nlohmann::json& section(const std::string& name) const;  // InputError naming the files if missing
+};
+IndependentSet load_independent_set(const std::vector<std::string>& files);
+// The committed set: every calibrate/results/h200/independent/run_*.json in the data directory.
+std::vector<std::string> default_independent_files();
+
+// One prediction of one measurement. `group` (kernel, step, engine) and `phase` name what is
+// compared; `engine` is the engine profile the prediction used.
+struct ValidationRow {
+  std::string group, engine, phase, model, point;
+  double measured = 0.0, predicted = 0.0;
+  double error() const { return (predicted - measured) / measured; }
+};
+
+// A stated bound on one (group, engine, phase): the median and worst |error| allowed.
+struct ValidationBound {
+  std::string group, engine, phase;
+  double median = 0.0, worst = 0.0;
+};
+
+// What one leave-one-out fit chose, printed with the results (so the fitted values are visible).
+struct FoldNote {
+  std::string group, held_out, text;
+};
+
+struct ValidationResult {
+  std::vector<ValidationRow> rows;
+  std::vector<FoldNote> folds;
+};
+
+// Kernels alone: torch GEMMs (bf16 F.linear, fp8 _scaled_mm) against the profile's GEMM tables
+// (fitted to our calibrator, never to these rows), and SDPA attention (decode, prefill) against
+// tables fitted to the other head layouts.
+ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw);
+
+// Whole steps of the plain-PyTorch decoder of five models, each predicted with the SDPA tables,
+// the dependent-kernel gap and the host costs fitted to the other four: decode under CUDA graphs
+// (torch-cudagraph), prefill kernels (their GPU time), eager decode and prefill (torch-eager) and
+// transformers generate() (hf-transformers).
+ValidationResult validate_steps(const IndependentSet& set, const HwProfile& hw);
+
+// The bounds servesim states for each (group, engine, phase) it reports.
+std::vector<ValidationBound> validation_bounds();
+
+// Per (group, engine, phase): n, median and worst |error|, the worst rows, the bound and whether
+// it holds.
+struct ValidationSummary {
+  std::string group, engine, phase;
+  std::size_t n = 0;
+  double median_abs = 0.0, worst_abs = 0.0;
+  const ValidationBound* bound = nullptr;  // into validation_bounds()'s result, or null
+  std::vector<ValidationRow> worst_rows;   // up to 3, largest |error| first
+  bool holds() const { return !bound || (median_abs <= bound->median && worst_abs <= bound->worst); }
+};
+std::vector<ValidationSummary> summarize(const std::vector<ValidationRow>& rows, const std::vector<ValidationBound>& bounds);
+
+}  // namespace servesim
