@@ -121,6 +121,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
   for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8}) peaks.flops[dtype_name(d)] = base_hw.peak_flops(d);
 
   nlohmann::json profile = base;
+  inline_hw_tables(profile, base_file);
   profile["name"] = opt.name;
   const auto& gpu = raw.at("gpu");
   profile["sm_count"] = gpu.at("sm_count");
@@ -144,8 +145,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     const double t = field(elementwise[i], "time_s", raw_file, where) - kernel_overhead_s;
     if (t > 0.0) bw_pts.emplace_back(bytes, bytes / (peaks.bw * t));
   }
-  auto& eff = profile["efficiency"];
-  eff["memory_bw_frac_by_bytes"] = binned_table(bw_pts, 4);
+  set_fitted_curve(profile, "memory_bw_frac_by_bytes", binned_table(bw_pts, 4));
 
   // GEMMs: one roofline-fraction curve over M per (dtype, n, k); every holdout_every-th M is
   // kept out to measure the fit on points it has not seen.
@@ -157,7 +157,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     curves[{dtype, field(gemms[i], "n", raw_file, where), field(gemms[i], "k", raw_file, where)}].emplace_back(
         field(gemms[i], "m", raw_file, where), field(gemms[i], "time_s", raw_file, where));
   }
-  nlohmann::json gemm_tables = nlohmann::json::object();
+  std::map<std::string, GemmCurves> gemm_curves;  // by dtype
   struct Held {
     std::string dtype;
     double m, n, k, t;
@@ -170,7 +170,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     if (!d || peaks.flops[dtype] <= 0.0) continue;  // the base has no such unit: nothing to predict
     std::sort(pts.begin(), pts.end());
     const Precision p{*d, *d, *d};
-    nlohmann::json table = nlohmann::json::array();
+    auto& table = gemm_curves[dtype][{n, k}];
     for (std::size_t i = 0; i < pts.size(); ++i) {
       const auto [m, t] = pts[i];
       if (opt.holdout_every > 0 && i % opt.holdout_every == 1 && i + 1 < pts.size()) {
@@ -181,21 +181,22 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
                                  static_cast<std::int64_t>(k), p);
       const double roofline = std::max(op.flops / peaks.flops[dtype], op.bytes / peaks.bw);
       const double busy = t - kernel_overhead_s;
-      table.push_back({m, clamp_frac(busy > 0.0 ? roofline / busy : 1.0)});
+      table.emplace_back(m, clamp_frac(busy > 0.0 ? roofline / busy : 1.0));
       if (dtype == "bf16") {
         fallback_frac_m.push_back(m);
         fallback_frac.push_back(op.flops / (peaks.flops[dtype] * t));
       }
     }
-    gemm_tables[dtype].push_back({{"n", n}, {"k", k}, {"frac_by_m", table}});
   }
+  nlohmann::json gemm_tables = nlohmann::json::object();
+  for (const auto& [dtype, c] : gemm_curves) gemm_tables[dtype] = gemm_columns_json(c);
   // Generic curve for kernels without a table (e.g. a dtype not measured): bf16 compute fraction.
   {
     std::map<double, std::vector<double>> by_m;
     for (std::size_t i = 0; i < fallback_frac_m.size(); ++i) by_m[fallback_frac_m[i]].push_back(fallback_frac[i]);
     nlohmann::json table = nlohmann::json::array();
     for (auto& [m, v] : by_m) table.push_back({m, clamp_frac(median(v))});
-    if (!table.empty()) eff["gemm_compute_frac_by_m"] = table;
+    if (!table.empty()) set_fitted_curve(profile, "gemm_compute_frac_by_m", table);
   }
 
   // Weight-only GEMMs (optional section): roofline fraction of the quantized op (its packed
@@ -206,7 +207,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     double m, n, k, t;
   };
   std::vector<QuantHeld> quant_held;
-  nlohmann::json quant_tables = nlohmann::json::object();
+  std::map<std::string, std::map<std::string, GemmCurves>> quant_curves;  // scheme -> kernel path -> curves
   if (raw.contains("quant_gemm")) {
     std::map<std::tuple<std::string, std::string, double, double>, std::vector<std::pair<double, double>>> qcurves;
     const auto& quant = section(raw, "quant_gemm", raw_file);
@@ -223,7 +224,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
       const auto& [dtype, path, n, k] = key;
       std::sort(pts.begin(), pts.end());
       const int launches = path == "gemv" ? 1 : 2;
-      nlohmann::json table = nlohmann::json::array();
+      auto& table = quant_curves[dtype][path == "gemv" ? "fused" : "dequant_gemm"][{n, k}];
       for (std::size_t i = 0; i < pts.size(); ++i) {
         const auto [m, t] = pts[i];
         if (opt.holdout_every > 0 && i % opt.holdout_every == 1 && i + 1 < pts.size()) {
@@ -234,10 +235,13 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
                                    quant_precision(dtype));
         const double roofline = std::max(op.flops / peaks.flops["bf16"], op.bytes / peaks.bw);
         const double busy = t - launches * kernel_overhead_s;
-        table.push_back({m, clamp_frac(busy > 0.0 ? roofline / busy : 1.0)});
+        table.emplace_back(m, clamp_frac(busy > 0.0 ? roofline / busy : 1.0));
       }
-      quant_tables[dtype][path == "gemv" ? "fused" : "dequant_gemm"].push_back({{"n", n}, {"k", k}, {"frac_by_m", table}});
     }
+  }
+  nlohmann::json quant_tables = nlohmann::json::object();
+  for (const auto& [scheme, paths] : quant_curves) {
+    for (const auto& [kernel, c] : paths) quant_tables[scheme][kernel] = gemm_columns_json(c);
   }
 
   // Decode attention over a paged cache: roofline fraction per (context, sequences x KV heads)
@@ -261,7 +265,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     decode[c][units].push_back(clamp_frac(busy > 0.0 ? roofline / busy : 1.0));
     if (busy > 0.0) dec_bw_pts.emplace_back(bytes, bytes / (peaks.bw * busy));
   }
-  eff["attention_decode_bw_frac_by_bytes"] = binned_table(dec_bw_pts, 2);
+  set_fitted_curve(profile, "attention_decode_bw_frac_by_bytes", binned_table(dec_bw_pts, 2));
 
   // Prefill attention (flash-style, causal): compute fraction against KV tokens per launch.
   std::vector<std::pair<double, double>> pre_pts;
@@ -272,7 +276,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     const double busy = field(pre[i], "time_s", raw_file, where) - kernel_overhead_s;
     if (busy > 0.0) pre_pts.emplace_back(tokens, field(pre[i], "flops", raw_file, where) / (peaks.flops["bf16"] * busy));
   }
-  eff["attention_prefill_compute_frac_by_kv_tokens"] = binned_table(pre_pts, 3);
+  set_fitted_curve(profile, "attention_prefill_compute_frac_by_kv_tokens", binned_table(pre_pts, 3));
 
   // Host link: best pinned host-to-device bandwidth (cold start, KV swap).
   double h2d = 0.0;
@@ -306,10 +310,9 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     }
   }
 
-  profile["calibration"] = {{"gemm", gemm_tables},
-                            {"attention_decode", decode_attention_json(decode)},
-                            {"contention", contention}};
-  if (!quant_tables.empty()) profile["calibration"]["quant_gemm"] = quant_tables;
+  auto& calibration = profile["tables"]["calibration"];
+  calibration = {{"gemm", gemm_tables}, {"attention_decode", decode_attention_json(decode)}, {"contention", contention}};
+  if (!quant_tables.empty()) calibration["quant_gemm"] = quant_tables;
   profile["provenance"] = {{"kind", "measured"},
                            {"method", "servesim calibrate fit over calibrate/run_all.sh results: GEMM and decode-attention "
                                       "roofline fractions per calibrated shape, bandwidth fraction of streaming kernels "

@@ -117,9 +117,10 @@ double roofline_s(const Op& op, const HwProfile& hw) {
   return std::max(op.flops / hw.peak_flops(Dtype::fp16), op.bytes / hw.hbm_bandwidth_bytes_per_s);
 }
 
-nlohmann::json increasing_table(std::map<double, std::vector<double>>& by_x) {
-  nlohmann::json t = nlohmann::json::array();
-  for (auto& [x, v] : by_x) t.push_back({x, std::clamp(median(v), 1e-3, 1.0)});
+// The median fraction at each x, clamped to [1e-3, 1].
+std::vector<std::pair<double, double>> median_points(const std::map<double, std::vector<double>>& by_x) {
+  std::vector<std::pair<double, double>> t;
+  for (const auto& [x, v] : by_x) t.emplace_back(x, std::clamp(median(v), 1e-3, 1.0));
   return t;
 }
 
@@ -168,15 +169,17 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
       stream_x_by_bin[bin].push_back(s.op.bytes);
     }
   }
-  nlohmann::json shapes = nlohmann::json::array();
-  for (auto& [nk, by_m] : gemm) shapes.push_back({{"n", nk.first}, {"k", nk.second}, {"frac_by_m", increasing_table(by_m)}});
+  GemmCurves curves;
+  for (const auto& [nk, by_m] : gemm) curves[nk] = median_points(by_m);
   nlohmann::json bw_table = nlohmann::json::array();
   for (auto& [bin, fr] : stream_by_bin) bw_table.push_back({median(stream_x_by_bin[bin]), std::clamp(median(fr), 1e-3, 1.0)});
 
   nlohmann::json profile = base;
+  inline_hw_tables(profile, base_file);
   profile["name"] = opt.name;
-  profile["efficiency"]["memory_bw_frac_by_bytes"] = bw_table;
-  nlohmann::json calibration = {{"gemm", {{"fp16", shapes}, {"bf16", shapes}}}};
+  set_fitted_curve(profile, "memory_bw_frac_by_bytes", bw_table);
+  // vidur ran fp16 only; bf16 runs the same kernels, so it names fp16's table.
+  nlohmann::json calibration = {{"gemm", {{"fp16", gemm_columns_json(curves)}, {"bf16", "fp16"}}}};
 
   // FlashAttention tables (kernel time from Kineto: no launch gap, so no overhead subtracted).
   std::vector<std::string> sources = {portable_path(compute_dir)};
@@ -207,9 +210,9 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
       }
     }
     calibration["attention_decode"] = decode_attention_json(decode);
-    profile["efficiency"]["attention_prefill_compute_frac_by_kv_tokens"] = increasing_table(prefill);
+    set_fitted_curve(profile, "attention_prefill_compute_frac_by_kv_tokens", median_points(prefill));
   }
-  profile["calibration"] = calibration;
+  profile["tables"]["calibration"] = calibration;
   profile["provenance"] = {
       {"kind", "measured"},
       {"method", "servesim calibrate vidur: GEMM roofline fractions per weight shape and streaming-kernel bandwidth "

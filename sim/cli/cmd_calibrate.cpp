@@ -1,7 +1,8 @@
 // `servesim calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]`:
-// turns calibrate/run_all.sh results into a measured hardware profile.
+// turns calibrate/run_all.sh results into a measured hardware profile; `calibrate vidur` fits one
+// to vidur's operator timings; `calibrate rewrite` lays a profile out as the fitters write it.
+// Each writes the profile and its measured tables (hwprofiles/tables/NAME.json).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -11,16 +12,17 @@
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 
 namespace servesim::cli {
 
 namespace {
 
-void write_profile(const std::string& out, const nlohmann::json& profile) {
-  std::ofstream f(out);
-  if (!f) throw InputError(out, "", "cannot write");
-  f << profile.dump(2) << "\n";
+// Writes the profile and its tables; returns "OUT (+ TABLES)" for the summary line.
+std::string write_profile(const std::string& out, const nlohmann::json& profile) {
+  const std::string tables = write_hw_profile(profile, out);
+  return out + (tables.empty() ? "" : " + " + tables);
 }
 
 // The command as provenance records it, paths made repository-relative (portable_path).
@@ -56,10 +58,34 @@ int cmd_calibrate_vidur(const std::vector<std::string>& args) {
   const std::string base_path = resolve_data_ref("hwprofiles", p.count("base") ? p["base"].as<std::string>() : fit.name,
                                                  "servesim calibrate vidur", "--base");
   const VidurFitSummary s = fit_vidur_profile(p["dir"].as<std::string>(), load_json_file(base_path), base_path, fit);
-  write_profile(p["out"].as<std::string>(), s.profile);
+  const std::string wrote = write_profile(p["out"].as<std::string>(), s.profile);
   std::printf("wrote %s: held-out %s, %d op timings: median |error| %.1f%% (GEMMs %.1f%%), worst %.1f%%\n",
-              p["out"].as<std::string>().c_str(), fit.holdout_model.c_str(), s.holdout_points,
+              wrote.c_str(), fit.holdout_model.c_str(), s.holdout_points,
               100 * s.holdout_median_abs_err, 100 * s.holdout_gemm_median_abs_err, 100 * s.holdout_worst_abs_err);
+  return kExitOk;
+}
+
+// `calibrate rewrite PROFILE -o OUT`: the same profile in the fitters' layout (after a hand edit,
+// or to move measured tables into their own file). Values are kept (6 significant digits in the
+// profile, 5 in its tables).
+int cmd_calibrate_rewrite(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim calibrate rewrite", "Lay out a hardware profile and its tables as the fitters write them");
+  opts.add_options()("profile", "profile name or path", cxxopts::value<std::string>())(
+      "o,out", "output profile path", cxxopts::value<std::string>())("h,help", "show help");
+  opts.parse_positional({"profile"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  for (const char* key : {"profile", "out"}) {
+    if (!p.count(key)) throw InputError("servesim calibrate rewrite", std::string("--") + key, "required");
+  }
+  const std::string in = resolve_data_ref("hwprofiles", p["profile"].as<std::string>(), "servesim calibrate rewrite", "PROFILE");
+  nlohmann::json doc = load_json_file(in);
+  load_hw_profile(in);  // valid before rewriting
+  inline_hw_tables(doc, in);
+  std::printf("wrote %s\n", write_profile(p["out"].as<std::string>(), doc).c_str());
   return kExitOk;
 }
 
@@ -67,7 +93,10 @@ int cmd_calibrate_vidur(const std::vector<std::string>& args) {
 
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "vidur") return cmd_calibrate_vidur(args);
-  if (args.empty() || args[0] != "fit") throw InputError("servesim calibrate", "", "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ...)");
+  if (!args.empty() && args[0] == "rewrite") return cmd_calibrate_rewrite(args);
+  if (args.empty() || args[0] != "fit") {
+    throw InputError("servesim calibrate", "", "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., calibrate rewrite ...)");
+  }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(
       "name", "profile name", cxxopts::value<std::string>())("o,out", "output profile path", cxxopts::value<std::string>())(
@@ -93,9 +122,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const std::string base_path = resolve_data_ref("hwprofiles", p.count("base") ? p["base"].as<std::string>() : fit.name,
                                                  "servesim calibrate fit", "--base");
   const FitSummary s = fit_profile(load_json_file(raw_path), raw_path, load_json_file(base_path), base_path, fit);
-  const std::string out = p["out"].as<std::string>();
-  write_profile(out, s.profile);
-  std::printf("wrote %s: GEMM held-out points %d, median |error| %.1f%%, worst %.1f%%\n", out.c_str(),
+  const std::string wrote = write_profile(p["out"].as<std::string>(), s.profile);
+  std::printf("wrote %s: GEMM held-out points %d, median |error| %.1f%%, worst %.1f%%\n", wrote.c_str(),
               s.gemm_holdout_points, 100 * s.gemm_holdout_median_abs_err, 100 * s.gemm_holdout_worst_abs_err);
   if (const auto& r = s.profile.at("fit_report"); r.contains("quant_gemm_holdout_points")) {
     std::printf("  weight-only GEMM held-out points %d, median |error| %.1f%%, worst %.1f%%\n",

@@ -1,9 +1,12 @@
 // Hardware profile parsing: datasheet peaks, efficiency tables (checked increasing in size,
-// fractions in (0, 1]) and provenance.
+// fractions in (0, 1]), the measured tables (inline or in the tables file the profile names) and
+// provenance.
 #include "sim/io/hw_io.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "sim/core/error.hpp"
@@ -12,6 +15,8 @@
 namespace servesim {
 
 namespace {
+
+constexpr const char* kTablesSchema = "servesim-hwtables/1";
 
 EfficiencyTable parse_table(JsonReader& r, const std::string& key) {
   const auto& j = r.raw(key);
@@ -44,33 +49,60 @@ std::vector<double> positive_list(JsonReader& r, const std::string& key) {
   return out;
 }
 
-// A list of GEMM shapes, each {"n", "k", "frac_by_m": table}, under `key` of `parent`.
-GemmTable parse_gemm_shapes(JsonReader& parent, const std::string& key) {
-  const auto& list = parent.raw(key);
-  if (!list.is_array() || list.empty()) parent.fail(key, "must be a non-empty array of shapes");
+// A GEMM table in columns: {"m": [m, ...], "shapes": [[n, k, frac at m[0], frac at m[1], ...], ...]},
+// one row per calibrated weight shape; null where the shape has no point at that m, and a row may
+// end early (shapes measured over fewer m share the grid's start).
+GemmTable parse_gemm_columns(JsonReader r) {
+  const std::vector<double> m = positive_list(r, "m");
+  const auto& rows = r.raw("shapes");
+  if (!rows.is_array() || rows.empty()) r.fail("shapes", "must be a non-empty array of [n, k, frac...] rows");
   std::vector<GemmShapeCurve> shapes;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    JsonReader shape(list[i], parent.file(), parent.path_of(key) + "[" + std::to_string(i) + "]");
-    GemmShapeCurve c;
-    c.n = shape.positive("n");
-    c.k = shape.positive("k");
-    c.frac_by_m = parse_table(shape, "frac_by_m");
-    shape.finish();
-    shapes.push_back(std::move(c));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    const std::string where = "shapes[" + std::to_string(i) + "]";
+    if (!row.is_array() || row.size() < 3 || row.size() > m.size() + 2) {
+      r.fail(where, "must be [n, k, then one fraction per m (at most " + std::to_string(m.size()) + ")]");
+    }
+    if (!row[0].is_number() || !row[1].is_number() || !(row[0].get<double>() > 0.0) || !(row[1].get<double>() > 0.0)) {
+      r.fail(where, "n and k must be numbers > 0");
+    }
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t j = 2; j < row.size(); ++j) {
+      if (row[j].is_null()) continue;
+      if (!row[j].is_number() || !(row[j].get<double>() > 0.0 && row[j].get<double>() <= 1.0)) {
+        r.fail(where, "fractions must be in (0, 1] (null: not measured at that m)");
+      }
+      points.emplace_back(m[j - 2], row[j].get<double>());
+    }
+    if (points.empty()) r.fail(where, "has no measured fraction");
+    shapes.push_back({row[0].get<double>(), row[1].get<double>(), EfficiencyTable(std::move(points))});
   }
+  r.finish();
   return GemmTable(std::move(shapes));
 }
 
-// "calibration": measured tables written by `servesim calibrate fit` (all optional).
+// "calibration": measured tables written by `servesim calibrate fit|vidur` (all optional).
 void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto gemm = r.object_if("gemm")) {
+    // A dtype's table, or the name of the dtype whose table it shares ("bf16": "fp16": vidur
+    // measured fp16 only, and the kernels are the same).
+    std::vector<std::pair<Dtype, std::string>> aliases;
     for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8}) {
       const std::string key = dtype_name(d);
       if (!gemm->has(key)) {
         gemm->accept(key);
-        continue;
+      } else if (gemm->raw(key).is_string()) {
+        aliases.emplace_back(d, gemm->raw(key).get<std::string>());
+      } else {
+        hw.gemm_tables[static_cast<std::size_t>(d)] = parse_gemm_columns(gemm->object(key));
       }
-      hw.gemm_tables[static_cast<std::size_t>(d)] = parse_gemm_shapes(*gemm, key);
+    }
+    for (const auto& [d, target] : aliases) {
+      const auto t = parse_dtype(target);
+      if (!t || !gemm->has(target) || !gemm->raw(target).is_object()) {
+        gemm->fail(dtype_name(d), "names '" + target + "', which has no table of its own here");
+      }
+      hw.gemm_tables[static_cast<std::size_t>(d)] = hw.gemm_tables[static_cast<std::size_t>(*t)];
     }
     gemm->finish();
   }
@@ -79,11 +111,11 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
       auto scheme = quant->object_if(key);
       if (!scheme) continue;
       HwProfile::WeightOnlyTables& t = hw.weight_only_tables[bits <= 4 ? 0 : 1];
-      if (scheme->has("fused")) {
-        t.fused = parse_gemm_shapes(*scheme, "fused");
+      if (auto fused = scheme->object_if("fused")) {
+        t.fused = parse_gemm_columns(*fused);
         for (const auto& c : t.fused.shapes()) t.fused_max_m = std::max(t.fused_max_m, c.frac_by_m.points().back().first);
       }
-      if (scheme->has("dequant_gemm")) t.dequant_gemm = parse_gemm_shapes(*scheme, "dequant_gemm");
+      if (auto dq = scheme->object_if("dequant_gemm")) t.dequant_gemm = parse_gemm_columns(*dq);
       scheme->finish();
     }
     quant->finish();
@@ -271,15 +303,46 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
     hw.kernel_overhead_s = launch.positive("kernel_overhead_s");
     launch.finish();
   }
-  {
-    JsonReader eff = r.object("efficiency");
-    hw.gemm_compute_frac_by_m = parse_table(eff, "gemm_compute_frac_by_m");
-    hw.memory_bw_frac_by_bytes = parse_table(eff, "memory_bw_frac_by_bytes");
-    hw.attention_decode_bw_frac_by_bytes = parse_table(eff, "attention_decode_bw_frac_by_bytes");
-    hw.attention_prefill_compute_frac_by_tokens = parse_table(eff, "attention_prefill_compute_frac_by_kv_tokens");
-    eff.finish();
+  // Measured tables: inline ("tables": {...}) or in the file "tables" names, relative to this one.
+  nlohmann::json tables_doc;
+  std::optional<JsonReader> tables;
+  if (r.has("tables")) {
+    const auto& t = r.raw("tables");
+    if (t.is_string()) {
+      const std::string tables_file = (std::filesystem::path(file).parent_path() / t.get<std::string>()).string();
+      tables_doc = load_json_file(tables_file);
+      tables.emplace(tables_doc, tables_file, "");
+      if (tables->string("schema") != kTablesSchema) tables->fail("schema", std::string("must be \"") + kTablesSchema + "\"");
+      tables->accept("notes");
+    } else if (t.is_object()) {
+      tables.emplace(t, file, "tables");
+    } else {
+      r.fail("tables", "must name the tables file (relative to this profile) or be an object");
+    }
   }
-  if (auto calibration = r.object_if("calibration")) parse_calibration(*calibration, hw);
+  if (r.has("calibration")) r.fail("calibration", "belongs under \"tables\" (see docs/hardware-profiles.md)");
+  {
+    // Each curve is in the profile's "efficiency" or, when measured, its tables' (not both).
+    std::optional<JsonReader> eff = r.object_if("efficiency");
+    std::optional<JsonReader> measured = tables ? tables->object_if("efficiency") : std::nullopt;
+    const auto curve = [&](const std::string& key) {
+      const bool here = eff && eff->has(key), there = measured && measured->has(key);
+      if (here && there) eff->fail(key, "is also in the profile's tables: keep one");
+      if (here) return parse_table(*eff, key);
+      if (there) return parse_table(*measured, key);
+      r.fail("efficiency." + key, "missing (in the profile or its tables)");
+    };
+    hw.gemm_compute_frac_by_m = curve("gemm_compute_frac_by_m");
+    hw.memory_bw_frac_by_bytes = curve("memory_bw_frac_by_bytes");
+    hw.attention_decode_bw_frac_by_bytes = curve("attention_decode_bw_frac_by_bytes");
+    hw.attention_prefill_compute_frac_by_tokens = curve("attention_prefill_compute_frac_by_kv_tokens");
+    if (eff) eff->finish();
+    if (measured) measured->finish();
+  }
+  if (tables) {
+    if (auto calibration = tables->object_if("calibration")) parse_calibration(*calibration, hw);
+    tables->finish();
+  }
   if (auto qz = r.object_if("quantized")) {
     hw.dequant_int4_weights_per_s = qz->positive_or("dequant_int4_weights_per_s", 0.0);
     hw.dequant_int8_weights_per_s = qz->positive_or("dequant_int8_weights_per_s", 0.0);

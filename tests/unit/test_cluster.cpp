@@ -266,7 +266,9 @@ TEST_CASE("hardware profiles: interconnect keys are optional, defaulted and stri
   // Bridged pairs: 4 GPUs fall back to PCIe.
   CHECK(hw("a100-40gb-pcie").interconnect.scope_for(4) == LinkScope::pcie);
 
-  auto doc = load_json_file(resolve_data_ref("hwprofiles", "h100-sxm", "", ""));
+  const std::string h100_path = resolve_data_ref("hwprofiles", "h100-sxm", "", "");
+  auto doc = load_json_file(h100_path);
+  inline_hw_tables(doc, h100_path);  // parsed below under another name
   const auto error_of = [](const nlohmann::json& d) {
     try {
       parse_hw_profile(d, "hw.json");

@@ -1,0 +1,144 @@
+// Hardware profile files as people read them: each bundled profile is a short JSON whose measured
+// tables sit in hwprofiles/tables/; sizes stay reviewable, rewriting keeps the predictions, and a
+// broken tables file or a table in two places is a one-line error naming the file and key.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "sim/core/error.hpp"
+#include "sim/hw/cost_model.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
+#include "sim/model/ops.hpp"
+
+using namespace servesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string load_error(const nlohmann::json& doc, const std::string& file) {
+  try {
+    parse_hw_profile(doc, file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Kernel times that read every kind of table: GEMMs at small and large M (per-shape tables),
+// streaming ops, decode and prefill attention, weight-only GEMMs.
+std::vector<double> probe_times(const HwProfile& hw) {
+  static const ModelSpec model = load_model(resolve_data_ref("models", "llama-3-8b", "", ""));
+  std::vector<double> out;
+  const Precision bf16{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+  for (std::int64_t m : {1, 7, 64, 300, 2048}) {
+    out.push_back(estimate(make_gemm_op("g", 1, m, 4096, 4096, bf16), hw, Dtype::bf16).time_s);
+    out.push_back(estimate(make_gemm_op("g", 1, m, 14336, 4096, bf16), hw, Dtype::bf16).time_s);
+  }
+  for (const auto& [batch, context] : {std::pair<std::int64_t, std::int64_t>{1, 512}, {32, 2048}, {0, 0}}) {
+    BatchShape b;
+    if (batch > 0) {
+      for (std::int64_t i = 0; i < batch; ++i) b.add_decode(context);
+    } else {
+      b.add_prefill(1024, 0, false);
+    }
+    std::vector<Op> ops;
+    build_iteration_ops(model, b, bf16, ops);
+    for (const Op& op : ops) out.push_back(estimate(op, hw, Dtype::bf16).time_s);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bundled profiles: main JSON <= 20 KB, every file under hwprofiles/ <= 300 KB") {
+  const fs::path dir = fs::path(data_dir()) / "hwprofiles";
+  int profiles = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    const auto bytes = fs::file_size(e.path());
+    INFO(e.path().string() << ": " << bytes << " bytes");
+    CHECK(bytes <= 300u * 1024u);
+    if (e.path().parent_path() == dir && e.path().stem() != "prices") {
+      CHECK(bytes <= 20u * 1024u);
+      ++profiles;
+    }
+  }
+  CHECK(profiles == static_cast<int>(bundled_names("hwprofiles").size()));
+}
+
+TEST_CASE("rewriting a bundled profile keeps its tables file byte for byte and its predictions") {
+  const fs::path out = fs::temp_directory_path() / ("servesim_profiles_" + std::to_string(::getpid()));
+  fs::create_directories(out);
+  for (const std::string& name : bundled_names("hwprofiles")) {
+    INFO("profile " << name);
+    const std::string path = resolve_data_ref("hwprofiles", name, "", "");
+    nlohmann::json doc = load_json_file(path);
+    const bool has_tables = doc.contains("tables");
+    inline_hw_tables(doc, path);
+    const std::string written = write_hw_profile(doc, (out / (name + ".json")).string());
+    CHECK(written.empty() == !has_tables);
+    if (has_tables) {
+      CHECK(read_text(written) == read_text(fs::path(path).parent_path() / load_json_file(path)["tables"].get<std::string>()));
+    }
+    const auto before = probe_times(load_hw_profile(path));
+    const auto after = probe_times(load_hw_profile((out / (name + ".json")).string()));
+    REQUIRE(before.size() == after.size());
+    for (std::size_t i = 0; i < before.size(); ++i) CHECK(after[i] == doctest::Approx(before[i]).epsilon(1e-6));
+  }
+  fs::remove_all(out);
+}
+
+TEST_CASE("profile tables: strict, and each table in one place") {
+  const std::string path = resolve_data_ref("hwprofiles", "h200-sxm", "", "");
+  nlohmann::json doc = load_json_file(path);
+
+  auto missing = doc;
+  missing["tables"] = "tables/no-such-file.json";
+  CHECK(load_error(missing, path).find("no-such-file.json: cannot open file") != std::string::npos);
+
+  auto legacy = doc;
+  legacy["calibration"] = nlohmann::json::object();
+  CHECK(load_error(legacy, path).find("calibration: belongs under \"tables\"") != std::string::npos);
+
+  inline_hw_tables(doc, path);
+  auto twice = doc;
+  twice["efficiency"]["memory_bw_frac_by_bytes"] = doc["tables"]["efficiency"]["memory_bw_frac_by_bytes"];
+  CHECK(load_error(twice, "p.json").find("p.json: efficiency.memory_bw_frac_by_bytes: is also in the profile's tables") !=
+        std::string::npos);
+
+  auto alias = doc;
+  alias["tables"]["calibration"]["gemm"]["fp8"] = "int4";
+  CHECK(load_error(alias, "p.json").find("tables.calibration.gemm.fp8: names 'int4'") != std::string::npos);
+
+  auto row = doc;
+  row["tables"]["calibration"]["gemm"]["bf16"]["shapes"][0][2] = 1.5;
+  CHECK(load_error(row, "p.json").find("tables.calibration.gemm.bf16.shapes[0]: fractions must be in (0, 1]") != std::string::npos);
+
+  // A row may leave a point out (null) and stop early; the rest of the curve still loads.
+  auto gaps = doc;
+  auto& r0 = gaps["tables"]["calibration"]["gemm"]["bf16"]["shapes"][0];
+  r0[3] = nullptr;
+  r0.erase(r0.size() - 1);
+  CHECK(load_error(gaps, "p.json").empty());
+}
+
+TEST_CASE("gemm_columns_json: one row per shape over the union of the m grids") {
+  const GemmCurves curves = {{{4096, 4096}, {{1, 0.5}, {8, 0.25}, {64, 0.75}}}, {{1024, 4096}, {{1, 0.125}, {64, 0.5}}}};
+  const nlohmann::json t = gemm_columns_json(curves);
+  CHECK(t["m"] == nlohmann::json::parse("[1.0, 8.0, 64.0]"));
+  CHECK(t["shapes"] == nlohmann::json::parse("[[1024.0, 4096.0, 0.125, null, 0.5], [4096.0, 4096.0, 0.5, 0.25, 0.75]]"));
+}
