@@ -135,6 +135,10 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
   profile["launch"] = {{"kernel_launch_s", field(launch, "eager_launch_s", raw_file, "launch")},
                        {"graph_launch_s", field(launch, "graph_launch_s", raw_file, "launch")},
                        {"kernel_overhead_s", kernel_overhead_s}};
+  // Fitted to whole-model steps, not to the calibrators (`calibrate independent`): kept on a refit.
+  if (base.contains("launch") && base["launch"].contains("dependent_kernel_gap_s")) {
+    profile["launch"]["dependent_kernel_gap_s"] = base["launch"]["dependent_kernel_gap_s"];
+  }
 
   // Streaming kernels (norm, add, SiLU*mul, RoPE): bandwidth fraction against bytes per kernel.
   std::vector<std::pair<double, double>> bw_pts;
@@ -310,9 +314,17 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
     }
   }
 
+  // Tables of other attention kernel families come from other measurements (`calibrate
+  // independent`): a refit of the calibrator's tables keeps them.
+  nlohmann::json other_attention;
+  if (profile.contains("tables") && profile["tables"].is_object() && profile["tables"].contains("calibration") &&
+      profile["tables"]["calibration"].contains("attention_kernels")) {
+    other_attention = profile["tables"]["calibration"]["attention_kernels"];
+  }
   auto& calibration = profile["tables"]["calibration"];
   calibration = {{"gemm", gemm_tables}, {"attention_decode", decode_attention_json(decode)}, {"contention", contention}};
   if (!quant_tables.empty()) calibration["quant_gemm"] = quant_tables;
+  if (!other_attention.is_null()) calibration["attention_kernels"] = other_attention;
   profile["provenance"] = {{"kind", "measured"},
                            {"method", "servesim calibrate fit over calibrate/run_all.sh results: GEMM and decode-attention "
                                       "roofline fractions per calibrated shape, bandwidth fraction of streaming kernels "

@@ -1,49 +1,153 @@
-// Fits from the independent set. The tables have the form of the calibrator's (roofline fractions,
-// frac = roofline / (t - kernel_overhead)), so the cost model reproduces a fitted point exactly
-// and interpolates between points the same way for every kernel family.
+// Fits from the independent set; see independent.hpp. The tables have the form of the
+// calibrator's (roofline fractions, frac = roofline / (t - kernel_overhead)), so the cost model
+// reproduces a fitted point exactly and interpolates between points the same way for every
+// kernel family.
 #include "sim/calib/independent.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <map>
-#include <vector>
+#include <cstdio>
+#include <filesystem>
 
 #include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
 
 namespace servesim {
 
 namespace {
 
-double number(const nlohmann::json& row, const char* key, const std::string& file, const std::string& where) {
+HeadLayout row_layout(const nlohmann::json& row, const std::string& file, const std::string& where) {
+  return {static_cast<std::int64_t>(row_positive(row, "hq", file, where)), static_cast<std::int64_t>(row_positive(row, "hkv", file, where)),
+          static_cast<std::int64_t>(row_positive(row, "head_dim", file, where))};
+}
+
+const nlohmann::json& rows_of(const nlohmann::json& section, const char* key, const std::string& file) {
+  return row_array(section, key, file, "attention");
+}
+
+bool is_streaming(OpKind k) {
+  return k == OpKind::embedding || k == OpKind::norm || k == OpKind::rope || k == OpKind::kv_write ||
+         k == OpKind::elementwise || k == OpKind::sampler;
+}
+
+// GPU time of a torch-profiler kernel list (a `profiles` entry) spent outside GEMMs and attention:
+// what the engine's streaming ops take. Kernels are told apart by name (cuBLAS nvjet/gemm/splitK,
+// cuDNN/flash SDPA); the list holds the largest kernels and `gpu_s` all of them, so the rest is
+// counted as streaming.
+double profiled_streaming_s(const nlohmann::json& profile, const std::string& file, const std::string& where) {
+  double other = 0.0, listed = 0.0;
+  for (const auto& k : row_array(profile, "top", file, where)) {
+    std::string name = k.value("kernel", "");
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const double t = row_positive(k, "time_s", file, where);
+    listed += t;
+    for (const char* tag : {"nvjet", "gemm", "cutlass", "splitk", "xmma", "sdpa", "flash", "fmha", "lean_reduction"}) {
+      if (name.find(tag) != std::string::npos) {
+        other += t;
+        break;
+      }
+    }
+  }
+  return row_positive(profile, "gpu_s", file, where) - other;
+}
+
+// The engine's streaming bandwidth ceiling (a fraction of the calibrated plateau) at which the
+// streaming ops of `ops` take `target` seconds (bisection: their time falls as the ceiling
+// rises); 1 when even the calibrated curve is slower.
+double streaming_fraction_for(const std::vector<Op>& ops, const HwProfile& hw, double target) {
+  const auto time_at = [&](double eff) {
+    double t = 0.0;
+    for (Op op : ops) {
+      if (!is_streaming(op.kind)) continue;
+      op.stream_efficiency = eff;
+      t += static_cast<double>(op.count) * estimate(op, hw, Dtype::bf16).time_s;
+    }
+    return t;
+  };
+  if (time_at(1.0) >= target) return 1.0;
+  double lo = 0.05, hi = 1.0;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (time_at(mid) > target ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+double row_positive(const nlohmann::json& row, const char* key, const std::string& file, const std::string& where) {
   const auto it = row.find(key);
-  if (it == row.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0.0) {
+  if (it == row.end() || !it->is_number() || !(it->get<double>() > 0.0) || !std::isfinite(it->get<double>())) {
     throw InputError(file, where + "." + key, "missing or not a positive number");
   }
   return it->get<double>();
 }
 
-HeadLayout layout_of(const nlohmann::json& row, const std::string& file, const std::string& where) {
-  return {static_cast<std::int64_t>(number(row, "hq", file, where)), static_cast<std::int64_t>(number(row, "hkv", file, where)),
-          static_cast<std::int64_t>(number(row, "head_dim", file, where))};
-}
-
-const nlohmann::json& rows_of(const nlohmann::json& section, const char* key, const std::string& file) {
+const nlohmann::json& row_array(const nlohmann::json& section, const char* key, const std::string& file, const std::string& where) {
   const auto it = section.find(key);
-  if (it == section.end() || !it->is_array()) throw InputError(file, std::string("attention.") + key, "missing or not an array");
+  if (it == section.end() || !it->is_array()) throw InputError(file, where + "." + key, "missing or not an array");
   return *it;
 }
 
-}  // namespace
-
-const nlohmann::json& independent_section(const nlohmann::json& run, const std::string& name, const std::string& file) {
-  if (run.value("schema", "") != "servesim-independent/1") throw InputError(file, "schema", "expected \"servesim-independent/1\"");
-  const auto s = run.find("sections");
-  if (s == run.end() || !s->is_object()) throw InputError(file, "sections", "missing or not an object");
-  const auto it = s->find(name);
-  if (it == s->end() || !it->is_object()) throw InputError(file, "sections." + name, "missing");
-  return *it;
+const std::vector<std::string>& independent_dense_models() {
+  static const std::vector<std::string> names = {"llama-3-8b", "qwen2-7b", "phi-3-mini", "llama-2-13b", "mistral-7b"};
+  return names;
 }
+
+
+const nlohmann::json& IndependentSet::section(const std::string& name) const {
+  const auto it = sections.find(name);
+  if (it == sections.end()) {
+    std::string files;
+    for (const auto& [s, f] : file_of) {
+      if (files.find(f) == std::string::npos) files += (files.empty() ? "" : ", ") + f;
+    }
+    throw InputError(files.empty() ? "servesim validate" : files, "sections." + name, "missing from the independent set");
+  }
+  return it->second;
+}
+
+IndependentSet load_independent_set(const std::vector<std::string>& files) {
+  IndependentSet set;
+  for (const std::string& f : files) {
+    const nlohmann::json run = load_json_file(f);
+    if (!run.is_object() || run.value("schema", "") != "servesim-independent/1") {
+      throw InputError(f, "schema", "expected \"servesim-independent/1\"");
+    }
+    const auto s = run.find("sections");
+    if (s == run.end() || !s->is_object()) throw InputError(f, "sections", "missing or not an object");
+    for (const auto& [name, section] : s->items()) {
+      if (!section.is_object()) throw InputError(f, "sections." + name, "must be an object");
+      set.sections[name] = section;
+      set.file_of[name] = f;
+    }
+  }
+  return set;
+}
+
+std::vector<std::string> default_independent_files() {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(data_dir()) / "calibrate" / "results" / "h200" / "independent";
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("run_", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path().string());
+  }
+  if (files.empty()) {
+    throw InputError(dir.string(), "run_*.json", "no independent measurements here; pass the files with --data");
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+HeadLayout layout_of(const ModelSpec& m) { return {m.num_attention_heads, m.num_kv_heads, m.head_dim}; }
 
 nlohmann::json fit_sdpa_attention(const nlohmann::json& attention, const std::string& file, const HwProfile& hw,
                                   const std::set<HeadLayout>& exclude) {
@@ -55,31 +159,128 @@ nlohmann::json fit_sdpa_attention(const nlohmann::json& attention, const std::st
   const auto& dec = rows_of(attention, "decode", file);
   for (std::size_t i = 0; i < dec.size(); ++i) {
     const std::string where = "attention.decode[" + std::to_string(i) + "]";
-    const HeadLayout l = layout_of(dec[i], file, where);
+    const HeadLayout l = row_layout(dec[i], file, where);
     if (exclude.count(l)) continue;
-    const double b = number(dec[i], "batch", file, where), c = number(dec[i], "context", file, where);
+    const double b = row_positive(dec[i], "batch", file, where), c = row_positive(dec[i], "context", file, where);
     const double q_w = static_cast<double>(l.q_heads * l.head_dim);
-    const double bytes = number(dec[i], "kv_bytes", file, where) + 2.0 * b * q_w * 2.0;
+    const double bytes = row_positive(dec[i], "kv_bytes", file, where) + 2.0 * b * q_w * 2.0;
     const double roofline = std::max(4.0 * q_w * b * c / peak, bytes / bw);
-    const double busy = number(dec[i], "time_s", file, where) - overhead;
+    const double busy = row_positive(dec[i], "time_s", file, where) - overhead;
     decode[c][b * static_cast<double>(l.kv_heads)].push_back(busy > 0.0 ? roofline / busy : 1.0);
   }
-  // Prefill: causal, query = key length S per sequence; compute fraction over KV tokens per launch.
-  std::map<double, std::vector<double>> prefill;  // KV tokens per launch -> fractions
+  // Prefill: causal, query = key length S per sequence; compute fraction over FLOPs per launch.
+  std::map<double, std::vector<double>> prefill;  // FLOPs per launch -> fractions
   const auto& pre = rows_of(attention, "prefill", file);
   for (std::size_t i = 0; i < pre.size(); ++i) {
     const std::string where = "attention.prefill[" + std::to_string(i) + "]";
-    const HeadLayout l = layout_of(pre[i], file, where);
+    const HeadLayout l = row_layout(pre[i], file, where);
     if (exclude.count(l)) continue;
-    const double b = number(pre[i], "batch", file, where), s = number(pre[i], "prompt", file, where);
+    const double b = row_positive(pre[i], "batch", file, where), s = row_positive(pre[i], "prompt", file, where);
     const double flops = 4.0 * static_cast<double>(l.q_heads * l.head_dim) * b * s * (s + 1.0) / 2.0;
-    const double busy = number(pre[i], "time_s", file, where) - overhead;
-    prefill[b * s].push_back(busy > 0.0 ? flops / (peak * busy) : 1.0);
+    const double busy = row_positive(pre[i], "time_s", file, where) - overhead;
+    prefill[flops].push_back(busy > 0.0 ? flops / (peak * busy) : 1.0);
   }
   if (decode.empty() || prefill.empty()) throw InputError(file, "attention", "no decode or prefill rows left to fit");
   nlohmann::json pre_table = nlohmann::json::array();
-  for (const auto& [tokens, fracs] : prefill) pre_table.push_back({tokens, std::clamp(median(fracs), 1e-3, 1.0)});
-  return {{"decode", decode_attention_json(decode)}, {"prefill_compute_frac_by_kv_tokens", pre_table}};
+  for (const auto& [flops, fracs] : prefill) pre_table.push_back({flops, std::clamp(median(fracs), 1e-3, 1.0)});
+  return {{"decode", decode_attention_json(decode)}, {"prefill_compute_frac_by_flops", pre_table}};
+}
+
+HwProfile with_sdpa_fit(const IndependentSet& set, const HwProfile& hw, const std::set<HeadLayout>& exclude) {
+  HwProfile h = hw;
+  const std::string& file = set.file("attention");
+  const nlohmann::json tables = fit_sdpa_attention(set.section("attention"), file, hw, exclude);
+  h.attention_kernel_tables[static_cast<std::size_t>(AttentionKernel::sdpa)] =
+      parse_attention_kernel_tables(tables, file, "attention (fit)");
+  return h;
+}
+
+std::set<GemmShape> gemm_shapes_of(const ModelSpec& m) {
+  return {{m.qkv_width(), m.hidden_size}, {m.hidden_size, m.q_width()}, {m.mlp_in_width(), m.hidden_size},
+          {m.hidden_size, m.ffn_size}, {m.vocab_size, m.hidden_size}};
+}
+
+HwProfile without_gemm_shapes(const HwProfile& hw, const std::set<GemmShape>& shapes) {
+  HwProfile h = hw;
+  for (GemmTable& t : h.gemm_tables) {
+    if (t.empty()) continue;
+    std::vector<GemmShapeCurve> kept;
+    for (const GemmShapeCurve& c : t.shapes()) {
+      if (!shapes.count({static_cast<std::int64_t>(c.n), static_cast<std::int64_t>(c.k)})) kept.push_back(c);
+    }
+    t = GemmTable(std::move(kept));
+  }
+  return h;
+}
+
+StepQuery independent_query(const std::string& model, const HwProfile& hw, const char* engine) {
+  StepQuery q;
+  q.model = load_model(resolve_data_ref("models", model, "independent set", "model"));
+  q.hw = hw;
+  q.precision = Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+  if (engine) q.engine = load_engine_profile(engine, "independent set", "engine");
+  return q;
+}
+
+void apply_torch_fit(StepQuery& q, const TorchEngineFit& fit) {
+  q.hw.dependent_kernel_gap_s = fit.kernel_gap_s;
+  if (!q.engine) return;
+  q.engine->kernels.elementwise_bw_frac = fit.elementwise_bw_frac;
+  if (fit.dispatch_s_per_kernel > 0.0) q.engine->launch.dispatch_s_per_kernel = fit.dispatch_s_per_kernel;
+}
+
+std::string TorchEngineFit::describe() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "elementwise bandwidth %.3f of streaming, dependent-kernel gap %.3f us, eager host cost %.2f us per kernel",
+                elementwise_bw_frac, kernel_gap_s * 1e6, dispatch_s_per_kernel * 1e6);
+  return buf;
+}
+
+TorchEngineFit fit_torch_engines(const IndependentSet& set, const HwProfile& hw, const std::set<std::string>& exclude) {
+  TorchEngineFit fit;
+  HwProfile h = hw;
+  h.dependent_kernel_gap_s = 0.0;
+  std::vector<std::string> models;
+  for (const std::string& m : independent_dense_models()) {
+    if (!exclude.count(m)) models.push_back(m);
+  }
+  // 1. Elementwise bandwidth, first: the gap is a residual after it.
+  std::vector<double> effs;
+  for (const std::string& m : models) {
+    const std::string sec = "model_" + m;
+    const auto& profiles = set.section(sec).value("profiles", nlohmann::json::object());
+    if (!profiles.contains("prefill_b1_s2048")) continue;
+    const TimedStep t = time_prefill(independent_query(m, h, "torch-eager"), 1, 2048, 0);
+    effs.push_back(streaming_fraction_for(
+        t.ops, h, profiled_streaming_s(profiles["prefill_b1_s2048"], set.file(sec), sec + ".profiles.prefill_b1_s2048")));
+  }
+  if (!effs.empty()) fit.elementwise_bw_frac = median(effs);
+  // Per decode row of section `sec` with batch <= max_batch: `measured` over the step's kernels,
+  // less the predicted step when `residual` (the model's own times are then subtracted).
+  const auto per_kernel = [&](const std::string& sec, const char* engine, double max_batch, const char* measured, bool eager,
+                              bool residual, std::vector<double>& out) {
+    if (!set.has(sec)) return;
+    StepQuery q = independent_query(sec.substr(sec.find('_') + 1), h, engine);
+    apply_torch_fit(q, fit);
+    const std::string& file = set.file(sec);
+    for (const auto& r : row_array(set.section(sec), "decode", file, sec)) {
+      const double b = row_positive(r, "batch", file, sec + ".decode"), c = row_positive(r, "context", file, sec + ".decode");
+      if (b > max_batch) continue;
+      const TimedStep t = time_decode(q, static_cast<std::int64_t>(b), static_cast<std::int64_t>(c), eager);
+      const double m = row_positive(r, measured, file, sec + ".decode");
+      out.push_back((m - (residual ? t.step.time_s : 0.0)) / static_cast<double>(t.step.kernels));
+    }
+  };
+  // 2. The dependent-kernel gap: the per-kernel residual of small-batch graph steps.
+  std::vector<double> gaps;
+  for (const std::string& m : models) per_kernel("model_" + m, "torch-cudagraph", 8, "graph_s", false, true, gaps);
+  if (!gaps.empty()) fit.kernel_gap_s = std::max(0.0, median(gaps));
+  // 3. Host cost per eager kernel: eager steps where the host issues every kernel.
+  std::vector<double> dispatch;
+  for (const std::string& m : models) per_kernel("eager_" + m, "torch-eager", 64, "eager_s", true, false, dispatch);
+  if (!dispatch.empty()) fit.dispatch_s_per_kernel = median(dispatch);
+  return fit;
 }
 
 }  // namespace servesim

@@ -1,20 +1,45 @@
 // Fits from the independent H200 set (calibrate/independent/measure.py; results under
 // calibrate/results/h200/independent/): what users run rather than our own calibrator kernels.
-// Each fit takes an exclusion set, so `servesim validate` can fit without the rows it predicts
-// (leave one head layout or one model out) and the shipped profiles use every row.
+// Every fit takes an exclusion set, so `servesim validate` can fit without the rows it predicts
+// (leave one head layout, GEMM shape or model out); `servesim calibrate independent` fits on
+// every row for the shipped profiles.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/analysis/step_query.hpp"
 #include "sim/hw/hw_profile.hpp"
 
 namespace servesim {
 
-// Attention head layout of a measurement row: query heads, KV heads, head dimension.
+// The merged sections of one or more run files (`{"schema": "servesim-independent/1",
+// "sections": {...}}` each; a later file replaces an earlier section of the same name).
+struct IndependentSet {
+  std::map<std::string, nlohmann::json> sections;
+  std::map<std::string, std::string> file_of;  // section -> the file it came from (for errors)
+  bool has(const std::string& name) const { return sections.count(name) > 0; }
+  const nlohmann::json& section(const std::string& name) const;  // InputError naming the files if missing
+  const std::string& file(const std::string& name) const { return file_of.at(name); }
+};
+IndependentSet load_independent_set(const std::vector<std::string>& files);
+// The committed set: every calibrate/results/h200/independent/run_*.json of the data directory.
+std::vector<std::string> default_independent_files();
+// The dense models the set times end to end (sections model_<name>, eager_<name>).
+const std::vector<std::string>& independent_dense_models();
+
+// A positive number `key` of a measurement row / an array `key` of a section, InputError naming
+// `file` and `where`.key otherwise.
+double row_positive(const nlohmann::json& row, const char* key, const std::string& file, const std::string& where);
+const nlohmann::json& row_array(const nlohmann::json& section, const char* key, const std::string& file, const std::string& where);
+
+// Attention head layout of a model or a measurement row: query heads, KV heads, head dimension.
 struct HeadLayout {
   std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
   bool operator<(const HeadLayout& o) const {
@@ -22,16 +47,42 @@ struct HeadLayout {
   }
   bool operator==(const HeadLayout& o) const { return !(*this < o) && !(o < *this); }
 };
+HeadLayout layout_of(const ModelSpec& m);
 
-// The `attention` section of an independent run (schema servesim-independent/1): SDPA decode and
-// causal prefill kernel times -> the profile's calibration.attention_kernels.sdpa object (decode
-// grid over (KV head-tokens, context) and prefill compute fraction over KV tokens, both as
-// fractions of `hw`'s roofline, the same form as the standard tables). Rows of `exclude` layouts
-// are left out. InputError naming file and key on malformed rows or when no row is left.
+// The `attention` section of an independent run: SDPA decode and causal prefill kernel times ->
+// the profile's calibration.attention_kernels.sdpa object (decode grid over (KV head-tokens,
+// context), prefill compute fraction over KV tokens, both fractions of `hw`'s roofline as the
+// standard tables are). Rows of `exclude` layouts are left out.
 nlohmann::json fit_sdpa_attention(const nlohmann::json& attention_section, const std::string& file, const HwProfile& hw,
                                   const std::set<HeadLayout>& exclude = {});
+// `hw` with SDPA tables fitted to every layout of the set but `exclude`.
+HwProfile with_sdpa_fit(const IndependentSet& set, const HwProfile& hw, const std::set<HeadLayout>& exclude = {});
 
-// The section `name` of an independent run file (`{"schema", "sections": {...}}`).
-const nlohmann::json& independent_section(const nlohmann::json& run, const std::string& name, const std::string& file);
+// GEMM weight shapes (n, k) of a model's linear layers and LM head, and `hw` without the
+// calibrated curves of some shapes (their GEMMs then come from the nearest other shapes).
+using GemmShape = std::pair<std::int64_t, std::int64_t>;
+std::set<GemmShape> gemm_shapes_of(const ModelSpec& m);
+HwProfile without_gemm_shapes(const HwProfile& hw, const std::set<GemmShape>& shapes);
+
+// What the plain-PyTorch engines (torch-cudagraph, torch-eager) need beyond the hardware tables,
+// fitted to the models of the set but `exclude`:
+// - elementwise_bw_frac: torch's elementwise kernels against the profile's streaming bandwidth,
+//   from the profiled 2048-token prefills (bandwidth-bound streaming ops; kernel times from the
+//   torch profiler, told from GEMMs and attention by kernel name);
+// - kernel_gap_s: the GPU's gap between dependent kernels of a step (HwProfile::
+//   dependent_kernel_gap_s), the median per-kernel residual of CUDA-graph decode steps of batch <= 8;
+// - dispatch_s_per_kernel: host cost per eager kernel, from the eager decode steps of batch <= 64
+//   (run c: no profiler in the process), where the host issues every kernel.
+// `hw` carries the SDPA tables and GEMM curves to fit with; its own gap is ignored.
+struct TorchEngineFit {
+  double elementwise_bw_frac = 1.0, kernel_gap_s = 0.0, dispatch_s_per_kernel = 0.0;
+  std::string describe() const;
+};
+TorchEngineFit fit_torch_engines(const IndependentSet& set, const HwProfile& hw, const std::set<std::string>& exclude = {});
+
+// A bf16 step query of a bundled model on `hw` with a bundled engine (nullptr: none).
+StepQuery independent_query(const std::string& model, const HwProfile& hw, const char* engine);
+// `q` with the fitted engine parameters (and `q.hw` with the fitted kernel gap).
+void apply_torch_fit(StepQuery& q, const TorchEngineFit& fit);
 
 }  // namespace servesim

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/calib/fit.hpp"
+#include "sim/calib/independent.hpp"
 #include "sim/calib/vidur.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
@@ -89,13 +90,66 @@ int cmd_calibrate_rewrite(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// `calibrate independent [--data FILES] --hw PROFILE -o OUT`: what the independent H200 set
+// fits, on every row (validate refits the same without the rows it predicts): the PyTorch SDPA
+// attention tables and the dependent-kernel gap go into the profile; the torch engines'
+// elementwise bandwidth and eager host cost are printed for scenarios/engines/torch-*.json.
+int cmd_calibrate_independent(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim calibrate independent",
+                        "Fit SDPA attention tables, the dependent-kernel gap and the torch engines' parameters from the "
+                        "independent measurements");
+  opts.add_options()("data", "independent run files, comma-separated (default: calibrate/results/h200/independent/run_*.json)",
+                     cxxopts::value<std::string>())("hw", "hardware profile name or path the set was measured on",
+                                                    cxxopts::value<std::string>())(
+      "o,out", "output profile path", cxxopts::value<std::string>())("h,help", "show help");
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  for (const char* key : {"hw", "out"}) {
+    if (!p.count(key)) throw InputError("servesim calibrate independent", std::string("--") + key, "required");
+  }
+  std::vector<std::string> files;
+  if (p.count("data")) {
+    std::stringstream ss(p["data"].as<std::string>());
+    for (std::string f; std::getline(ss, f, ',');) {
+      if (!f.empty()) files.push_back(f);
+    }
+  } else {
+    files = default_independent_files();
+  }
+  const IndependentSet set = load_independent_set(files);
+  const std::string hw_path = resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim calibrate independent", "--hw");
+  nlohmann::json profile = load_json_file(hw_path);
+  const HwProfile hw = parse_hw_profile(profile, hw_path);
+  nlohmann::json tables = fit_sdpa_attention(set.section("attention"), set.file("attention"), hw);
+  const std::string command = command_line(args);
+  tables["source"] = "PyTorch scaled_dot_product_attention measured by calibrate/independent/measure.py (attention section), "
+                     "fitted by: " + command;
+  inline_hw_tables(profile, hw_path);
+  profile["tables"]["calibration"]["attention_kernels"]["sdpa"] = tables;
+  const TorchEngineFit fit = fit_torch_engines(set, with_sdpa_fit(set, hw));
+  profile["launch"]["dependent_kernel_gap_s"] = fit.kernel_gap_s;
+  const std::string out = p["out"].as<std::string>();
+  const std::string wrote = write_profile(out, profile);
+  std::printf("wrote %s: sdpa decode grid %zu x %zu, prefill table %zu points; dependent_kernel_gap_s %.4g\n", wrote.c_str(),
+              tables["decode"]["kv_head_tokens"].size(), tables["decode"]["context_tokens"].size(),
+              tables["prefill_compute_frac_by_flops"].size(), fit.kernel_gap_s);
+  std::printf("torch engines (scenarios/engines/torch-*.json): elementwise_bw_frac %.3f, dispatch_s_per_kernel %.4g\n",
+              fit.elementwise_bw_frac, fit.dispatch_s_per_kernel);
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "vidur") return cmd_calibrate_vidur(args);
   if (!args.empty() && args[0] == "rewrite") return cmd_calibrate_rewrite(args);
+  if (!args.empty() && args[0] == "independent") return cmd_calibrate_independent(args);
   if (args.empty() || args[0] != "fit") {
-    throw InputError("servesim calibrate", "", "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., calibrate rewrite ...)");
+    throw InputError("servesim calibrate", "",
+                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ...)");
   }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(

@@ -1,31 +1,70 @@
-// `servesim validate [CASES.json] [--json]`: predicted vs published for every public case.
+// `servesim validate [--suite S] [--data FILE,...] [--cases CASES.json] [--json]`: servesim's error
+// on measurements its fits did not see. Suites: kernels and steps (the independent H200 set,
+// leave-one-out fits, calibrate/results/h200/independent), public (published cases). Exit 3 when
+// a stated bound is crossed.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "sim/analysis/public_cases.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/validate/independent_set.hpp"
 
 namespace servesim::cli {
 
-int cmd_validate(const std::vector<std::string>& args) {
-  cxxopts::Options opts("servesim validate", "Predict published measurements and print the error of each");
-  opts.add_options()("cases", "cases file (default: the bundled data/validation/public_cases.json)",
-                     cxxopts::value<std::string>())("json", "print JSON")("h,help", "show help");
-  opts.parse_positional({"cases"});
-  const auto p = parse_args(opts, args);
-  if (p.count("help")) {
-    std::cout << opts.help() << "\n";
-    return kExitOk;
+namespace {
+
+constexpr int kExitBoundCrossed = 3;
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
   }
-  std::string file = data_dir() + "/data/validation/public_cases.json";
-  if (p.count("cases")) file = p["cases"].as<std::string>();
+  return out;
+}
+
+nlohmann::json row_json(const ValidationRow& r) {
+  return {{"group", r.group}, {"engine", r.engine}, {"phase", r.phase}, {"model", r.model}, {"point", r.point},
+          {"measured_s", r.measured}, {"predicted_s", r.predicted}, {"error_frac", r.error()}};
+}
+
+// Prints the per-(group, engine, phase) table; returns how many bounds are crossed.
+int print_independent(const ValidationResult& res, bool verbose) {
+  const auto bounds = validation_bounds();
+  const auto summary = summarize(res.rows, bounds);
+  int crossed = 0;
+  std::printf("%-7s %-17s %-13s %5s %8s %8s  %-17s %s\n", "group", "engine", "phase", "n", "median", "worst", "bound (med/worst)",
+              "worst rows");
+  for (const auto& s : summary) {
+    char bound[32] = "none";
+    if (s.bound) std::snprintf(bound, sizeof bound, "%.0f%% / %.0f%%", 100 * s.bound->median, 100 * s.bound->worst);
+    if (!s.holds()) ++crossed;
+    std::string worst;
+    for (const auto& w : s.worst_rows) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s%s %+.1f%%", w.model.c_str(), w.model.empty() ? "" : " ", w.point.c_str(), 100 * w.error());
+      worst += (worst.empty() ? "" : "; ") + std::string(buf);
+    }
+    std::printf("%-7s %-17s %-13s %5zu %7.1f%% %7.1f%%  %-13s %-3s %s\n", s.group.c_str(), s.engine.c_str(), s.phase.c_str(), s.n,
+                100 * s.median_abs, 100 * s.worst_abs, bound, s.holds() ? "ok" : "OUT", worst.c_str());
+  }
+  if (verbose) {
+    for (const auto& f : res.folds) std::printf("  fit without %s (%s): %s\n", f.held_out.c_str(), f.group.c_str(), f.text.c_str());
+  }
+  return crossed;
+}
+
+int run_public(const std::string& file, bool json) {
   const auto results = run_public_cases(load_json_file(file), file);
-  if (p.count("json")) {
+  if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : results) {
       nlohmann::json row = {{"id", r.id}, {"model", r.model}, {"hw", r.hw}, {"metric", r.metric}, {"note", r.note}, {"skipped", r.skipped}};
@@ -50,6 +89,70 @@ int cmd_validate(const std::vector<std::string>& args) {
     }
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim validate",
+                        "servesim's error on measurements its fits did not see; exit 3 when a stated bound is crossed");
+  opts.add_options()("suite", "kernels, steps, independent (both) or public", cxxopts::value<std::string>()->default_value("independent"))(
+      "data", "independent run files, comma-separated (default: calibrate/results/h200/independent/run_*.json)",
+      cxxopts::value<std::string>())("hw", "hardware profile the independent set was measured on",
+                                      cxxopts::value<std::string>()->default_value("h200-sxm"))(
+      "cases", "published cases file for --suite public (default: the bundled data/validation/public_cases.json)",
+      cxxopts::value<std::string>())(
+      "rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
+  opts.parse_positional({"cases"});
+  const auto p = parse_args(opts, args);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  const std::string suite = p.count("cases") && !p["suite"].count() ? "public" : p["suite"].as<std::string>();
+  if (suite == "public") {
+    return run_public(p.count("cases") ? p["cases"].as<std::string>() : data_dir() + "/data/validation/public_cases.json",
+                      p.count("json") > 0);
+  }
+  if (suite != "kernels" && suite != "steps" && suite != "independent") {
+    throw InputError("servesim validate", "--suite", "must be kernels, steps, independent or public, got '" + suite + "'");
+  }
+  const std::vector<std::string> files = p.count("data") ? split_list(p["data"].as<std::string>()) : default_independent_files();
+  const IndependentSet set = load_independent_set(files);
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim validate", "--hw"));
+  ValidationResult res;
+  for (const char* s : {"kernels", "steps"}) {
+    if (suite != "independent" && suite != s) continue;
+    ValidationResult part = std::string(s) == "kernels" ? validate_kernels(set, hw) : validate_steps(set, hw);
+    res.rows.insert(res.rows.end(), part.rows.begin(), part.rows.end());
+    res.folds.insert(res.folds.end(), part.folds.begin(), part.folds.end());
+  }
+  if (p.count("json")) {
+    nlohmann::json out = {{"files", files}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
+    for (const auto& r : res.rows) out["rows"].push_back(row_json(r));
+    const auto bounds = validation_bounds();
+    int crossed = 0;
+    for (const auto& s : summarize(res.rows, bounds)) {
+      nlohmann::json j = {{"group", s.group}, {"engine", s.engine}, {"phase", s.phase}, {"n", s.n},
+                          {"median_abs_error", s.median_abs}, {"worst_abs_error", s.worst_abs}, {"holds", s.holds()}};
+      if (s.bound) j["bound"] = {{"median", s.bound->median}, {"worst", s.bound->worst}};
+      crossed += s.holds() ? 0 : 1;
+      out["summary"].push_back(j);
+    }
+    for (const auto& f : res.folds) out["folds"].push_back({{"group", f.group}, {"held_out", f.held_out}, {"fit", f.text}});
+    std::cout << out.dump(2) << "\n";
+    return crossed > 0 ? kExitBoundCrossed : kExitOk;
+  }
+  if (p.count("rows")) {
+    for (const auto& r : res.rows) {
+      std::printf("%-7s %-17s %-13s %-12s %-26s measured %10.4g s  predicted %10.4g s  %+6.1f%%\n", r.group.c_str(), r.engine.c_str(),
+                  r.phase.c_str(), r.model.c_str(), r.point.c_str(), r.measured, r.predicted, 100 * r.error());
+    }
+  }
+  const int crossed = print_independent(res, true);
+  std::printf("%s: %d of the stated bounds crossed (measurements: %zu files, %zu rows)\n", crossed ? "FAIL" : "ok", crossed,
+              files.size(), res.rows.size());
+  return crossed > 0 ? kExitBoundCrossed : kExitOk;
 }
 
 }  // namespace servesim::cli

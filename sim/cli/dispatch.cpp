@@ -25,7 +25,7 @@ void usage(std::ostream& os) {
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
         "  calibrate vidur DIR --name NAME -o hwprofiles/NAME.json [--base PROFILE] [--holdout-model M] [--attention CSV]\n"
         "  calibrate rewrite PROFILE -o hwprofiles/NAME.json\n"
-        "  validate [CASES.json] [--json]\n"
+        "  validate [--suite kernels|steps|independent|public] [--data FILES] [--rows] [--json]   (exit 3 past a bound)\n"
         "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"
         "  contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine NAME] [--json]\n"
         "  list models|hardware|policies|engines|routers|cost-models\n"

@@ -46,7 +46,8 @@ std::vector<KernelWork> kernel_stream(const std::vector<Op>& ops, const HwProfil
       const int parts = k.launches;
       for (int part = 0; part < parts; ++part) {
         KernelWork w;
-        w.alone_s = parts == 2 ? (part == 0 ? k.pass_s : k.time_s - k.pass_s) : k.time_s;
+        // Each launch includes the GPU's gap before the next dependent kernel (as combine_step).
+        w.alone_s = (parts == 2 ? (part == 0 ? k.pass_s : k.time_s - k.pass_s) : k.time_s) + hw.dependent_kernel_gap_s;
         const double share = parts == 2 ? w.alone_s / k.time_s : 1.0;
         w.bw = std::min(1.0, k.bytes * share / (w.alone_s * bw_cap));
         w.sm = std::min(1.0, op.flops * share / (w.alone_s * peak));

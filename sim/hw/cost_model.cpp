@@ -73,15 +73,21 @@ double compute_frac(const Op& op, const HwProfile& hw) {
   switch (op.kind) {
     case OpKind::gemm: return hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m));
     case OpKind::attention_prefill:
-    case OpKind::attention_decode:
+    case OpKind::attention_decode: {
+      if (const auto* family = hw.attention_tables(op.attn_kernel)) return family->prefill_compute_frac_by_flops.at(op.flops);
       return hw.attention_prefill_compute_frac_by_tokens.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
+    }
     default: return 1.0;
   }
 }
 
-double bandwidth_frac(const Op& op, double bytes, const HwProfile& hw) {
+// `ceiling` < 1: the engine's streaming kernels saturate at that fraction of the calibrated
+// plateau (PyTorch's strided and broadcast elementwise kernels); small transfers stay on the
+// calibrated latency-bound curve.
+double bandwidth_frac(const Op& op, double bytes, const HwProfile& hw, double ceiling) {
   if (op.kind == OpKind::attention_decode) return hw.attention_decode_bw_frac_by_bytes.at(bytes);
-  return hw.memory_bw_frac_by_bytes.at(bytes);
+  const double f = hw.memory_bw_frac_by_bytes.at(bytes);
+  return ceiling < 1.0 ? std::min(f, ceiling * hw.memory_bw_frac_by_bytes.max_value()) : f;
 }
 
 // The measured roofline fraction for this op, or 0 when the profile has no table for it.
@@ -89,12 +95,18 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   if (op.kind == OpKind::gemm) {
     const GemmTable& table = hw.gemm_tables[static_cast<std::size_t>(compute_dtype)];
     if (!table.empty()) return table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
-  } else if (op.kind == OpKind::attention_decode && !hw.attention_decode_frac.empty() && op.attn_seqs > 0) {
+  } else if (op.kind == OpKind::attention_decode && op.attn_seqs > 0) {
+    const auto* family = hw.attention_tables(op.attn_kernel);
+    const LogGrid2D& grid = family ? family->decode_frac : hw.attention_decode_frac;
+    if (grid.empty()) return 0.0;
     // Parallel work units (sequence x KV head) and context per sequence: what decides how well
     // a decode kernel fills the GPU, whatever the model's head count.
     const double units = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
     const double context = op.attn_kv_tokens / static_cast<double>(op.attn_seqs);
-    return hw.attention_decode_frac.at(units * context, context);
+    // Less work than the smallest gridded launch: latency-bound, the time holds at that launch's.
+    const double work = units * context, min_work = grid.xs().front();
+    if (work < min_work) return grid.at(min_work, context) * work / min_work;
+    return grid.at(work, context);
   }
   return 0.0;
 }
@@ -119,7 +131,7 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
   } else {
     if (op.flops > 0.0 && peak > 0.0) t.compute_s = op.flops / (peak * compute_frac(op, hw));
     t.compute_s += extra_compute_s;
-    if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw));
+    if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw, op.stream_efficiency));
   }
   const double busy = std::max(t.compute_s, t.memory_s);
   t.time_s = busy + t.overhead_s;
@@ -262,7 +274,9 @@ std::uint64_t bits(double v) {
 bool same_kernel(const Op& a, const Op& b) {
   return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads &&
-         a.attn_kv_tokens == b.attn_kv_tokens && a.comm_gpus == b.comm_gpus && a.groups == b.groups;
+         a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
+         a.comm_gpus == b.comm_gpus &&
+         a.groups == b.groups;
 }
 }  // namespace
 
@@ -323,17 +337,19 @@ QueueMap launch_map(double c, double d) { return {c, d, c + d}; }
 // regions, per_layer in the body) whose one-launch time is `k`.
 // Inlined: a call returned the sums through memory, and the caller's 16-byte reload of two
 // 8-byte stores stalled on store forwarding (perf: half of combine_pieces' samples).
-[[gnu::always_inline]] inline void op_piece(const Op& op, const KernelTime& k, std::int64_t launches, double c, StepSums& sums,
-                                            QueueMap& map) {
+// `gap` is the GPU's idle time between two dependent kernels of a step (per launch; 0 when the
+// profile has not measured it).
+[[gnu::always_inline]] inline void op_piece(const Op& op, const KernelTime& k, std::int64_t launches, double c, double gap,
+                                            StepSums& sums, QueueMap& map) {
   const double n = static_cast<double>(op.count);
-  sums.gpu_s = n * k.time_s;
+  sums.gpu_s = n * (k.time_s + gap * k.launches);
   sums.roofline_s = n * k.roofline_s;
   sums.flops = n * op.flops;
   sums.comm_s = is_communication(op.kind) ? n * k.time_s : 0.0;
   sums.bytes = is_communication(op.kind) ? 0.0 : n * k.bytes;  // HBM traffic only
   sums.kernels = op.count * k.launches;
-  const QueueMap one = k.launches == 2 ? compose(launch_map(c, k.pass_s), launch_map(c, k.time_s - k.pass_s))
-                                       : launch_map(c, k.time_s);
+  const QueueMap one = k.launches == 2 ? compose(launch_map(c, k.pass_s + gap), launch_map(c, k.time_s - k.pass_s + gap))
+                                       : launch_map(c, k.time_s + gap);
   map = power(one, launches);
 }
 
@@ -359,11 +375,12 @@ void apply(const QueueMap& m, double& h, double& f) {
 }  // namespace
 
 void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, double per_kernel_s,
-                    StepPieces& p) {
+                    double kernel_gap_s, StepPieces& p) {
   using Region = StepPieces::Region;
   p.num_pieces = 0;
   p.num_context = 0;
   p.per_kernel_s = per_kernel_s;
+  p.kernel_gap_s = kernel_gap_s;
   p.layers = 0;
   const auto new_piece = [&p](std::uint8_t context, Region r) -> StepPieces::Piece& {
     if (p.num_pieces == StepPieces::kMaxPieces) throw std::logic_error("summarize_step: more pieces than StepPieces holds");
@@ -393,7 +410,7 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
     StepPieces::Piece& run = extends ? p.pieces[p.num_pieces - 1] : new_piece(StepPieces::kRun, r);
     StepSums sums;
     QueueMap map;
-    op_piece(ops[j], times[j], launches_in(ops[j], r), per_kernel_s, sums, map);
+    op_piece(ops[j], times[j], launches_in(ops[j], r), per_kernel_s, kernel_gap_s, sums, map);
     add(run.sums, sums);
     run.map = compose(run.map, map);
   }
@@ -410,7 +427,7 @@ StepTime combine_pieces(const StepPieces& p, const HwProfile& hw, const LaunchCo
     QueueMap map = piece.map;
     if (piece.context != StepPieces::kRun) {
       const StepPieces::ContextOp& ctx = p.context[piece.context];
-      op_piece(ctx.op, ctx.time, launches_in(ctx.op, piece.region), c, sums, map);
+      op_piece(ctx.op, ctx.time, launches_in(ctx.op, piece.region), c, p.kernel_gap_s, sums, map);
     }
     add(total, sums);
     QueueMap& to = region[static_cast<int>(piece.region)];
@@ -444,7 +461,7 @@ StepTime combine_pieces(const StepPieces& p, const HwProfile& hw, const LaunchCo
 StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,
                       const LaunchConfig& launch, std::int64_t batch_seqs) {
   thread_local StepPieces pieces;  // reused: the exact path runs this once per simulated iteration
-  summarize_step(ops, times, launch.per_kernel_s(hw), pieces);
+  summarize_step(ops, times, launch.per_kernel_s(hw), hw.dependent_kernel_gap_s, pieces);
   return combine_pieces(pieces, hw, launch, batch_seqs);
 }
 

@@ -164,13 +164,14 @@ struct StepPieces {
   std::uint8_t num_pieces = 0, num_context = 0;
   std::int64_t layers = 0;      // identical layers the body map is folded over
   double per_kernel_s = -1.0;   // launch cost the run maps were built with
+  double kernel_gap_s = 0.0;    // GPU gap between dependent kernels the maps include (HwProfile)
   std::array<Piece, kMaxPieces> pieces;  // the first num_pieces, in op order
   std::array<ContextOp, kMaxContextOps> context;
 };
 // Cuts ops (with times[j] one launch of ops[j]) into pieces; throws std::logic_error past the
 // fixed capacities (an op list build_iteration_ops does not make).
 void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, double per_kernel_s,
-                    StepPieces& pieces);
+                    double kernel_gap_s, StepPieces& pieces);
 StepTime combine_pieces(const StepPieces& pieces, const HwProfile& hw, const LaunchConfig& launch,
                         std::int64_t batch_seqs);
 

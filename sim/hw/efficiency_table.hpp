@@ -16,11 +16,15 @@ class EfficiencyTable {
     // log(x_i) once here rather than twice per lookup: at() is on the simulator's hot path and
     // std::log is deterministic, so the interpolated values are bit-identical either way.
     log_x_.reserve(points_.size());
-    for (const auto& p : points_) log_x_.push_back(std::log(p.first));
+    for (const auto& p : points_) {
+      log_x_.push_back(std::log(p.first));
+      max_y_ = std::max(max_y_, p.second);
+    }
   }
 
   bool empty() const { return points_.empty(); }
   const std::vector<std::pair<double, double>>& points() const { return points_; }
+  double max_value() const { return points_.empty() ? 1.0 : max_y_; }  // the curve's plateau
 
   double at(double x) const {
     if (points_.empty()) return 1.0;
@@ -37,6 +41,7 @@ class EfficiencyTable {
  private:
   std::vector<std::pair<double, double>> points_;
   std::vector<double> log_x_;  // log(points_[i].first)
+  double max_y_ = 0.0;
 };
 
 }  // namespace servesim

@@ -9,6 +9,7 @@
 #include "sim/hw/efficiency_table.hpp"
 #include "sim/hw/measured_tables.hpp"
 #include "sim/hw/interconnect.hpp"
+#include "sim/model/ops.hpp"
 
 namespace servesim {
 
@@ -36,6 +37,10 @@ struct HwProfile {
   double kernel_launch_s = 0.0;              // host cost of one eager kernel launch
   double graph_launch_s = 0.0;               // host cost of launching one captured CUDA graph
   double kernel_overhead_s = 0.0;            // GPU-side fixed cost per kernel (ramp-up, tail, gap)
+  // GPU idle between two dependent kernels of a step, beyond kernel_overhead_s: the calibrators
+  // time one kernel repeated back to back; whole models (different kernels, each waiting for the
+  // last) leave more. Fitted to whole-model steps (servesim calibrate independent); 0 = not measured.
+  double dependent_kernel_gap_s = 0.0;
 
   EfficiencyTable gemm_compute_frac_by_m;              // achieved/peak FLOP rate vs GEMM M (tokens)
   EfficiencyTable memory_bw_frac_by_bytes;             // achieved/peak bandwidth vs bytes per kernel
@@ -46,6 +51,23 @@ struct HwProfile {
   // the generic curves above for their op kind: see cost_model.cpp.
   std::array<GemmTable, kNumDtypes> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
   LogGrid2D attention_decode_frac;        // roofline fraction over (KV head-tokens per launch, context)
+
+  // Measured tables of other attention kernel families (index: AttentionKernel; [standard] stays
+  // empty, it is the tables above). An engine that runs such a family uses them when present and
+  // the standard tables otherwise.
+  struct AttentionKernelTables {
+    LogGrid2D decode_frac;                           // as attention_decode_frac
+    // Prefill compute fraction over FLOPs per launch (not KV tokens: a short prefill is
+    // latency-bound whatever its head count, and FLOPs carry the head count).
+    EfficiencyTable prefill_compute_frac_by_flops;
+    std::string source;                              // where the measurements came from
+    bool empty() const { return decode_frac.empty(); }
+  };
+  std::array<AttentionKernelTables, kAttentionKernels> attention_kernel_tables;
+  const AttentionKernelTables* attention_tables(AttentionKernel k) const {
+    const auto& t = attention_kernel_tables[static_cast<std::size_t>(k)];
+    return k == AttentionKernel::standard || t.empty() ? nullptr : &t;
+  }
 
   // Weight-only quantized GEMMs measured by our calibrator (calibrate/src/bench_quant.cu), per
   // weight width (weight_only_tables[0]: 4-bit, [1]: 8-bit): roofline fractions of the fused

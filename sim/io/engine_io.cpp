@@ -37,6 +37,18 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
     kp.kv_cache_concat = k.boolean_or("kv_cache_concat", false);
     kp.extra_kernels_per_layer = kernel_count(k, "extra_kernels", 0, 64, 0);
     kp.sampler_kernels = kernel_count(k, "sampler_kernels", 1, 64, 1);
+    kp.elementwise_bw_frac = k.number_in_or("elementwise_bw_frac", 0.05, 1.0, 1.0);
+    if (k.has("attention_impl")) {
+      const std::string impl = k.string("attention_impl");
+      bool known = false;
+      for (std::size_t i = 0; i < kAttentionKernels; ++i) {
+        if (impl == attention_kernel_name(static_cast<AttentionKernel>(i))) {
+          kp.attention_kernel = static_cast<AttentionKernel>(i);
+          known = true;
+        }
+      }
+      if (!known) k.fail("attention_impl", "must be standard or sdpa, got '" + impl + "'");
+    }
     k.finish();
   }
   {

@@ -81,7 +81,36 @@ GemmTable parse_gemm_columns(JsonReader r) {
   return GemmTable(std::move(shapes));
 }
 
-// "calibration": measured tables written by `servesim calibrate fit|vidur` (all optional).
+// A decode-attention grid {"kv_head_tokens", "context_tokens", "frac": one row per kv_head_tokens}.
+LogGrid2D parse_decode_grid(JsonReader& attn) {
+  std::vector<double> batch = positive_list(attn, "kv_head_tokens");
+  std::vector<double> context = positive_list(attn, "context_tokens");
+  const auto& rows = attn.raw("frac");
+  if (!rows.is_array() || rows.size() != batch.size()) attn.fail("frac", "must have one row per kv_head_tokens value");
+  std::vector<double> values;
+  for (const auto& row : rows) {
+    if (!row.is_array() || row.size() != context.size()) attn.fail("frac", "each row must have one value per context");
+    for (const auto& v : row) {
+      if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() <= 1.0)) attn.fail("frac", "values must be in (0, 1]");
+      values.push_back(v.get<double>());
+    }
+  }
+  attn.finish();
+  return LogGrid2D(std::move(batch), std::move(context), std::move(values));
+}
+
+// {"decode": grid, "prefill_compute_frac_by_flops": table, "source"}: one attention kernel family.
+HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
+  HwProfile::AttentionKernelTables t;
+  JsonReader decode = f.object("decode");
+  t.decode_frac = parse_decode_grid(decode);
+  t.prefill_compute_frac_by_flops = parse_table(f, "prefill_compute_frac_by_flops");
+  t.source = f.string_or("source", "");
+  f.finish();
+  return t;
+}
+
+// "calibration": measured tables written by `servesim calibrate fit|vidur|independent` (all optional).
 void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto gemm = r.object_if("gemm")) {
     // A dtype's table, or the name of the dtype whose table it shares ("bf16": "fp16": vidur
@@ -120,21 +149,15 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
     }
     quant->finish();
   }
-  if (auto attn = r.object_if("attention_decode")) {
-    std::vector<double> batch = positive_list(*attn, "kv_head_tokens");
-    std::vector<double> context = positive_list(*attn, "context_tokens");
-    const auto& rows = attn->raw("frac");
-    if (!rows.is_array() || rows.size() != batch.size()) attn->fail("frac", "must have one row per batch value");
-    std::vector<double> values;
-    for (const auto& row : rows) {
-      if (!row.is_array() || row.size() != context.size()) attn->fail("frac", "each row must have one value per context");
-      for (const auto& v : row) {
-        if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() <= 1.0)) attn->fail("frac", "values must be in (0, 1]");
-        values.push_back(v.get<double>());
-      }
+  if (auto attn = r.object_if("attention_decode")) hw.attention_decode_frac = parse_decode_grid(*attn);
+  if (auto families = r.object_if("attention_kernels")) {
+    for (std::size_t i = 1; i < kAttentionKernels; ++i) {
+      const char* name = attention_kernel_name(static_cast<AttentionKernel>(i));
+      auto f = families->object_if(name);
+      if (!f) continue;
+      hw.attention_kernel_tables[i] = parse_attention_tables(*f);
     }
-    attn->finish();
-    hw.attention_decode_frac = LogGrid2D(std::move(batch), std::move(context), std::move(values));
+    families->finish();
   }
   if (auto c = r.object_if("contention")) {
     hw.contention_copy_copy_slowdown = c->number_in("copy_copy_slowdown", 1.0, 100.0);
@@ -301,6 +324,7 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
     hw.kernel_launch_s = launch.positive("kernel_launch_s");
     hw.graph_launch_s = launch.positive("graph_launch_s");
     hw.kernel_overhead_s = launch.positive("kernel_overhead_s");
+    hw.dependent_kernel_gap_s = launch.number_in_or("dependent_kernel_gap_s", 0.0, 1e-4, 0.0);
     launch.finish();
   }
   // Measured tables: inline ("tables": {...}) or in the file "tables" names, relative to this one.
@@ -354,6 +378,12 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
 }
 
 HwProfile load_hw_profile(const std::string& path) { return parse_hw_profile(load_json_file(path), path); }
+
+HwProfile::AttentionKernelTables parse_attention_kernel_tables(const nlohmann::json& doc, const std::string& file,
+                                                               const std::string& path) {
+  JsonReader r(doc, file, path);
+  return parse_attention_tables(r);
+}
 
 nlohmann::json provenance_to_json(const Provenance& p) {
   nlohmann::json j = {{"kind", p.kind}, {"method", p.method}, {"sources", p.sources}};

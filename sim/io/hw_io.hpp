@@ -20,6 +20,10 @@ HwProfile load_hw_profile(const std::string& path);
 // `file` names the document in errors and anchors a relative tables path.
 HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file);
 nlohmann::json provenance_to_json(const Provenance& p);
+// One attention kernel family's tables (the form of calibration.attention_kernels.<family>), e.g.
+// as `fit_sdpa_attention` returns them; `path` names the object in errors.
+HwProfile::AttentionKernelTables parse_attention_kernel_tables(const nlohmann::json& doc, const std::string& file,
+                                                               const std::string& path);
 
 // --- Building and writing profiles (the fitters) ---
 

@@ -26,6 +26,14 @@ const char* op_kind_name(OpKind k) {
   return "?";
 }
 
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::standard: return "standard";
+    case AttentionKernel::sdpa: return "sdpa";
+  }
+  return "?";
+}
+
 void BatchShape::add_prefill(std::int64_t new_tokens, std::int64_t context_tokens, bool samples) {
   const double n = static_cast<double>(new_tokens);
   const double c = static_cast<double>(context_tokens);
@@ -74,6 +82,20 @@ Op layer_op(const char* name, OpKind kind, std::int64_t per_layer, std::int64_t 
   Op op = streaming_op(name, kind, per_layer * kernels * layers, flops / kernels, restream ? bytes : bytes / kernels);
   op.per_layer = per_layer * kernels;
   return op;
+}
+
+// The engine's elementwise bandwidth on the streaming kinds; GEMMs, attention and collectives
+// keep their own tables.
+void set_stream_efficiency(Op& op, const KernelPlan& plan) {
+  switch (op.kind) {
+    case OpKind::embedding:
+    case OpKind::norm:
+    case OpKind::rope:
+    case OpKind::kv_write:
+    case OpKind::elementwise:
+    case OpKind::sampler: op.stream_efficiency = plan.elementwise_bw_frac; break;
+    default: break;
+  }
 }
 
 Op comm_op(const char* name, OpKind kind, std::int64_t count, std::int64_t per_layer, double bytes, std::int64_t gpus,
@@ -146,6 +168,7 @@ void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b
 Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelPlan& plan) {
   Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 0.0, 0.0);
   attn.attn_kv_heads = m.is_mla() ? 1 : m.num_kv_heads;  // MLA: every head reads one shared latent
+  attn.attn_kernel = plan.attention_kernel;
   return attn;
 }
 
@@ -358,6 +381,7 @@ void refresh_context_op(const ModelSpec& m, const BatchShape& b, const Precision
     set_decode_attention_work(op, m, b, p, plan);
   } else if (op.name == kKvConcatName) {
     op = kv_concat_op(m, b, p);
+    set_stream_efficiency(op, plan);
   }
 }
 
@@ -469,6 +493,9 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
     out.push_back(streaming_op("sampler", OpKind::sampler, plan.sampler_kernels, 5.0 * logits / plan.sampler_kernels,
                                logits * 4.0 / plan.sampler_kernels));
     out.back().placement = Placement::last_stage;
+  }
+  if (plan.elementwise_bw_frac != 1.0) {
+    for (Op& op : out) set_stream_efficiency(op, plan);
   }
 }
 

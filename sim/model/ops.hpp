@@ -1,6 +1,7 @@
 // The op list of one iteration: what a batch of prefill chunks and decode tokens asks the GPU
 // to do, as FLOPs and bytes per op kind. Pure functions of (ModelSpec, BatchShape, dtypes).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,13 @@ enum class OpKind {
 inline bool is_communication(OpKind k) {
   return k == OpKind::all_reduce || k == OpKind::all_gather || k == OpKind::all_to_all;
 }
+
+// Which attention kernel family an engine runs. The hardware profile's own tables describe
+// `standard` (its calibrated or published kernel); a profile may carry measured tables for other
+// families (`sdpa`: PyTorch scaled_dot_product_attention, flash/cuDNN backends), used when present.
+enum class AttentionKernel : std::uint8_t { standard, sdpa };
+inline constexpr std::size_t kAttentionKernels = 2;
+const char* attention_kernel_name(AttentionKernel k);
 
 // Where an op runs when layers are split into pipeline stages: every stage (per layer), only the
 // first stage (embedding) or only the last (final norm, LM head, sampling).
@@ -42,6 +50,10 @@ struct Op {
   std::int64_t attn_seqs = 0;
   std::int64_t attn_kv_heads = 0;
   double attn_kv_tokens = 0.0;
+  AttentionKernel attn_kernel = AttentionKernel::standard;
+  // Streaming ops (norms, rope, KV writes, elementwise, embedding, sampler): the ceiling of this
+  // engine's kernels as a fraction of the profile's streaming plateau (KernelPlan::elementwise_bw_frac).
+  double stream_efficiency = 1.0;
   // Communication ops: GPUs in the collective (bytes is the message size per GPU).
   int comm_gpus = 0;
   // grouped_gemm: experts with at least one token (m is then the tokens per such expert, n and k
@@ -95,6 +107,12 @@ struct KernelPlan {
   bool kv_cache_concat = false;   // HF DynamicCache: torch.cat copies the whole cache every step
   int extra_kernels_per_layer = 0;  // copies, casts, contiguous() on activations
   int sampler_kernels = 1;
+  AttentionKernel attention_kernel = AttentionKernel::standard;  // the attention kernel family
+  // Bandwidth ceiling of the engine's elementwise kernels as a fraction of the profile's streaming
+  // plateau (the calibrators' 16-byte vectorized kernels): PyTorch's eager kernels on broadcast and
+  // strided views (rope's cos/sin, the norm weight, chunked gate/up) saturate lower; small, latency-
+  // bound launches are unaffected. 1: as calibrated.
+  double elementwise_bw_frac = 1.0;
 };
 
 // How the tokens of a mixture-of-experts layer spread over GPUs (ignored by dense models).

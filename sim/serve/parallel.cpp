@@ -176,7 +176,7 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   if (!m.valid || !same_but_context(shape, m.shape) || m.pieces.per_kernel_s != per_kernel_s) {
     build_iteration_ops(s.model, shape, s.precision, scratch_ops_, plan, tp, parallel_.moe_routing());
     time_kernels(scratch_ops_, s.hw, s.precision.weights, &cache_, scratch_times_);
-    summarize_step(scratch_ops_, scratch_times_, per_kernel_s, m.pieces);
+    summarize_step(scratch_ops_, scratch_times_, per_kernel_s, s.hw.dependent_kernel_gap_s, m.pieces);
   } else {
     // Contexts rarely repeat: estimate() directly, no cache entry to evict others for.
     for (std::size_t i = 0; i < m.pieces.num_context; ++i) {

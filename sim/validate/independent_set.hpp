@@ -10,21 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/calib/independent.hpp"
 #include "sim/hw/hw_profile.hpp"
 
 namespace servesim {
-
-// The merged sections of one or more run files (later files replace earlier sections of the same
-// name): `{"schema": "servesim-independent/1", "sections": {...}}` each.
-struct IndependentSet {
-  std::map<std::string, nlohmann::json> sections;
-  std::map<std::string, std::string> file_of;  // section -> the file it came from (for errors)
-  bool has(const std::string& name) const { return sections.count(name) > 0; }
-  const nlohmann::json& section(const std::string& name) const;  // InputError naming the files if missing
-};
-IndependentSet load_independent_set(const std::vector<std::string>& files);
-// The committed set: every calibrate/results/h200/independent/run_*.json in the data directory.
-std::vector<std::string> default_independent_files();
 
 // One prediction of one measurement. `group` (kernel, step, engine) and `phase` name what is
 // compared; `engine` is the engine profile the prediction used.
