@@ -167,7 +167,7 @@ std::vector<CaseResult> run_public_cases(const nlohmann::json& doc, const std::s
       r.note = "per-layer operator table: tests/validation/test_vidur_layers.cpp";
     } else if (tp > 1) {
       r.skipped = true;
-      r.note = "needs tensor parallelism (issue 9)";
+      r.note = "tensor-parallel case: tests/validation/test_tensor_parallel.cpp";
     } else if (r.hw.empty()) {
       r.skipped = true;
       r.note = "no profile for GPU '" + c.value("gpu", "") + "'";
