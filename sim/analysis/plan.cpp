@@ -1,7 +1,9 @@
 // See plan.hpp. Options are independent, so they run across cores (each saturate also spreads its
-// replications); rows keep the options' order.
+// replications); the result is sorted afterwards, so it does not depend on thread timing.
 #include "sim/analysis/plan.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include <tbb/parallel_for.h>
@@ -10,67 +12,112 @@
 
 namespace servesim {
 
-Table plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
-  struct Outcome {
-    std::string error;
-    SaturateResult sat;
-    double mean_output_tokens = 0.0;
-  };
-  std::vector<Outcome> outcomes(options.size());
-  tbb::parallel_for(std::size_t{0}, options.size(), [&](std::size_t i) {
-    const PlanOption& opt = options[i];
-    Outcome& out = outcomes[i];
-    try {
-      make(opt, o.target_rate_per_s, seed);  // fits at all?
-      out.sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s); }, seed, o.saturate);
-      out.mean_output_tokens = 0.0;
-      // Mean output length from a run at the stable rate (the workload's, not the GPU's, property).
-      if (out.sat.stable_qps > 0.0) {
-        const Scenario sc = make(opt, out.sat.stable_qps, seed);
-        out.mean_output_tokens = metric(summarize_run(sc, simulate(sc)), "mean_output_tokens");
-      }
-    } catch (const InputError& e) {
-      out.error = e.what();
+namespace {
+
+PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
+  PlanRow row;
+  row.option = opt;
+  const auto price = o.usd_per_gpu_hour.find(opt.hw);
+  if (price != o.usd_per_gpu_hour.end()) row.usd_per_gpu_hour = price->second;
+  SaturateResult sat;
+  try {
+    make(opt, o.target_rate_per_s, seed);  // fits at all?
+    row.fits = true;
+    SaturateOptions so = o.saturate;
+    so.progress = nullptr;  // the plan reports per option
+    sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s); }, seed, so);
+    // Mean output length from a run at the stable rate (the workload's, not the GPU's, property).
+    if (sat.stable_qps > 0.0) {
+      const Scenario sc = make(opt, sat.stable_qps, seed);
+      row.mean_output_tokens = metric(summarize_run(sc, simulate(sc)), "mean_output_tokens");
     }
+  } catch (const InputError& e) {
+    row.note = e.message();  // the reason alone: the scenario file is plan's, not the user's
+    return row;
+  }
+  row.stable_qps_per_replica = sat.stable_qps;
+  row.saturation_batch_size = sat.saturation_batch_size;
+  row.meets_slo = sat.stable_qps > 0.0;
+  if (!row.meets_slo) {
+    row.note = "misses the SLO on one replica at any rate";
+    return row;
+  }
+  row.replicas = static_cast<std::int64_t>(std::ceil(o.target_rate_per_s / sat.stable_qps - 1e-9));
+  row.gpus = row.replicas * opt.tp;  // expert parallelism stays inside the TP group
+  if (!row.usd_per_gpu_hour) {
+    row.note = "no price for " + opt.hw + " in the price list";
+  } else if (row.mean_output_tokens > 0.0) {
+    row.usd_per_hour = static_cast<double>(row.gpus) * *row.usd_per_gpu_hour;
+    const double tokens_per_hour = o.target_rate_per_s * row.mean_output_tokens * 3600.0;
+    row.usd_per_million_output_tokens = *row.usd_per_hour / tokens_per_hour * 1e6;
+  }
+  return row;
+}
+
+// Sort key: meeting the SLO and priced, cheapest first; then meeting without a price; then
+// missing the SLO; then not fitting.
+int rank(const PlanRow& r) {
+  if (r.meets_slo) return r.usd_per_million_output_tokens ? 0 : 1;
+  return r.fits ? 2 : 3;
+}
+
+}  // namespace
+
+PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
+  PlanResult out;
+  out.rows.resize(options.size());
+  std::atomic<std::size_t> done{0};
+  tbb::parallel_for(std::size_t{0}, options.size(), [&](std::size_t i) {
+    out.rows[i] = evaluate(options[i], make, seed, o);
+    const std::size_t n = ++done;
+    if (o.progress) o.progress(n, options.size());
   });
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const PlanRow& a, const PlanRow& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (rank(a) != 0) return false;
+    if (*a.usd_per_million_output_tokens != *b.usd_per_million_output_tokens) {
+      return *a.usd_per_million_output_tokens < *b.usd_per_million_output_tokens;
+    }
+    // Same cost: the one with more headroom (rate the replicas sustain together) first.
+    return static_cast<double>(a.replicas) * a.stable_qps_per_replica > static_cast<double>(b.replicas) * b.stable_qps_per_replica;
+  });
+  if (!out.rows.empty() && rank(out.rows.front()) == 0) out.cheapest = 0;
+  return out;
+}
+
+Table plan_table(const PlanResult& r) {
   Table t;
   // The ep column only when some option uses expert parallelism: dense plans keep their columns.
   bool any_ep = false;
-  for (const PlanOption& opt : options) any_ep = any_ep || opt.ep > 1;
-  for (std::size_t i = 0; i < options.size(); ++i) {
-    const PlanOption& opt = options[i];
-    const Outcome& out = outcomes[i];
-    t.set(i, "hw", opt.hw);
-    t.set(i, "quant", opt.quant);
-    t.set(i, "tp", static_cast<std::int64_t>(opt.tp));
-    if (any_ep) t.set(i, "ep", static_cast<std::int64_t>(opt.ep));
-    t.set(i, "fits", out.error.empty());
-    const auto price = o.usd_per_gpu_hour.find(opt.hw);
-    if (price != o.usd_per_gpu_hour.end()) t.set(i, "usd_per_gpu_hour", price->second);
-    if (!out.error.empty()) {
-      t.set(i, "meets_slo", false);
-      t.set(i, "note", out.error);
-      continue;
+  for (const PlanRow& row : r.rows) any_ep = any_ep || row.option.ep > 1;
+  // Columns in reading order, whatever the first row holds; the note last.
+  for (const char* c : {"cheapest", "hw", "quant", "tp", "ep", "fits", "meets_slo", "replicas", "gpus", "usd_per_hour",
+                        "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
+                        "mean_output_tokens", "usd_per_gpu_hour", "note"}) {
+    if (any_ep || std::string(c) != "ep") t.column(c);
+  }
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const PlanRow& row = r.rows[i];
+    t.set(i, "cheapest", r.cheapest == i);
+    t.set(i, "hw", row.option.hw);
+    t.set(i, "quant", row.option.quant);
+    t.set(i, "tp", static_cast<std::int64_t>(row.option.tp));
+    if (any_ep) t.set(i, "ep", static_cast<std::int64_t>(row.option.ep));
+    t.set(i, "fits", row.fits);
+    t.set(i, "meets_slo", row.meets_slo);
+    if (row.meets_slo) {
+      t.set(i, "replicas", row.replicas);
+      t.set(i, "gpus", row.gpus);
     }
-    t.set(i, "stable_qps_per_replica", out.sat.stable_qps);
-    t.set(i, "saturation_batch_size", out.sat.saturation_batch_size);
-    const bool meets = out.sat.stable_qps > 0.0;
-    t.set(i, "meets_slo", meets);
-    if (!meets) {
-      t.set(i, "note", "no rate meets the SLO on one replica");
-      continue;
+    if (row.usd_per_hour) t.set(i, "usd_per_hour", *row.usd_per_hour);
+    if (row.usd_per_million_output_tokens) t.set(i, "usd_per_million_output_tokens", *row.usd_per_million_output_tokens);
+    if (row.fits) {
+      t.set(i, "stable_qps_per_replica", row.stable_qps_per_replica);
+      t.set(i, "saturation_batch_size", row.saturation_batch_size);
     }
-    const auto replicas = static_cast<std::int64_t>(std::ceil(o.target_rate_per_s / out.sat.stable_qps - 1e-9));
-    const std::int64_t gpus = replicas * opt.tp;  // expert parallelism stays inside the TP group
-    t.set(i, "replicas", replicas);
-    t.set(i, "gpus", gpus);
-    t.set(i, "mean_output_tokens", out.mean_output_tokens);
-    if (price != o.usd_per_gpu_hour.end() && out.mean_output_tokens > 0.0) {
-      const double tokens_per_hour = o.target_rate_per_s * out.mean_output_tokens * 3600.0;
-      t.set(i, "usd_per_million_output_tokens", static_cast<double>(gpus) * price->second / tokens_per_hour * 1e6);
-    } else {
-      t.set(i, "note", "no price for " + opt.hw);
-    }
+    if (row.meets_slo) t.set(i, "mean_output_tokens", row.mean_output_tokens);
+    if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
+    t.set(i, "note", row.note);
   }
   return t;
 }

@@ -1,9 +1,11 @@
-// plan: for each (GPU, precision, tensor-parallel size[, expert-parallel size]) option, whether the model fits, the
-// per-replica stable rate under the SLO (saturate), the replicas and GPUs needed for the target
-// rate, and the cost per million output tokens at on-demand prices.
+// plan: for each (GPU, precision, tensor-parallel size[, expert-parallel size]) option, whether the
+// model fits, the per-replica stable rate under the SLO (saturate), the replicas and GPUs needed for
+// the target rate, and the cost at on-demand prices. Rows come back cheapest first, so the answer
+// to "what should I buy" is the first row that meets the SLO.
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,15 +21,40 @@ struct PlanOption {
 };
 
 // Scenario of one replica of `option` at `rate_per_s` and `seed`. Throws InputError when the option
-// is impossible (model does not fit, dtype unsupported); plan records the message.
+// is impossible (model does not fit, dtype unsupported); plan records its message.
 using PlanScenarioFactory = std::function<Scenario(const PlanOption& option, double rate_per_s, std::uint64_t seed)>;
 
 struct PlanOptions {
   double target_rate_per_s = 1.0;
   SaturateOptions saturate;
   std::map<std::string, double> usd_per_gpu_hour;  // by hardware profile name
+  // Optional: after each option's search, (options done, total), from the thread that ran it.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
-Table plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o);
+struct PlanRow {
+  PlanOption option;
+  bool fits = false;
+  bool meets_slo = false;
+  std::string note;  // why it does not fit or meet the SLO, or what is missing (never a file name)
+  double stable_qps_per_replica = 0.0;
+  std::int64_t saturation_batch_size = 0, replicas = 0, gpus = 0;
+  double mean_output_tokens = 0.0;  // measured in a run at the stable rate
+  std::optional<double> usd_per_gpu_hour, usd_per_hour, usd_per_million_output_tokens;
+};
+
+struct PlanResult {
+  // Options that meet the SLO, cheapest per output token first (at equal cost, the most headroom:
+  // replicas x stable rate), unpriced after priced; then those that fit but miss it, then those
+  // that do not fit, in the options' order.
+  std::vector<PlanRow> rows;
+  // rows[0] when it meets the SLO and has a price: the configuration to buy.
+  std::optional<std::size_t> cheapest;
+};
+
+PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o);
+
+// Every field, one row per option in the result's order ("cheapest" marks the answer).
+Table plan_table(const PlanResult& r);
 
 }  // namespace servesim

@@ -5,11 +5,9 @@
 
 namespace servesim {
 
-RooflineResult roofline(const std::vector<Op>& ops, const HwProfile& hw, Dtype dtype, const LaunchConfig& launch,
-                        std::int64_t batch_seqs) {
+RooflineResult roofline(const std::vector<Op>& ops, const StepTime& step, const HwProfile& hw, Dtype dtype) {
   RooflineResult r;
   r.ridge_point_flops_per_byte = hw.ridge_point(dtype);
-  const StepTime step = estimate_step(ops, hw, dtype, launch, batch_seqs);
   double attention_s = 0.0;
   for (const Op& op : ops) {
     const KernelTime k = estimate(op, hw, dtype);
@@ -29,6 +27,9 @@ RooflineResult roofline(const std::vector<Op>& ops, const HwProfile& hw, Dtype d
     const double efficiency_gap = n * std::max(0.0, std::max(k.compute_s, k.memory_s) - k.roofline_s);
     (k.compute_s >= k.memory_s ? o.gap_small_shape_s : o.gap_bandwidth_s) = efficiency_gap;
     if (op.kind == OpKind::attention_decode || op.kind == OpKind::attention_prefill) attention_s += o.predicted_time_s;
+    r.gap_launch_s += o.gap_launch_s;
+    r.gap_small_shape_s += o.gap_small_shape_s;
+    r.gap_bandwidth_s += o.gap_bandwidth_s;
     r.ops.push_back(o);
   }
   r.step_time_s = step.time_s;
@@ -36,7 +37,7 @@ RooflineResult roofline(const std::vector<Op>& ops, const HwProfile& hw, Dtype d
   r.roofline_s = step.roofline_s;
   r.host_s = step.host_s;
   r.launch_s = step.launch_s;
-  r.launch_wait_s = std::max(0.0, step.launch_s - step.gpu_s);
+  r.launch_wait_s = step.launch_wait_s;
   r.attention_share_frac = step.gpu_s > 0.0 ? attention_s / step.gpu_s : 0.0;
   return r;
 }

@@ -29,11 +29,14 @@ struct RooflineResult {
   double ridge_point_flops_per_byte = 0.0;
   std::vector<RooflineOp> ops;
   double step_time_s = 0.0, gpu_s = 0.0, roofline_s = 0.0, host_s = 0.0, launch_s = 0.0;
-  double launch_wait_s = 0.0;  // launch time beyond GPU time (the GPU waits on the host)
+  double launch_wait_s = 0.0;  // time the GPU waits on launches (the step's launch queue)
   double attention_share_frac = 0.0;  // attention ops' share of GPU time
+  // The three parts of the gap between the ops' roofline and their predicted time, summed over ops.
+  double gap_launch_s = 0.0, gap_small_shape_s = 0.0, gap_bandwidth_s = 0.0;
 };
 
-RooflineResult roofline(const std::vector<Op>& ops, const HwProfile& hw, Dtype compute_dtype, const LaunchConfig& launch,
-                        std::int64_t batch_seqs);
+// The ops of one step and the step's time as `step` computes them (sim/analysis/step_query), so
+// both commands give the same step time.
+RooflineResult roofline(const std::vector<Op>& ops, const StepTime& step, const HwProfile& hw, Dtype compute_dtype);
 
 }  // namespace servesim

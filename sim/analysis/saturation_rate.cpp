@@ -36,16 +36,26 @@ void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_ca
   out.saturation_batch_size = decode_saturation(s, static_cast<double>(ctx)).batch_size;
 }
 
+double SaturateProgress::fraction() const {
+  double remaining = 4.0;
+  if (lo > 0.0 && hi > 0.0) {
+    remaining = hi / lo - 1.0 > rel_tolerance ? std::ceil(std::log2(std::log(hi / lo) / std::log1p(rel_tolerance))) : 0.0;
+  }
+  const double done = static_cast<double>(probes_done);
+  return done / (done + std::max(1.0, remaining));
+}
+
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& o) {
   SaturateResult out;
   int budget = o.max_probes;
+  double lo = 0.0, hi = 0.0;
   auto run = [&](double rate) {
+    if (o.progress) o.progress({static_cast<int>(out.probes.size()), rate, lo, hi, o.rel_tolerance});
     out.probes.push_back(probe(make, base_seed, rate, o));
     --budget;
     return out.probes.back();
   };
   // 1. Bracket: double up from a passing rate, or halve down from a failing one.
-  double lo = 0.0, hi = 0.0;
   SaturateProbe best;
   const SaturateProbe first = run(o.start_rate_per_s);
   if (passes(first)) {

@@ -16,12 +16,24 @@ namespace servesim {
 // Builds the scenario at `rate_per_s` with `seed`.
 using RateScenarioFactory = std::function<Scenario(double rate_per_s, std::uint64_t seed)>;
 
+// Where a search stands, before each probe (for progress lines).
+struct SaturateProgress {
+  int probes_done = 0;
+  double next_rate_per_s = 0.0;
+  double lo = 0.0, hi = 0.0;  // passing and failing rates found so far (0: none yet)
+  double rel_tolerance = 0.01;
+  // Share of the search done: probes so far over probes so far plus those the bracket still
+  // needs (bisection steps to the tolerance; a guess of 4 while bracketing).
+  double fraction() const;
+};
+
 struct SaturateOptions {
   int replications = 3;
   double start_rate_per_s = 1.0;
   double rel_tolerance = 0.01;  // stop when hi / lo - 1 is below this
   int max_probes = 40;
   bool parallel = true;
+  std::function<void(const SaturateProgress&)> progress;  // optional; called before each probe
 };
 
 struct SaturateProbe {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/core/error.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/parallel.hpp"
 
@@ -34,22 +35,38 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
   if (!dtype || *dtype == Dtype::fp32) {
     throw InputError(cmd, "--dtype", "must be bf16, fp16, fp8, int8, w8a16, w4a16, w4a16-gptq or w4a16-awq, got '" + dtype_text + "'");
   }
-  if (!hw.supports(*dtype)) throw InputError(cmd, "--dtype", dtype_text + " is not supported by " + hw.name);
+  if (group_size <= 0) throw InputError(cmd, "--group-size", "must be > 0");
+  GemmQuery g;
   Precision precision{*dtype, *dtype, *dtype};
   if (wo) precision.quant = *weight_only_scheme;
-  if (group_size <= 0) throw InputError(cmd, "--group-size", "must be > 0");
+  if (!hw.supports(*dtype)) {
+    // An 8- or 4-bit format the GPU lacks runs as its w8a8/w4a4 scheme on 16-bit units (emulated).
+    const auto scheme = parse_quant(dtype_text);
+    if (!scheme || !w8a8_dtype(*scheme) || !hw.supports(Dtype::bf16)) {
+      throw InputError(cmd, "--dtype", dtype_text + " is not supported by " + hw.name);
+    }
+    precision = Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+    precision.quant = *scheme;
+    g.emulated = true;
+  }
   precision.group_size = group_size;
-  GemmQuery g;
   g.op = make_gemm_op("gemm", 1, m, n, k, precision);
-  g.dtype = *dtype;
-  g.time = estimate(g.op, hw, *dtype);
+  g.dtype = precision.weights;
+  g.time = estimate(g.op, hw, precision.weights);
   return g;
+}
+
+LaunchConfig default_launch() {
+  LaunchConfig l;
+  l.host_overhead_per_step_s = EngineConfig::kDefaultHostOverheadPerStepS;
+  l.host_overhead_per_seq_s = EngineConfig::kDefaultHostOverheadPerSeqS;
+  return l;
 }
 
 namespace {
 TimedStep time_shape(const StepQuery& q, BatchShape shape, bool force_eager, std::int64_t seqs) {
   TimedStep t;
-  LaunchConfig launch;  // without an engine: no host overhead, CUDA graphs for decode
+  LaunchConfig launch = q.launch_without_engine;
   KernelPlan plan;
   if (q.engine) {
     launch = q.engine->launch;
@@ -77,12 +94,37 @@ TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prom
   return time_shape(q, shape, true, batch);
 }
 
-std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances) {
+namespace {
+MemoryPlan step_memory(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances) {
   EngineConfig e;
   e.max_num_batched_tokens = 2048;
   e.max_model_len = context_tokens;  // sliding-window layers: the KV per token at this context
-  const MemoryPlan m = plan_memory(q.model, q.hw, q.precision, e, q.parallel.tensor_parallel_size,
-                                     q.parallel.pipeline_parallel_size, instances, q.parallel.expert_parallel_size);
+  return plan_memory(q.model, q.hw, q.precision, e, q.parallel.tensor_parallel_size, q.parallel.pipeline_parallel_size,
+                     instances, q.parallel.expert_parallel_size);
+}
+}  // namespace
+
+void check_step_fits(const StepQuery& q, std::int64_t batch, std::int64_t tokens_per_seq, const std::string& cmd) {
+  const MemoryPlan m = step_memory(q, tokens_per_seq, 1);
+  const std::string where = q.model.name + " on " + q.hw.name +
+                            (q.parallel.gpus_per_replica() > 1 ? " (" + std::to_string(q.parallel.gpus_per_replica()) + " GPUs)" : "");
+  if (m.kv_bytes <= 0.0) {
+    throw InputError(cmd, "--hw", where + " does not fit: " + format_bytes(m.weight_bytes) + " of weights, " +
+                                      format_bytes(m.activation_bytes + m.runtime_bytes) + " of activations and runtime per GPU, " +
+                                      format_bytes(m.budget_bytes) + " usable (0.9 x " + format_bytes(q.hw.memory_bytes) +
+                                      "); try --tp, --quant or a larger GPU");
+  }
+  const double need = static_cast<double>(batch) * static_cast<double>(tokens_per_seq) * m.kv_bytes_per_token;
+  if (need > m.kv_bytes) {
+    const auto most = static_cast<long long>(m.kv_bytes / (static_cast<double>(tokens_per_seq) * m.kv_bytes_per_token));
+    throw InputError(cmd, "--batch", std::to_string(batch) + " sequences of " + std::to_string(tokens_per_seq) + " tokens need " +
+                                         format_bytes(need) + " of KV cache per GPU; " + where + " leaves " + format_bytes(m.kv_bytes) +
+                                         " after the weights (at most " + std::to_string(most) + " such sequences)");
+  }
+}
+
+std::int64_t max_batch(const StepQuery& q, std::int64_t context_tokens, std::int64_t instances) {
+  const MemoryPlan m = step_memory(q, context_tokens, instances);
   if (m.kv_bytes <= 0.0) return 0;
   return static_cast<std::int64_t>(std::floor(m.kv_bytes / (m.kv_bytes_per_token * static_cast<double>(context_tokens))));
 }

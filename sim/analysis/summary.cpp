@@ -93,13 +93,15 @@ const std::vector<std::string>& replicated_metrics() {
   return names;
 }
 
-std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep) {
+std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep,
+                             const std::function<void()>& on_done) {
   std::vector<Metrics> out(scenarios.size());
   if (keep) keep->resize(scenarios.size());
   auto one = [&](std::size_t i) {
     SimResult r = simulate(scenarios[i]);
     out[i] = summarize_run(scenarios[i], r);
     if (keep) (*keep)[i] = std::move(r);
+    if (on_done) on_done();
   };
   if (parallel) {
     tbb::parallel_for(std::size_t{0}, scenarios.size(), one);

@@ -1,6 +1,7 @@
 // The headline numbers of one run under the same names as report.json's paths
 // ("latency.ttft_s.p99", "slo.goodput_requests_per_s"), for sweeps, replications and saturate.
 #pragma once
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +30,9 @@ std::uint64_t replication_seed(std::uint64_t base, int i);
 const std::vector<std::string>& replicated_metrics();
 
 // Runs `scenarios` (independent simulations) across cores with TBB; results in input order.
-// parallel = false runs them one after another (same results, for checking).
-std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep = nullptr);
+// parallel = false runs them one after another (same results, for checking). `on_done`, when set,
+// is called after each simulation, from the thread that ran it.
+std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep = nullptr,
+                             const std::function<void()>& on_done = {});
 
 }  // namespace servesim

@@ -2,6 +2,7 @@
 #include "sim/analysis/sweep.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "sim/core/error.hpp"
@@ -71,7 +72,11 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
       scenarios.push_back(r == 0 ? first : make(assignments[c], static_cast<long long>(replication_seed(first.seed, r))));
     }
   }
-  const std::vector<Metrics> results = run_all(scenarios, o.parallel);
+  std::atomic<std::size_t> done{0};
+  const std::vector<Metrics> results = run_all(scenarios, o.parallel, nullptr, [&] {
+    const std::size_t n = ++done;
+    if (o.progress) o.progress(n, scenarios.size());
+  });
   const auto& names = o.metrics.empty() ? default_metrics() : o.metrics;
   Table t;
   for (const auto& a : grid) t.column(a.key);

@@ -23,6 +23,8 @@ struct SweepOptions {
   int replications = 1;
   bool parallel = true;
   std::vector<std::string> metrics;  // empty: a default selection
+  // Optional: after each simulation, (simulations done, total), from the thread that ran it.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
 // "key=v1,v2,..." -> GridAxis; InputError on a missing '=' or empty value list.

@@ -49,13 +49,16 @@ int cmd_op(const std::vector<std::string>& args) {
   if (p.count("json")) {
     const nlohmann::json out = {{"time_s", t.time_s}, {"flops", op.flops}, {"bytes", t.bytes}, {"bound", bound_name(t.bound)},
                                 {"roofline_time_s", t.roofline_s}, {"hw", hw.name}, {"dtype", dtype_text},
-                                {"kernel", gemm_kernel_name(t.gemm)}, {"launches", t.launches},
+                                {"kernel", gemm_kernel_name(t.gemm)}, {"launches", t.launches}, {"emulated", g.emulated},
                                 {"m", m}, {"n", n}, {"k", k}};
     std::cout << out.dump(2) << "\n";
   } else {
-    std::printf("gemm %lldx%lldx%lld %s on %s: %.3f us (%.1f TFLOP/s, %s-bound, roofline %.3f us)\n", m, n, k,
+    std::printf("gemm %lldx%lldx%lld %s on %s: %.3f us (%.1f TFLOP/s, %s-bound, roofline %.3f us)%s\n", m, n, k,
                 dtype_text.c_str(), hw.name.c_str(), t.time_s * 1e6, op.flops / t.time_s / 1e12, bound_name(t.bound),
-                t.roofline_s * 1e6);
+                t.roofline_s * 1e6,
+                g.emulated ? ("\n  emulated: " + hw.name + " has no " + dtype_text +
+                              " units, so the weights are converted to bf16 and a bf16 GEMM runs (as run and plan do)").c_str()
+                           : "");
   }
   return kExitOk;
 }

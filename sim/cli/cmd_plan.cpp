@@ -1,8 +1,10 @@
 // `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp8,w4a16-awq,...]
-//  [--tp auto|1,2,4,8] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]`:
+//  [--tp 1,2,4,8|auto] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]`:
 // for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
-// needed for rate R under the SLO and the cost per million output tokens.
+// needed for rate R under the SLO and the cost. The text answer's first line names the cheapest
+// configuration that meets the SLO; then the assumptions (workload, SLO, prices) and the table.
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -13,9 +15,13 @@
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/table_io.hpp"
 #include "sim/model/quant.hpp"
 #include "sim/serve/memory_plan.hpp"
 
@@ -58,17 +64,90 @@ std::map<std::string, double> load_prices(const std::string& path) {
   r.finish();
   return out;
 }
+
+// --quant names: the 16-bit dtypes and every scheme; a typo exits 2 with the close ones.
+void check_quant(const std::string& q) {
+  if (q == "bf16" || q == "fp16" || parse_quant(q)) return;
+  const std::vector<std::string> known = {"bf16", "fp16", "fp8", "int8", "w8a16", "w4a16-gptq", "w4a16-awq", "nvfp4", "fp4", "mxfp4"};
+  std::string hint = did_you_mean(q, known);
+  if (hint.empty()) hint = std::string(" (bf16, fp16, ") + kQuantNames + ")";
+  throw InputError("servesim plan", "--quant", "unknown precision '" + q + "'" + hint);
+}
+
+std::string money(double usd) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, usd >= 100.0 ? "$%.0f" : "$%.2f", usd);
+  return buf;
+}
+
+std::string config_name(const PlanRow& r) {
+  std::string s = std::to_string(r.gpus) + " x " + r.option.hw + " (" + r.option.quant + ", tp " + std::to_string(r.option.tp);
+  if (r.option.ep > 1) s += ", ep " + std::to_string(r.option.ep);
+  return s + ", " + std::to_string(r.replicas) + (r.replicas == 1 ? " replica)" : " replicas)");
+}
+
+// The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
+// below the table, why the others were left out.
+void print_plan(const PlanResult& r, const Scenario& workload, double rate, const std::string& workload_name) {
+  if (r.cheapest) {
+    const PlanRow& best = r.rows[*r.cheapest];
+    std::printf("cheapest meeting the SLO: %s at %s/hour, %s per million output tokens\n", config_name(best).c_str(),
+                money(*best.usd_per_hour).c_str(), money(*best.usd_per_million_output_tokens).c_str());
+  } else {
+    std::printf("no configuration tried meets the SLO at %g req/s with a known price (see the notes below)\n", rate);
+  }
+  const RequestClass& c = workload.workload.classes.front();
+  std::printf("workload:  %s arrivals; prompts %s; outputs %s  [%s; --workload to change]\n",
+              describe_arrival(workload.workload.arrival).c_str(), describe_lengths(c.prompt_tokens).c_str(),
+              describe_lengths(c.output_tokens).c_str(), workload_name.c_str());
+  std::printf("slo:       %s\n", describe_slo(c.slo).c_str());
+  std::printf("cost:      GPUs x list price per GPU-hour (hwprofiles/prices.json or --prices); per million output tokens at %g req/s\n\n", rate);
+  Table t;
+  std::vector<std::string> notes;
+  bool any_ep = false;
+  for (const PlanRow& row : r.rows) any_ep = any_ep || row.option.ep > 1;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const PlanRow& row = r.rows[i];
+    std::string label = row.option.hw + " " + row.option.quant + " tp " + std::to_string(row.option.tp) +
+                        (row.option.ep > 1 ? " ep " + std::to_string(row.option.ep) : "");
+    if (!row.fits) {
+      notes.push_back(label + ": " + row.note);
+      continue;
+    }
+    t.set(n, " ", std::string(r.cheapest == i ? "->" : ""));
+    t.set(n, "gpu", row.option.hw);
+    t.set(n, "quant", row.option.quant);
+    t.set(n, "tp", static_cast<std::int64_t>(row.option.tp));
+    if (any_ep) t.set(n, "ep", static_cast<std::int64_t>(row.option.ep));
+    t.set(n, "replicas", row.meets_slo ? Cell(row.replicas) : Cell(std::string("-")));
+    t.set(n, "gpus", row.meets_slo ? Cell(row.gpus) : Cell(std::string("-")));
+    t.set(n, "$/hour", row.usd_per_hour ? Cell(money(*row.usd_per_hour)) : Cell(std::string("-")));
+    t.set(n, "$/M out tok", row.usd_per_million_output_tokens ? Cell(money(*row.usd_per_million_output_tokens)) : Cell(std::string("-")));
+    char qps[32];
+    std::snprintf(qps, sizeof qps, "%.3g", row.stable_qps_per_replica);
+    t.set(n, "req/s per replica", std::string(qps));
+    t.set(n, "slo", std::string(row.meets_slo ? "meets" : "misses"));
+    if (!row.note.empty()) notes.push_back(label + ": " + row.note);
+    ++n;
+  }
+  if (n > 0) write_text(std::cout, t);
+  if (!notes.empty()) {
+    std::printf("%snot shown or incomplete:\n", n > 0 ? "\n" : "");
+    for (const auto& note : notes) std::printf("  %s\n", note.c_str());
+  }
+}
 }  // namespace
 
 int cmd_plan(const std::vector<std::string>& args) {
-  cxxopts::Options opts("servesim plan", "GPUs and cost per million output tokens to serve a rate under an SLO");
+  cxxopts::Options opts("servesim plan", "The cheapest GPUs to serve a rate under an SLO: GPUs, replicas and cost per option");
   opts.add_options()("model", "model name or path", cxxopts::value<std::string>())(
       "rate", "target arrival rate, req/s", cxxopts::value<double>())(
       "hw", "hardware profiles: all or a,b,...", cxxopts::value<std::string>()->default_value("all"))(
       "quant", "precisions to try: bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq, nvfp4 (or fp4), mxfp4 (comma-separated)",
       cxxopts::value<std::string>()->default_value("bf16"))(
-      "tp", "tensor-parallel sizes to try (1, 2, 4, 8), or auto: the smallest that fits each GPU and precision",
-      cxxopts::value<std::string>()->default_value("auto"))(
+      "tp", "tensor-parallel sizes to try (1, 2, 4, 8), or auto: only the smallest that fits each GPU and precision",
+      cxxopts::value<std::string>()->default_value("1,2,4,8"))(
       "ep", "expert-parallel sizes to try for mixture-of-experts models (1, 2, 4, 8; each with the TP sizes it divides), "
             "or tp: expert parallelism over the whole TP group",
       cxxopts::value<std::string>()->default_value("1"))(
@@ -88,9 +167,15 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (!p.count("slo")) throw InputError("servesim plan", "--slo", "required (e.g. ttft=1s,tpot=100ms,p=0.99)");
   const double rate = p["rate"].as<double>();
   if (!(rate > 0.0) || !std::isfinite(rate)) throw InputError("servesim plan", "--rate", "must be > 0");
-  ScenarioSource src = scenario_source(p, resolve_data_ref("scenarios", p["workload"].as<std::string>(), "servesim plan", "--workload"));
+  const std::string workload_ref = p["workload"].as<std::string>();
+  ScenarioSource src = scenario_source(p, resolve_data_ref("scenarios", workload_ref, "servesim plan", "--workload"));
+  // Names are checked before anything runs: a typo exits 2 with the close names, not a table row.
   const std::string model = p["model"].as<std::string>();
+  resolve_data_ref("models", model, "servesim plan", "--model");
   std::vector<std::string> hws = p["hw"].as<std::string>() == "all" ? bundled_names("hwprofiles") : split(p["hw"].as<std::string>());
+  for (const auto& hw : hws) resolve_data_ref("hwprofiles", hw, "servesim plan", "--hw");
+  const std::vector<std::string> quants = split(p["quant"].as<std::string>());
+  for (const auto& q : quants) check_quant(q);
   const bool auto_tp = p["tp"].as<std::string>() == "auto";
   std::vector<int> tps;
   for (const auto& t : auto_tp ? std::vector<std::string>{"1", "2", "4", "8"} : split(p["tp"].as<std::string>())) {
@@ -112,12 +197,6 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
     return out;
   };
-  const std::vector<std::string> quants = split(p["quant"].as<std::string>());
-  for (const auto& q : quants) {
-    if (q != "bf16" && q != "fp16" && !parse_quant(q)) {
-      throw InputError("servesim plan", "--quant", "unknown precision '" + q + "' (bf16, fp16, " + kQuantNames + ")");
-    }
-  }
   // One replica of `opt` at `r` req/s: the workload scenario with the option's keys set. Loading
   // checks the dtype, the TP split of the heads and (plan_memory) that the model fits.
   const auto make = [&](const PlanOption& opt, double r, std::uint64_t seed) -> Scenario {
@@ -144,8 +223,7 @@ int cmd_plan(const std::vector<std::string>& args) {
         }
         continue;
       }
-      // auto: the smallest TP that fits (more GPUs per replica only pay when the model needs them);
-      // when none fits, TP 1 is listed with the reason.
+      // auto: the smallest TP that fits; when none fits, TP 1 is listed with the reason.
       PlanOption chosen{hw, q, 1};
       for (int tp : tps) {
         try {
@@ -166,8 +244,39 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
   o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);
-  const Table t = plan(options, make, base.seed, o);
-  emit_table(p, t, "# plan\n\n`servesim plan " + join_args(args) + "`");
+  ProgressBar bar(true);
+  o.progress = [&bar](std::size_t done, std::size_t total) {
+    bar.update(static_cast<double>(done) / static_cast<double>(total), std::to_string(done) + "/" + std::to_string(total) + " options");
+  };
+  const PlanResult result = plan(options, make, base.seed, o);
+  bar.finish();
+  const Table t = plan_table(result);
+  write_csv_if_asked(p, t);
+  if (p.count("md")) {
+    std::ostringstream os;
+    os << "# plan\n\n`servesim plan " << join_args(args) << "`\n\n";
+    write_markdown(os, t);
+    write_file(p["md"].as<std::string>(), os.str());
+  }
+  char rate_key[80];
+  std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", rate);
+  const Scenario assumed = src.load({"model=\"" + model + "\"", rate_key});
+  if (p.count("json")) {
+    const RequestClass& c = assumed.workload.classes.front();
+    nlohmann::json j = {{"target_rate_per_s", rate},
+                        {"workload", {{"scenario", workload_ref},
+                                      {"arrival", describe_arrival(assumed.workload.arrival)},
+                                      {"prompt_tokens", describe_lengths(c.prompt_tokens)},
+                                      {"output_tokens", describe_lengths(c.output_tokens)}}},
+                        {"slo", {{"ttft_s", c.slo.ttft_s}, {"tpot_s", c.slo.tpot_s}, {"e2e_s", c.slo.e2e_s},
+                                 {"percentile", c.slo.percentile}, {"min_success_frac", c.slo.min_success_frac}}},
+                        {"cheapest", nullptr},
+                        {"rows", table_to_json(t)}};
+    if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_plan(result, assumed, rate, workload_ref);
+  }
   return kExitOk;
 }
 

@@ -1,5 +1,7 @@
 // `servesim roofline --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S]
-//  [--dtype bf16] [--json] [--csv FILE] [--md FILE]`: per op roofline against the cost model.
+//  [--quant Q] [--engine NAME] [--tp N] [--json] [--csv FILE] [--md FILE]`: the ops of the step
+// `step` times (same options, same time), each against the roofline, and the time above it split
+// into launch, small-shape and bandwidth parts, per op and in total.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -10,69 +12,17 @@
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/query_options.hpp"
 #include "sim/core/error.hpp"
-#include "sim/io/data_paths.hpp"
-#include "sim/io/hw_io.hpp"
-#include "sim/io/model_io.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/io/table_io.hpp"
 
 namespace servesim::cli {
 
-int cmd_roofline(const std::vector<std::string>& args) {
-  cxxopts::Options opts("servesim roofline", "Per-op roofline of one iteration and the gap to the predicted time");
-  opts.add_options()("model", "model name or path", cxxopts::value<std::string>())("hw", "hardware profile name or path",
-                                                                                   cxxopts::value<std::string>())(
-      "batch", "sequences in the batch", cxxopts::value<long long>()->default_value("1"))(
-      "context", "tokens in each sequence's KV cache", cxxopts::value<long long>()->default_value("0"))(
-      "phase", "decode or prefill", cxxopts::value<std::string>()->default_value("decode"))(
-      "prompt", "prefill: new tokens per sequence", cxxopts::value<long long>())(
-      "dtype", "bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
-      "eager", "launch kernels one by one (no CUDA graph)")("h,help", "show help");
-  add_output_flags(opts);
-  const auto p = parse_args(opts, args);
-  if (p.count("help")) {
-    std::cout << opts.help() << "\n";
-    return kExitOk;
-  }
-  if (!p.count("model")) throw InputError("servesim roofline", "--model", "required");
-  if (!p.count("hw")) throw InputError("servesim roofline", "--hw", "required");
-  const ModelSpec model = load_model(resolve_data_ref("models", p["model"].as<std::string>(), "servesim roofline", "--model"));
-  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim roofline", "--hw"));
-  const auto dtype = parse_dtype(p["dtype"].as<std::string>());
-  if (!dtype || (*dtype != Dtype::bf16 && *dtype != Dtype::fp16)) throw InputError("servesim roofline", "--dtype", "must be bf16 or fp16");
-  if (!hw.supports(*dtype)) throw InputError("servesim roofline", "--dtype", std::string(dtype_name(*dtype)) + " not supported by " + hw.name);
-  const long long batch = p["batch"].as<long long>();
-  const long long context = p["context"].as<long long>();
-  if (batch <= 0) throw InputError("servesim roofline", "--batch", "must be > 0");
-  if (context < 0) throw InputError("servesim roofline", "--context", "must be >= 0");
-  const std::string phase = p["phase"].as<std::string>();
-  BatchShape shape;
-  long long per_seq = context;
-  if (phase == "decode") {
-    for (long long i = 0; i < batch; ++i) shape.add_decode(context);
-    per_seq += 1;
-  } else if (phase == "prefill") {
-    if (!p.count("prompt")) throw InputError("servesim roofline", "--prompt", "required for --phase prefill");
-    const long long prompt = p["prompt"].as<long long>();
-    if (prompt <= 0) throw InputError("servesim roofline", "--prompt", "must be > 0");
-    for (long long i = 0; i < batch; ++i) shape.add_prefill(prompt, context, true);
-    per_seq += prompt;
-  } else {
-    throw InputError("servesim roofline", "--phase", "must be decode or prefill, got '" + phase + "'");
-  }
-  if (per_seq > model.max_context_tokens) {
-    throw InputError("servesim roofline", "--context", "context + new tokens (" + std::to_string(per_seq) + ") exceed " + model.name +
-                                                           "'s max context " + std::to_string(model.max_context_tokens));
-  }
-  const Precision precision{*dtype, *dtype, *dtype};
-  std::vector<Op> ops;
-  build_iteration_ops(model, shape, precision, ops);
-  LaunchConfig launch;  // the scenario defaults: CUDA graphs for decode, host overheads
-  launch.cuda_graphs = phase == "decode" && !p.count("eager");
-  launch.host_overhead_per_step_s = 4e-4;
-  launch.host_overhead_per_seq_s = 5e-6;
-  const RooflineResult r = roofline(ops, hw, *dtype, launch, batch);
+namespace {
 
+// Machine columns (JSON, CSV): seconds and raw counts.
+Table raw_table(const RooflineResult& r) {
   Table t;
   for (std::size_t i = 0; i < r.ops.size(); ++i) {
     const RooflineOp& o = r.ops[i];
@@ -90,31 +40,85 @@ int cmd_roofline(const std::vector<std::string>& args) {
     t.set(i, "gap_small_shape_s", o.gap_small_shape_s);
     t.set(i, "gap_bandwidth_s", o.gap_bandwidth_s);
   }
-  const std::string head = model.name + " on " + hw.name + ", " + phase + ", batch " + std::to_string(batch) + ", context " + std::to_string(context);
+  return t;
+}
+
+std::string num(const char* f, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// People columns (text, markdown): readable units, the gap parts last.
+Table readable_table(const RooflineResult& r) {
+  Table t;
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    const RooflineOp& o = r.ops[i];
+    t.set(i, "op", o.name);
+    t.set(i, "count", o.count);
+    t.set(i, "GFLOP", num("%.3f", o.flops / 1e9));
+    t.set(i, "MB", num("%.3f", o.bytes / 1e6));
+    t.set(i, "FLOP/B", num("%.1f", o.arithmetic_intensity));
+    t.set(i, "roofline bound", o.bound);
+    t.set(i, "roofline", format_duration(o.roofline_time_s));
+    t.set(i, "predicted", format_duration(o.predicted_time_s));
+    t.set(i, "of peak", num("%.0f%%", 100.0 * o.peak_frac));
+    t.set(i, "gap: launch", format_duration(o.gap_launch_s));
+    t.set(i, "small shapes", format_duration(o.gap_small_shape_s));
+    t.set(i, "bandwidth", format_duration(o.gap_bandwidth_s));
+  }
+  return t;
+}
+
+// The step and where its time goes, in three lines.
+std::string summary(const std::string& head, const RooflineResult& r) {
+  std::string s = head + ": step " + format_duration(r.step_time_s) + " = host " + format_duration(r.host_s) + " + GPU " +
+                  format_duration(r.step_time_s - r.host_s) +
+                  (r.launch_wait_s > 0.0 ? " (of which waiting on launches " + format_duration(r.launch_wait_s) + ")" : "") + "\n";
+  s += "  GPU work " + format_duration(r.gpu_s) + " = roofline " + format_duration(r.roofline_s) + " (" +
+       num("%.0f%%", r.gpu_s > 0.0 ? 100.0 * r.roofline_s / r.gpu_s : 0.0) + ") + launch " + format_duration(r.gap_launch_s) +
+       " + small shapes " + format_duration(r.gap_small_shape_s) + " + bandwidth " + format_duration(r.gap_bandwidth_s) + "\n";
+  s += "  ridge point " + num("%.1f", r.ridge_point_flops_per_byte) + " FLOP/byte (ops below it are memory-bound); attention " +
+       num("%.0f%%", 100.0 * r.attention_share_frac) + " of GPU work\n";
+  return s;
+}
+
+}  // namespace
+
+int cmd_roofline(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim roofline", "Per-op roofline of one iteration and the gap to the predicted time");
+  add_query_options(opts);
+  add_step_options(opts);
+  opts.add_options()("h,help", "show help");
+  add_output_flags(opts);
+  const auto p = parse_args(opts, args);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  const StepQuery q = load_query(p, "servesim roofline");
+  const StepAsked s = read_step(p, q, "servesim roofline");
+  const RooflineResult r = roofline(s.timed.ops, s.timed.step, q.hw, q.precision.weights);
+  const Table raw = raw_table(r);
+  const std::string head = q.model.name + " on " + q.hw.name + ", " + s.phase + ", batch " + std::to_string(s.batch) + ", context " +
+                           std::to_string(s.context);
   if (p.count("json")) {
-    nlohmann::json j = {{"model", model.name}, {"hw", hw.name}, {"phase", phase}, {"batch", batch}, {"context", context},
-                        {"dtype", dtype_name(*dtype)}, {"ridge_point_flops_per_byte", r.ridge_point_flops_per_byte},
+    nlohmann::json j = {{"model", q.model.name}, {"hw", q.hw.name}, {"phase", s.phase}, {"batch", s.batch}, {"context", s.context},
+                        {"dtype", dtype_name(q.precision.weights)}, {"ridge_point_flops_per_byte", r.ridge_point_flops_per_byte},
                         {"step_time_s", r.step_time_s}, {"gpu_s", r.gpu_s}, {"roofline_s", r.roofline_s}, {"host_s", r.host_s},
                         {"launch_s", r.launch_s}, {"launch_wait_s", r.launch_wait_s}, {"attention_share_frac", r.attention_share_frac},
-                        {"ops", table_to_json(t)}};
+                        {"gap_totals", {{"launch_s", r.gap_launch_s}, {"small_shape_s", r.gap_small_shape_s}, {"bandwidth_s", r.gap_bandwidth_s}}},
+                        {"ops", table_to_json(raw)}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s: ridge point %.1f FLOP/byte; step %.4f ms = host %.4f + max(GPU %.4f, launch %.4f); roofline %.4f ms (%.0f%% of GPU time)\n",
-                head.c_str(), r.ridge_point_flops_per_byte, r.step_time_s * 1e3, r.host_s * 1e3, r.gpu_s * 1e3, r.launch_s * 1e3,
-                r.roofline_s * 1e3, r.gpu_s > 0 ? 100.0 * r.roofline_s / r.gpu_s : 0.0);
-    write_text(std::cout, t);
+    std::cout << summary(head, r) << "\n";
+    write_text(std::cout, readable_table(r));
   }
-  write_csv_if_asked(p, t);
+  write_csv_if_asked(p, raw);
   if (p.count("md")) {
     std::ostringstream os;
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "# roofline: %s\n\n`servesim roofline %s`\n\nRidge point %.1f FLOP/byte. Step %.4f ms = host %.4f ms + max(GPU %.4f ms, "
-                  "launch %.4f ms); sum of per-op roofline floors %.4f ms; attention %.1f%% of GPU time.\n\n",
-                  head.c_str(), join_args(args).c_str(), r.ridge_point_flops_per_byte, r.step_time_s * 1e3, r.host_s * 1e3,
-                  r.gpu_s * 1e3, r.launch_s * 1e3, r.roofline_s * 1e3, 100.0 * r.attention_share_frac);
-    os << line;
-    write_markdown(os, t);
+    os << "# roofline: " << head << "\n\n`servesim roofline " << join_args(args) << "`\n\n```\n" << summary(head, r) << "```\n\n";
+    write_markdown(os, readable_table(r));
     write_file(p["md"].as<std::string>(), os.str());
   }
   return kExitOk;

@@ -12,6 +12,7 @@
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/table_io.hpp"
 
@@ -58,6 +59,12 @@ int cmd_saturate(const std::vector<std::string>& args) {
   if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
   if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
   if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
+  ProgressBar bar(true);
+  o.progress = [&bar](const SaturateProgress& s) {
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "probe %d at %.4g req/s", s.probes_done + 1, s.next_rate_per_s);
+    bar.update(s.fraction(), detail);
+  };
   const SaturateResult r = saturate(
       [&](double rate, std::uint64_t seed) {
         char buf[64];
@@ -65,6 +72,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
         return src.load({buf}, static_cast<long long>(seed));
       },
       base.seed, o);
+  bar.finish();
   Table t;
   for (std::size_t i = 0; i < r.probes.size(); ++i) {
     const auto& pr = r.probes[i];

@@ -1,7 +1,8 @@
 // `servesim step --model M --hw H --batch B --context C [--phase decode|prefill] [--prompt S]
 //  [--dtype bf16] [--quant Q] [--engine NAME] [--tp N] [--pp N] [--micro-batches M] [--json]`: one
 //  iteration's ops and time on one replica of tp x pp GPUs (the simulator's own model,
-//  sim/serve/parallel.hpp).
+//  sim/serve/parallel.hpp), timed as `run` times it: without --engine, CUDA graphs for decode and
+//  the scenario's default host overheads. `roofline` times the same step.
 #include <cstdio>
 #include <iostream>
 
@@ -11,56 +12,32 @@
 #include "sim/cli/options.hpp"
 #include "sim/cli/query_options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/describe.hpp"
 
 namespace servesim::cli {
 
 int cmd_step(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim step", "Time one iteration (decode or prefill) with the cost model");
   add_query_options(opts);
-  opts.add_options()("batch", "sequences in the batch", cxxopts::value<long long>()->default_value("1"))(
-      "context", "tokens already in each sequence's KV cache", cxxopts::value<long long>()->default_value("0"))(
-      "phase", "decode or prefill", cxxopts::value<std::string>()->default_value("decode"))(
-      "prompt", "prefill: new prompt tokens per sequence", cxxopts::value<long long>())(
-      "eager", "launch kernels one by one (no CUDA graph)")("json", "print JSON")("h,help", "show help");
+  add_step_options(opts);
+  opts.add_options()("json", "print JSON")("h,help", "show help");
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
     return kExitOk;
   }
   const StepQuery q = load_query(p, "servesim step");
-  const long long batch = p["batch"].as<long long>();
-  const long long context = p["context"].as<long long>();
-  if (batch <= 0) throw InputError("servesim step", "--batch", "must be > 0");
-  if (context < 0) throw InputError("servesim step", "--context", "must be >= 0");
-  const std::string phase = p["phase"].as<std::string>();
-
-  long long per_seq_tokens = context;
-  TimedStep t;
-  if (phase == "decode") {
-    per_seq_tokens += 1;
-  } else if (phase == "prefill") {
-    if (!p.count("prompt")) throw InputError("servesim step", "--prompt", "required for --phase prefill");
-    const long long prompt = p["prompt"].as<long long>();
-    if (prompt <= 0) throw InputError("servesim step", "--prompt", "must be > 0");
-    per_seq_tokens += prompt;
-  } else {
-    throw InputError("servesim step", "--phase", "must be decode or prefill, got '" + phase + "'");
-  }
-  if (per_seq_tokens > q.model.max_context_tokens) {
-    throw InputError("servesim step", "--context", "context + new tokens (" + std::to_string(per_seq_tokens) +
-                                                       ") exceed the model's max context " + std::to_string(q.model.max_context_tokens));
-  }
-  t = phase == "decode" ? time_decode(q, batch, context, p.count("eager") > 0)
-                        : time_prefill(q, batch, p["prompt"].as<long long>(), context);
+  const StepAsked s = read_step(p, q, "servesim step");
+  const TimedStep& t = s.timed;
   const StepTime& step = t.step;
-  const long long sampled = batch;
+  const LaunchConfig& launch = q.engine ? q.engine->launch : q.launch_without_engine;
 
   nlohmann::json out;
   out["model"] = q.model.name;
   out["hw"] = q.hw.name;
-  out["phase"] = phase;
-  out["batch"] = batch;
-  out["context"] = context;
+  out["phase"] = s.phase;
+  out["batch"] = s.batch;
+  out["context"] = s.context;
   out["dtype"] = dtype_name(q.precision.weights);
   out["tensor_parallel_size"] = q.parallel.tensor_parallel_size;
   out["pipeline_parallel_size"] = q.parallel.pipeline_parallel_size;
@@ -71,10 +48,12 @@ int cmd_step(const std::vector<std::string>& args) {
                          {"kv_cache_dtype", dtype_name(q.precision.kv_cache)},
                          {"emulated", q.emulated},
                          {"weight_bytes", q.model.weight_bytes(q.precision.weights, q.precision.quant, q.precision.group_size)}};
-  out["engine"] = q.engine ? q.engine->name : "none";
+  out["engine"] = q.engine ? q.engine->name : "default";
+  out["host_overhead_per_step_s"] = launch.host_overhead_per_step_s;
+  out["host_overhead_per_seq_s"] = launch.host_overhead_per_seq_s;
   out["cuda_graphs"] = t.cuda_graphs;
   out["padded_batch"] = t.padded_batch;
-  out["max_batch_at_context"] = max_batch(q, per_seq_tokens);
+  out["max_batch_at_context"] = max_batch(q, s.context + (s.phase == "decode" ? 1 : s.prompt));
   out["time_s"] = step.time_s;
   out["gpu_s"] = step.gpu_s;
   out["launch_s"] = step.launch_s;
@@ -82,7 +61,7 @@ int cmd_step(const std::vector<std::string>& args) {
   out["host_s"] = step.host_s;
   out["roofline_s"] = step.roofline_s;
   out["kernels"] = step.kernels;
-  out["kernels_per_token"] = static_cast<double>(step.kernels) / static_cast<double>(sampled);
+  out["kernels_per_token"] = static_cast<double>(step.kernels) / static_cast<double>(s.batch);
   out["launch_bound"] = step.launch_bound;
   out["launch_time_frac"] = step.launch_wait_s / step.time_s;
   out["hbm_bw_util_frac"] = step.bytes / (step.time_s * q.hw.hbm_bandwidth_bytes_per_s);
@@ -105,26 +84,35 @@ int cmd_step(const std::vector<std::string>& args) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::printf("%s on %s, %s, batch %lld, context %lld, %s%s, engine %s: %.4f ms (GPU %.4f ms, roofline %.4f ms, %lld kernels, "
-              "%.1f per token%s, launch wait %.1f%%)\n",
-              q.model.name.c_str(), q.hw.name.c_str(), phase.c_str(), batch, context, quant_name(q.precision.quant),
-              q.emulated ? " (emulated)" : "", q.engine ? q.engine->name.c_str() : "none", step.time_s * 1e3,
-              step.gpu_s * 1e3, step.roofline_s * 1e3, static_cast<long long>(step.kernels),
-              out["kernels_per_token"].get<double>(), step.launch_bound ? ", launch-bound" : "",
-              100.0 * out["launch_time_frac"].get<double>());
+  const std::string precision = std::string(quant_name(q.precision.quant)) == "none"
+                                    ? std::string(dtype_name(q.precision.weights))
+                                    : std::string(quant_name(q.precision.quant)) + (q.emulated ? " (emulated: no such units on this GPU)" : "");
+  std::printf("%s on %s, %s, batch %lld, context %lld, %s: step %s\n", q.model.name.c_str(), q.hw.name.c_str(), s.phase.c_str(),
+              s.batch, s.context, precision.c_str(), format_duration(step.time_s).c_str());
+  std::printf("  = host %s + GPU %s%s; roofline %s; %lld kernels (%.1f per token)%s\n", format_duration(step.host_s).c_str(),
+              format_duration(step.time_s - step.host_s).c_str(),
+              step.launch_wait_s > 0.0 ? (" (of which waiting on launches " + format_duration(step.launch_wait_s) + ")").c_str() : "",
+              format_duration(step.roofline_s).c_str(), static_cast<long long>(step.kernels), out["kernels_per_token"].get<double>(),
+              step.launch_bound ? ", launch-bound" : "");
+  if (q.engine) {
+    std::printf("  engine %s: %s\n", q.engine->name.c_str(), t.cuda_graphs ? "CUDA graph" : "eager launches");
+  } else {
+    std::printf("  engine: default (%s, host %s per step + %s per sequence; --engine NAME for an engine's)\n",
+                t.cuda_graphs ? "CUDA graph" : "eager launches", format_duration(launch.host_overhead_per_step_s).c_str(),
+                format_duration(launch.host_overhead_per_seq_s).c_str());
+  }
   const ParallelConfig& par = q.parallel;
   if (par.gpus_per_replica() > 1) {
-    std::printf("  tp %lld x pp %lld: communication %.4f ms, pipeline bubbles %.1f%%; ops below are one GPU's%s\n",
+    std::printf("  tp %lld x pp %lld: communication %s, pipeline bubbles %.1f%%; ops below are one GPU's%s\n",
                 static_cast<long long>(par.tensor_parallel_size), static_cast<long long>(par.pipeline_parallel_size),
-                step.comm_s * 1e3, 100.0 * step.bubble_frac, par.pipeline_parallel_size > 1 ? " (one stage, one micro-batch)" : "");
+                format_duration(step.comm_s).c_str(), 100.0 * step.bubble_frac, par.pipeline_parallel_size > 1 ? " (one stage, one micro-batch)" : "");
   }
-  std::printf("  %-20s %6s %12s %12s %10s %10s  %s\n", "op", "count", "GFLOP", "MB", "time ms", "roofl. ms", "bound");
+  std::printf("  %-20s %6s %10s %10s %10s %10s  %s\n", "op", "count", "GFLOP", "MB", "time", "roofline", "bound");
   for (const auto& op : out["ops"]) {
-    std::printf("  %-20s %6lld %12.3f %12.3f %10.4f %10.4f  %s%s%s\n", op["name"].get<std::string>().c_str(),
-                op["count"].get<long long>(), op["flops"].get<double>() / 1e9, op["bytes"].get<double>() / 1e6,
-                op["time_s"].get<double>() * 1e3, op["roofline_time_s"].get<double>() * 1e3,
-                op["bound"].get<std::string>().c_str(), op.contains("gemm_kernel") ? " " : "",
-                op.contains("gemm_kernel") ? op["gemm_kernel"].get<std::string>().c_str() : "");
+    std::printf("  %-20s %6lld %10.3f %10.3f %10s %10s  %s%s%s\n", op["name"].get<std::string>().c_str(), op["count"].get<long long>(),
+                op["flops"].get<double>() / 1e9, op["bytes"].get<double>() / 1e6, format_duration(op["time_s"].get<double>()).c_str(),
+                format_duration(op["roofline_time_s"].get<double>()).c_str(), op["bound"].get<std::string>().c_str(),
+                op.contains("gemm_kernel") ? " " : "", op.contains("gemm_kernel") ? op["gemm_kernel"].get<std::string>().c_str() : "");
   }
   return kExitOk;
 }

@@ -6,6 +6,7 @@
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 
 namespace servesim::cli {
@@ -45,7 +46,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
       start = c + 1;
     }
   }
+  ProgressBar bar(true);
+  o.progress = [&bar](std::size_t done, std::size_t total) {
+    bar.update(static_cast<double>(done) / static_cast<double>(total), std::to_string(done) + "/" + std::to_string(total) + " runs");
+  };
   const Table t = run_sweep([&](const std::vector<std::string>& ov, long long seed) { return src.load(ov, seed); }, grid, o);
+  bar.finish();
   emit_table(p, t, "# sweep\n\n`servesim sweep " + join_args(args) + "`");
   return kExitOk;
 }

@@ -17,6 +17,7 @@ ProgressBar::ProgressBar(bool wanted)
 
 void ProgressBar::update(double fraction, const std::string& detail) {
   if (!enabled_) return;
+  const std::lock_guard<std::mutex> lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
   // Short runs finish before the bar is worth drawing.
@@ -34,6 +35,7 @@ void ProgressBar::update(double fraction, const std::string& detail) {
 }
 
 void ProgressBar::finish() {
+  const std::lock_guard<std::mutex> lock(mu_);
   if (!drawn_) return;
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);

@@ -1,8 +1,10 @@
-// A one-line progress bar on stderr for long runs and sweeps. It draws only when stderr is a
-// terminal and the user did not ask for --quiet, at most ten times per wall-clock second, and
-// erases itself when done, so redirected output and logs never see it.
+// A one-line progress bar on stderr for long runs, sweeps, saturate and plan. It draws only when
+// stderr is a terminal and the user did not ask for --quiet, at most ten times per wall-clock
+// second, and erases itself when done, so redirected output and logs never see it. update() may
+// be called from several threads (parallel simulations report as they finish).
 #pragma once
 #include <chrono>
+#include <mutex>
 #include <string>
 
 namespace servesim::cli {
@@ -20,6 +22,7 @@ class ProgressBar {
 
  private:
   bool enabled_;
+  std::mutex mu_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
   std::chrono::milliseconds delay_{300};  // short runs finish before a bar is worth drawing

@@ -25,6 +25,41 @@ void add_query_options(cxxopts::Options& opts) {
       "expert-imbalance", "busiest expert-parallel GPU's routed tokens over the mean", cxxopts::value<double>()->default_value("1"));
 }
 
+void add_step_options(cxxopts::Options& opts) {
+  opts.add_options()("batch", "sequences in the batch", cxxopts::value<long long>()->default_value("1"))(
+      "context", "tokens already in each sequence's KV cache (required for decode; prefill default 0)", cxxopts::value<long long>())(
+      "phase", "decode or prefill", cxxopts::value<std::string>()->default_value("decode"))(
+      "prompt", "prefill: new prompt tokens per sequence", cxxopts::value<long long>())(
+      "eager", "launch kernels one by one (no CUDA graph)");
+}
+
+StepAsked read_step(const cxxopts::ParseResult& p, const StepQuery& q, const std::string& cmd) {
+  StepAsked s;
+  s.phase = p["phase"].as<std::string>();
+  s.batch = p["batch"].as<long long>();
+  if (s.batch <= 0) throw InputError(cmd, "--batch", "must be > 0");
+  if (s.phase != "decode" && s.phase != "prefill") throw InputError(cmd, "--phase", "must be decode or prefill, got '" + s.phase + "'");
+  if (s.phase == "decode" && !p.count("context")) {
+    throw InputError(cmd, "--context", "required for a decode step (tokens already in each sequence's KV cache, e.g. --context 2048)");
+  }
+  s.context = p.count("context") ? p["context"].as<long long>() : 0;
+  if (s.context < 0) throw InputError(cmd, "--context", "must be >= 0");
+  long long per_seq = s.context + 1;
+  if (s.phase == "prefill") {
+    if (!p.count("prompt")) throw InputError(cmd, "--prompt", "required for --phase prefill");
+    s.prompt = p["prompt"].as<long long>();
+    if (s.prompt <= 0) throw InputError(cmd, "--prompt", "must be > 0");
+    per_seq = s.context + s.prompt;
+  }
+  if (per_seq > q.model.max_context_tokens) {
+    throw InputError(cmd, "--context", "context + new tokens (" + std::to_string(per_seq) + ") exceed " + q.model.name +
+                                           "'s max context " + std::to_string(q.model.max_context_tokens));
+  }
+  check_step_fits(q, s.batch, per_seq, cmd);
+  s.timed = s.phase == "decode" ? time_decode(q, s.batch, s.context, p.count("eager") > 0) : time_prefill(q, s.batch, s.prompt, s.context);
+  return s;
+}
+
 StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (!p.count("model")) throw InputError(cmd, "--model", "required");
   if (!p.count("hw")) throw InputError(cmd, "--hw", "required");
@@ -49,6 +84,7 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   }
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
   if (p.count("engine")) q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
+  q.launch_without_engine = default_launch();  // a step as `run` times it
   ParallelConfig& par = q.parallel;
   par.tensor_parallel_size = p["tp"].as<long long>();
   par.pipeline_parallel_size = p["pp"].as<long long>();

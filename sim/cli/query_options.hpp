@@ -13,4 +13,16 @@ namespace servesim::cli {
 void add_query_options(cxxopts::Options& opts);
 StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd);
 
+// One step as `step` and `roofline` ask for it: --phase decode (--batch, --context: required, no
+// silent 0) or prefill (--prompt, --context default 0), --eager. read_step checks the values, that
+// the model runs with the context (its max context) and that the weights and the batch's KV cache
+// fit (check_step_fits), then times the step.
+void add_step_options(cxxopts::Options& opts);
+struct StepAsked {
+  std::string phase;
+  long long batch = 0, context = 0, prompt = 0;
+  TimedStep timed;
+};
+StepAsked read_step(const cxxopts::ParseResult& p, const StepQuery& q, const std::string& cmd);
+
 }  // namespace servesim::cli

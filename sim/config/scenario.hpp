@@ -43,6 +43,7 @@ struct TraceConfig {
   std::string format;
   double time_scale = 1.0;  // multiplies trace time (0.5 replays twice as fast)
   bool loop = false;        // restart at the end (times continue), until num_requests/duration
+  bool sort_arrivals = false;  // read the whole trace and replay it by arrival time (default: strict order)
 };
 
 // Latency targets at a percentile, plus the success rate they must come with. 0 = no target.
@@ -159,6 +160,9 @@ inline const char* kv_reservation_name(KvReservation r) {
 inline const char* preemption_mode_name(PreemptionMode m) { return m == PreemptionMode::swap ? "swap" : "recompute"; }
 
 struct EngineConfig {
+  // Host work serial with the GPU when the scenario names no engine profile (vLLM-like scheduling
+  // and input preparation per step, sampling per sequence); `step` and `roofline` use them too.
+  static constexpr double kDefaultHostOverheadPerStepS = 4e-4, kDefaultHostOverheadPerSeqS = 5e-6;
   std::int64_t max_num_seqs = 256;
   std::int64_t max_num_batched_tokens = 0;  // 0 in the file means max(max_model_len, 2048), as vLLM
   std::int64_t block_size = 16;

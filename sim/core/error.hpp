@@ -14,10 +14,13 @@ constexpr int kExitBadInput = 2;
 class InputError : public std::runtime_error {
  public:
   InputError(const std::string& file, const std::string& path, const std::string& message)
-      : std::runtime_error(format(file, path, message)) {}
-  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+      : std::runtime_error(format(file, path, message)), message_(message) {}
+  explicit InputError(const std::string& message) : std::runtime_error(message), message_(message) {}
+  // The message without the file and path (for a note that should not name a file).
+  const std::string& message() const { return message_; }
 
  private:
+  std::string message_;
   static std::string format(const std::string& file, const std::string& path, const std::string& message) {
     std::string s = file.empty() ? std::string("<input>") : file;
     if (!path.empty()) s += ": " + path;

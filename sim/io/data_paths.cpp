@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace fs = std::filesystem;
 
@@ -42,9 +43,16 @@ std::string resolve_data_ref(const std::string& subdir, const std::string& ref, 
   }
   const fs::path bundled = fs::path(data_dir()) / subdir / (ref + ".json");
   if (fs::is_regular_file(bundled, ec)) return bundled.string();
-  std::string known;
-  for (const auto& n : bundled_names(subdir)) known += (known.empty() ? "" : ", ") + n;
-  throw InputError(file, key, "unknown " + subdir + " name '" + ref + "' (bundled: " + known + ")");
+  // "unknown GPU 'h100'; did you mean h100-pcie or h100-sxm?", else the whole list.
+  const std::vector<std::string> names = bundled_names(subdir);
+  const std::string what = subdir == "hwprofiles" ? "GPU" : subdir == "models" ? "model" : subdir == "scenarios/engines" ? "engine" : "scenario";
+  std::string hint = did_you_mean(ref, names);
+  if (hint.empty()) {
+    hint = " (bundled: ";
+    for (std::size_t i = 0; i < names.size(); ++i) hint += (i ? ", " : "") + names[i];
+    hint += ")";
+  }
+  throw InputError(file, key, "unknown " + what + " '" + ref + "'" + hint);
 }
 
 std::string portable_path(const std::string& path) {

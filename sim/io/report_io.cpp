@@ -126,9 +126,15 @@ nlohmann::json slo_to_json(const SloResult& r, const WorkloadConfig& w, const Ru
                        {"slo_attained_frac", c.slo_attained_frac},
                        {"goodput_requests_per_s", c.goodput_requests_per_s},
                        {"latency", {{"ttft_s", summarize(cm.ttft_s)}, {"tpot_s", summarize(cm.tpot_s)}, {"e2e_s", summarize(cm.e2e_s)}}},
-                       {"met", c.met}});
+                       {"status", !c.defined ? "none" : c.met ? "met" : "not met"},
+                       {"met", c.defined ? nlohmann::json(c.met) : nlohmann::json(nullptr)}});
   }
-  return {{"met", r.met}, {"success_frac", r.success_frac}, {"goodput_requests_per_s", r.goodput_requests_per_s}, {"classes", classes}};
+  // Without a latency target there is no SLO: "met" is null, not true, and status says "none".
+  return {{"status", r.status()},
+          {"met", r.defined ? nlohmann::json(r.met) : nlohmann::json(nullptr)},
+          {"success_frac", r.success_frac},
+          {"goodput_requests_per_s", r.goodput_requests_per_s},
+          {"classes", classes}};
 }
 
 }  // namespace
@@ -192,9 +198,13 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
                 r["model"]["name"].get<std::string>().c_str(), r["hardware"]["name"].get<std::string>().c_str(),
                 r["hardware"]["provenance"]["kind"].get<std::string>().c_str());
   os << line;
-  std::snprintf(line, sizeof line, "  requests   %lld arrived, %lld completed, %lld rejected, %lld timed out, %lld preempted\n",
+  std::snprintf(line, sizeof line, "  requests   %lld arrived, %lld completed, %lld rejected, %lld timed out\n",
                 req["arrived"].get<long long>(), req["completed"].get<long long>(), req["rejected"].get<long long>(),
-                req["timed_out"].get<long long>(), req["preempted"].get<long long>());
+                req["timed_out"].get<long long>());
+  os << line;
+  // Preemption events and the requests they hit differ (a request can be preempted twice).
+  std::snprintf(line, sizeof line, "  preempted  %lld requests (%lld preemptions, %lld tokens recomputed)\n",
+                req["preempted"].get<long long>(), req["preemptions"].get<long long>(), req["recomputed_tokens"].get<long long>());
   os << line;
   for (const char* key : {"ttft_s", "tpot_s", "itl_s", "e2e_s"}) {
     const auto& l = lat[key];
@@ -218,9 +228,9 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
   os << line;
   const auto& b = r["batch"];
   const auto& g = r["gpu"];
-  std::snprintf(line, sizeof line, "  batch      mean %.1f, max %lld sequences; GPU busy %.1f%%, HBM bandwidth used %.1f%%\n",
-                b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * g["busy_frac"].get<double>(),
-                100.0 * g["hbm_bw_util_frac"].get<double>());
+  std::snprintf(line, sizeof line, "  batch      mean %.1f, max %lld sequences, padding waste %.1f%%; GPU busy %.1f%%, HBM bandwidth used %.1f%%\n",
+                b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * b["padding_waste_frac"].get<double>(),
+                100.0 * g["busy_frac"].get<double>(), 100.0 * g["hbm_bw_util_frac"].get<double>());
   os << line;
   const auto& c = r["cluster"];
   if (c["gpus"].get<long long>() > 1) {
@@ -236,8 +246,14 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
     }
   }
   const auto& slo = r["slo"];
-  std::snprintf(line, sizeof line, "  slo        %s: success %.2f%%, goodput %.2f req/s\n", slo["met"].get<bool>() ? "met" : "NOT met",
-                100.0 * slo["success_frac"].get<double>(), slo["goodput_requests_per_s"].get<double>());
+  const std::string status = slo["status"].get<std::string>();
+  if (status == "none") {
+    std::snprintf(line, sizeof line, "  slo        none set (no latency target); %.2f%% of requests completed\n",
+                  100.0 * slo["success_frac"].get<double>());
+  } else {
+    std::snprintf(line, sizeof line, "  slo        %s: success %.2f%%, goodput %.2f req/s\n", status == "met" ? "met" : "NOT met",
+                  100.0 * slo["success_frac"].get<double>(), slo["goodput_requests_per_s"].get<double>());
+  }
   os << line;
   const auto& sim = r["sim"];
   std::snprintf(line, sizeof line, "  sim        %llu events, %.3f simulated s in %.3f wall s\n", sim["events"].get<unsigned long long>(),

@@ -142,6 +142,7 @@ TraceConfig parse_trace(JsonReader r) {
   if (!known) r.fail("format", "unknown trace format '" + t.format + "' (azure, burstgpt, splitwise, jsonl)");
   t.time_scale = r.positive_or("time_scale", 1.0);
   t.loop = r.boolean_or("loop", false);
+  t.sort_arrivals = r.boolean_or("sort_arrivals", false);
   r.finish();
   // Relative paths: from the working directory, else from the scenario file's directory.
   namespace fs = std::filesystem;
@@ -343,8 +344,8 @@ DisaggregationConfig parse_disaggregation(JsonReader r, const ParallelConfig& pa
 
 EngineConfig parse_engine(JsonReader r) {
   EngineConfig e;
-  e.launch.host_overhead_per_step_s = 4e-4;
-  e.launch.host_overhead_per_seq_s = 5e-6;
+  e.launch.host_overhead_per_step_s = EngineConfig::kDefaultHostOverheadPerStepS;
+  e.launch.host_overhead_per_seq_s = EngineConfig::kDefaultHostOverheadPerSeqS;
   if (r.has("profile")) {
     // The profile supplies defaults; keys given in the scenario override them.
     e.profile = load_engine_profile(r.string("profile"), r.file(), r.path_of("profile"));
@@ -590,6 +591,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (w.request_timeout_s > 0.0) workload["request_timeout_s"] = w.request_timeout_s;
   if (w.trace) {
     workload["trace"] = {{"path", w.trace->path}, {"format", w.trace->format}, {"time_scale", w.trace->time_scale}, {"loop", w.trace->loop}};
+    if (w.trace->sort_arrivals) workload["trace"]["sort_arrivals"] = true;
   }
   if (w.legacy_lengths) {
     workload["prompt_tokens"] = length_to_json(w.classes[0].prompt_tokens);

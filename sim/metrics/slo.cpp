@@ -16,6 +16,7 @@ SloResult evaluate_slo(const WorkloadConfig& workload, const RunMetrics& m) {
     r.success_frac = c.arrived > 0 ? static_cast<double>(c.completed) / static_cast<double>(c.arrived) : 1.0;
     r.slo_attained_frac = c.arrived > 0 ? static_cast<double>(c.slo_met) / static_cast<double>(c.arrived) : 1.0;
     r.goodput_requests_per_s = duration_s > 0.0 ? static_cast<double>(c.slo_met) / duration_s : 0.0;
+    r.defined = k.slo.has_latency_target();
     r.met = r.success_frac >= k.slo.min_success_frac;
     auto target = [&](const char* name, double threshold, const LogHistogram& h) {
       if (threshold <= 0.0) return;
@@ -29,6 +30,7 @@ SloResult evaluate_slo(const WorkloadConfig& workload, const RunMetrics& m) {
     target("tpot_s", k.slo.tpot_s, c.tpot_s);
     target("e2e_s", k.slo.e2e_s, c.e2e_s);
     out.met = out.met && r.met;
+    out.defined = out.defined || r.defined;
     arrived += c.arrived;
     completed += c.completed;
     met_requests += c.slo_met;

@@ -24,6 +24,7 @@ struct ClassSloResult {
   double success_frac = 0.0;       // completed / arrived
   double slo_attained_frac = 0.0;  // requests that met every target / arrived
   double goodput_requests_per_s = 0.0;
+  bool defined = false;  // the class has a latency target (without one there is no SLO to meet)
   bool met = false;
 };
 
@@ -31,7 +32,10 @@ struct SloResult {
   std::vector<ClassSloResult> classes;
   double success_frac = 0.0;
   double goodput_requests_per_s = 0.0;
-  bool met = false;  // every class met its SLO
+  bool defined = false;  // some class has a latency target; reports say "no SLO" otherwise
+  bool met = false;      // every class met its SLO (its targets and min_success_frac)
+  // "met", "not met" or "none" (no latency target anywhere), as every report says it.
+  const char* status() const { return !defined ? "none" : met ? "met" : "not met"; }
 };
 
 SloResult evaluate_slo(const WorkloadConfig& workload, const RunMetrics& metrics);

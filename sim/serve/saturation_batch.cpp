@@ -47,7 +47,7 @@ namespace {
 // Mean prompt and output lengths of the first rows of a trace (a sample: traces can be huge).
 std::pair<double, double> trace_mean_lengths(const TraceConfig& t) {
   constexpr std::int64_t kSampleRows = 10000;
-  TraceReader reader(t.path, t.format);
+  TraceReader reader(t.path, t.format, t.sort_arrivals);
   double prompt = 0.0, output = 0.0;
   std::int64_t n = 0;
   while (n < kSampleRows) {

@@ -2,6 +2,8 @@
 // the whole field, so "12abc" or an empty field is an error rather than a silent 12 or 0.
 #include "sim/workload/trace_io.hpp"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -129,7 +131,8 @@ std::optional<double> parse_timestamp_s(const std::string& text) {
   return static_cast<double>(days * 86400 + *h * 3600 + *mi * 60 + *s) + frac;
 }
 
-TraceReader::TraceReader(std::string path, std::string format) : path_(std::move(path)), format_(std::move(format)) {
+TraceReader::TraceReader(std::string path, std::string format, bool sort_arrivals)
+    : path_(std::move(path)), format_(std::move(format)), sort_arrivals_(sort_arrivals) {
   const FormatInfo* f = find_format(format_);
   if (!f) {
     std::string names;
@@ -226,22 +229,43 @@ std::optional<TraceRecord> TraceReader::parse_jsonl_row(const std::string& text)
   return r;
 }
 
-std::optional<TraceRecord> TraceReader::next() {
+std::optional<TraceRecord> TraceReader::read_row() {
   std::string text;
   while (std::getline(in_, text)) {
     ++line_;
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines
     auto r = format_ == "jsonl" ? parse_jsonl_row(text) : parse_csv_row(text);
-    if (!r) continue;
-    if (r->arrival_s < last_arrival_s_) {
-      fail("arrival time goes back (" + std::to_string(r->arrival_s) + " s after " + std::to_string(last_arrival_s_) + " s)");
-    }
-    last_arrival_s_ = r->arrival_s;
-    return r;
+    if (r) return r;
   }
   if (in_.bad()) fail("read error");
   return std::nullopt;
+}
+
+std::optional<TraceRecord> TraceReader::next() {
+  if (sort_arrivals_) {
+    if (!sorted_) {
+      sorted_.emplace();
+      while (auto r = read_row()) sorted_->push_back(std::move(*r));
+      // Stable: rows with one arrival time keep their file order.
+      std::stable_sort(sorted_->begin(), sorted_->end(),
+                       [](const TraceRecord& a, const TraceRecord& b) { return a.arrival_s < b.arrival_s; });
+      // Absolute timestamps count from the first row of the file; sorted, from the earliest.
+      if (!sorted_->empty() && find_format(format_)->absolute_time) {
+        const double t0 = sorted_->front().arrival_s;
+        for (auto& r : *sorted_) r.arrival_s -= t0;
+      }
+    }
+    if (next_sorted_ >= sorted_->size()) return std::nullopt;
+    return (*sorted_)[next_sorted_++];
+  }
+  auto r = read_row();
+  if (r && r->arrival_s < last_arrival_s_) {
+    fail("arrival time goes back (" + std::to_string(r->arrival_s) + " s after " + std::to_string(last_arrival_s_) +
+         " s); set workload.trace.sort_arrivals to true to replay the rows sorted by arrival time");
+  }
+  if (r) last_arrival_s_ = r->arrival_s;
+  return r;
 }
 
 std::string trace_header_line(const std::string& format) {

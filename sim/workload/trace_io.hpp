@@ -24,9 +24,11 @@ const std::vector<std::string>& trace_formats();
 
 class TraceReader {
  public:
-  // Opens `path` (InputError when missing or the header lacks the format's columns).
-  TraceReader(std::string path, std::string format);
-  // The next row, or nothing at the end of the file. Arrival times must not decrease.
+  // Opens `path` (InputError when missing or the header lacks the format's columns). With
+  // `sort_arrivals` the whole file is read on the first next() and served by arrival time (for
+  // logs merged from several clients); otherwise rows stream and must not go back in time.
+  TraceReader(std::string path, std::string format, bool sort_arrivals = false);
+  // The next row, or nothing at the end of the file.
   std::optional<TraceRecord> next();
   // Rows read but not turned into requests (BurstGPT logs failed requests with 0 response tokens).
   std::int64_t skipped_rows() const { return skipped_; }
@@ -34,6 +36,7 @@ class TraceReader {
 
  private:
   [[noreturn]] void fail(const std::string& message) const;
+  std::optional<TraceRecord> read_row();  // the next well-formed row in file order
   std::optional<TraceRecord> parse_csv_row(const std::string& text);
   std::optional<TraceRecord> parse_jsonl_row(const std::string& text);
   std::string path_, format_;
@@ -43,6 +46,9 @@ class TraceReader {
   std::size_t header_fields_ = 0;
   std::optional<double> origin_s_;  // first absolute timestamp
   double last_arrival_s_ = 0.0;
+  bool sort_arrivals_ = false;
+  std::optional<std::vector<TraceRecord>> sorted_;  // sort_arrivals: every row, by arrival time
+  std::size_t next_sorted_ = 0;
 };
 
 // Seconds since 1970-01-01 of "YYYY-MM-DD HH:MM:SS[.frac]" (the Azure trace's TIMESTAMP), or

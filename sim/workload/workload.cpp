@@ -122,7 +122,7 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
     weights.push_back(c.weight);
   }
   class_cdf_ = normalised_cdf(weights);
-  if (config_.trace) trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format);
+  if (config_.trace) trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
   const std::int64_t turns = config_.sessions.turns;
   if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
   if (config_.priority_class_weights.size() > 1) priority_cdf_ = normalised_cdf(config_.priority_class_weights);
@@ -155,7 +155,7 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
       // Times continue after the last row by the mean gap, so the loop seam is not a burst.
       trace_offset_s_ = trace_last_s_ + trace_last_s_ / static_cast<double>(std::max<std::int64_t>(1, produced_));
       trace_skipped_before_ += trace_->skipped_rows();
-      trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format);
+      trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
       row = trace_->next();
     }
     if (!row) return std::nullopt;

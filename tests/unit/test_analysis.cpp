@@ -96,14 +96,23 @@ TEST_CASE("roofline: per-op gap = launch + small-shape + bandwidth; peak_frac <=
     for (int i = 0; i < batch; ++i) shape.add_decode(2048);
     std::vector<Op> ops;
     build_iteration_ops(s.model, shape, s.precision, ops);
-    const RooflineResult r = roofline(ops, s.hw, s.precision.weights, s.engine.launch, batch);
-    double sum = 0;
+    const StepTime step = estimate_step(ops, s.hw, s.precision.weights, s.engine.launch, batch);
+    const RooflineResult r = roofline(ops, step, s.hw, s.precision.weights);
+    double sum = 0, launch = 0, small = 0, bandwidth = 0;
     for (const auto& o : r.ops) {
       CHECK(o.peak_frac <= 1.0 + 1e-12);
       CHECK(o.predicted_time_s == doctest::Approx(o.roofline_time_s + o.gap_launch_s + o.gap_small_shape_s + o.gap_bandwidth_s));
       sum += o.predicted_time_s;
+      launch += o.gap_launch_s;
+      small += o.gap_small_shape_s;
+      bandwidth += o.gap_bandwidth_s;
     }
     CHECK(sum == doctest::Approx(r.gpu_s));
+    // The totals are the sums of the per-op parts, and with the roofline they make up GPU time.
+    CHECK(r.gap_launch_s == doctest::Approx(launch));
+    CHECK(r.gap_small_shape_s == doctest::Approx(small));
+    CHECK(r.gap_bandwidth_s == doctest::Approx(bandwidth));
+    CHECK(r.roofline_s + r.gap_launch_s + r.gap_small_shape_s + r.gap_bandwidth_s == doctest::Approx(r.gpu_s));
     CHECK(r.ridge_point_flops_per_byte == doctest::Approx(s.hw.peak_flops(s.precision.weights) / s.hw.hbm_bandwidth_bytes_per_s));
   }
 }
@@ -119,6 +128,25 @@ TEST_CASE("sweep/saturate/roofline/plan CLIs: --json parses, bad flags exit 2") 
   for (const char* k : {"name", "flops", "bytes", "arithmetic_intensity", "bound", "roofline_time_s", "predicted_time_s", "peak_frac"}) {
     CHECK(rj["ops"][0].contains(k));
   }
+  CHECK(rj.contains("gap_totals"));
+
+  // step and roofline time the same step the same way (host overhead included in both).
+  const auto step = test::run_cli("step --model llama-2-7b --hw a100-80gb-sxm --batch 8 --context 2048 --json");
+  REQUIRE(step.exit_code == 0);
+  const auto sj = nlohmann::json::parse(step.output);
+  CHECK(sj["time_s"].get<double>() == rj["step_time_s"].get<double>());
+  CHECK(sj["host_s"].get<double>() > 0.0);
+  // No silent context 0 for a decode step; a model that does not fit is refused, naming the flag.
+  const auto no_context = test::run_cli("roofline --model llama-2-7b --hw a100-80gb-sxm --batch 8");
+  CHECK(no_context.exit_code == 2);
+  CHECK(no_context.output.find("--context: required for a decode step") != std::string::npos);
+  const auto too_big = test::run_cli("step --model llama-2-70b --hw a10 --batch 1 --context 100");
+  CHECK(too_big.exit_code == 2);
+  CHECK(too_big.output.find("servesim step: --hw: llama-2-70b on a10 does not fit: 138 GB of weights") != std::string::npos);
+  const auto kv = test::run_cli("roofline --model llama-3-8b --hw a10 --batch 256 --context 8000");
+  CHECK(kv.exit_code == 2);
+  CHECK(kv.output.find("servesim roofline: --batch: 256 sequences of 8001 tokens need") != std::string::npos);
+
   CHECK(test::run_cli("sweep " + scen + " --grid nokey").exit_code == 2);
   CHECK(test::run_cli("sweep " + scen + " --grid engine.max_num_seqs=-1").exit_code == 2);
   CHECK(test::run_cli("saturate " + scen).exit_code == 2);  // no latency target, timeout or queue limit

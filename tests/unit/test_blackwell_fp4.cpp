@@ -74,7 +74,7 @@ TEST_CASE("plan answers for an MoE model on H200 and B200 in FP8 and FP4, with e
   const auto r = test::run_cli("plan --model qwen3-235b-a22b --hw h200-sxm,b200 --quant fp8,fp4 --tp 4 --ep 1,4 --rate 2 "
                                "--slo ttft=2s,tpot=100ms --replications 1 --json");
   REQUIRE(r.exit_code == 0);
-  const auto rows = nlohmann::json::parse(r.output);
+  const auto rows = nlohmann::json::parse(r.output)["rows"];
   REQUIRE(rows.size() == 8);  // 2 GPUs x 2 schemes x 2 EP sizes
   for (const auto& row : rows) {
     INFO(row.dump());

@@ -135,3 +135,19 @@ TEST_CASE("scenario: engine.profile, quantization and cold start reach the repor
   doc["engine"]["profile"] = "no-such-engine";
   CHECK_THROWS_AS(test::scenario_from(doc), InputError);
 }
+
+TEST_CASE("op gemm in fp8 on a GPU without fp8 units is emulated and flagged, as run and plan do") {
+  const auto fp8 = test::run_cli("op gemm --m 64 --n 4096 --k 4096 --dtype fp8 --hw a100-80gb-sxm --json");
+  REQUIRE(fp8.exit_code == 0);
+  const auto j = nlohmann::json::parse(fp8.output);
+  CHECK(j["emulated"] == true);
+  CHECK(j["kernel"] == "w8a8_emulated");
+  const auto bf16 = nlohmann::json::parse(test::run_cli("op gemm --m 64 --n 4096 --k 4096 --dtype bf16 --hw a100-80gb-sxm --json").output);
+  CHECK(bf16["emulated"] == false);
+  // The conversion pass comes on top of the 16-bit GEMM.
+  CHECK(j["time_s"].get<double>() > bf16["time_s"].get<double>());
+  const auto text = test::run_cli("op gemm --m 64 --n 4096 --k 4096 --dtype fp8 --hw a100-80gb-sxm");
+  CHECK(text.output.find("emulated: a100-80gb-sxm has no fp8 units") != std::string::npos);
+  // On an H100 fp8 runs natively.
+  CHECK(nlohmann::json::parse(test::run_cli("op gemm --m 64 --n 4096 --k 4096 --dtype fp8 --hw h100-sxm --json").output)["emulated"] == false);
+}

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "../support.hpp"
 #include "sim/io/html_report.hpp"
@@ -49,6 +51,20 @@ std::string temp_scenario(const std::string& name, int requests, double rate_per
   doc["workload"]["num_requests"] = requests;
   doc["workload"]["arrival"]["rate_per_s"] = rate_per_s;
   return write_temp(name, doc.dump());
+}
+
+// servesim ARGS on a pseudo-terminal (`script`), progress bars drawn at once; what reached stderr
+// (stdout goes to /dev/null), after checking the command succeeded.
+std::string run_on_tty(const std::string& args) {
+  const std::string cmd = "SERVESIM_PROGRESS_DELAY_MS=0 script -qec \"" + std::string(SERVESIM_BINARY) + " " + args +
+                          " >/dev/null\" /dev/null 2>&1";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  CHECK(pclose(pipe) == 0);
+  return out;
 }
 
 }  // namespace
@@ -316,23 +332,36 @@ TEST_CASE("progress bar: drawn on a terminal only, silenced by --quiet") {
     MESSAGE("*** SKIPPED the terminal half: `script` (util-linux) not found ***");
     return;
   }
-  // `script` gives the command a pseudo-terminal; only stderr's bar reaches our pipe.
-  auto on_tty = [&](const std::string& extra) {
-    const std::string cmd = "SERVESIM_PROGRESS_DELAY_MS=0 script -qec \"" + std::string(SERVESIM_BINARY) + " run " + scen + " --out " + dir +
-                            " " + extra + " >/dev/null\" /dev/null 2>&1";
-    std::string out;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    REQUIRE(pipe);
-    char buf[4096];
-    while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-    CHECK(pclose(pipe) == 0);
-    return out;
-  };
+  auto on_tty = [&](const std::string& extra) { return run_on_tty("run " + scen + " --out " + dir + " " + extra); };
   const std::string bar = on_tty("");
   CHECK(bar.find("requests,") != std::string::npos);
   CHECK(bar.find("%") != std::string::npos);
   CHECK(bar.find("\r\033[K") != std::string::npos);  // drawn in place, erased at the end
   CHECK(on_tty("--quiet").find("requests,") == std::string::npos);
+}
+
+TEST_CASE("progress lines on sweep, saturate and plan: on a terminal only") {
+  const std::string scen = temp_scenario("progress_analyses.json", 100, 2.0);
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"sweep " + scen + " --grid engine.max_num_seqs=8,16,32", "runs"},
+      {"saturate " + scen + " --slo ttft=1s --replications 1 --tolerance 0.2", "probe "},
+      {"plan --model llama-2-7b --hw a100-80gb-sxm --tp 1,2 --rate 1 --slo ttft=1s --replications 1 --tolerance 0.3", "options"}};
+  for (const auto& [args, word] : commands) {
+    INFO(args);
+    const auto piped = run_cli(args);  // a pipe: no bar
+    REQUIRE(piped.exit_code == 0);
+    CHECK(piped.output.find('\r') == std::string::npos);
+  }
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    MESSAGE("*** SKIPPED the terminal half: `script` (util-linux) not found ***");
+    return;
+  }
+  for (const auto& [args, word] : commands) {
+    INFO(args);
+    const std::string out = run_on_tty(args);
+    CHECK(out.find(word) != std::string::npos);
+    CHECK(out.find("\r\033[K") != std::string::npos);
+  }
 }
 
 TEST_CASE("report.html: SLO rows and lines, when the caller has SLOs") {
@@ -354,5 +383,44 @@ TEST_CASE("report.html: SLO rows and lines, when the caller has SLOs") {
   CHECK(html.find("SLO p99 1 µs") != std::string::npos);    // the threshold line on the TTFT CDF
   std::ostringstream plain;
   write_run_html(plain, s, r, report, rec);
-  CHECK(plain.str().find("none in this scenario") != std::string::npos);
+  CHECK(plain.str().find("none set (no latency target)") != std::string::npos);
+}
+
+TEST_CASE("no latency target is reported as no SLO in report.json and the summary, not as met") {
+  auto doc = base_scenario();  // no "slo": the default class has no latency target
+  doc["workload"]["num_requests"] = 30;
+  const Scenario s = scenario_from(doc);
+  const auto report = make_report(s, simulate(s));
+  CHECK(report["slo"]["status"] == "none");
+  CHECK(report["slo"]["met"].is_null());
+  CHECK(report["slo"]["classes"][0]["status"] == "none");
+  std::ostringstream summary;
+  print_summary(summary, report);
+  CHECK(summary.str().find("slo        none set (no latency target)") != std::string::npos);
+  CHECK(summary.str().find("slo        met") == std::string::npos);
+
+  doc["slo"] = {{"ttft_s", 1e-6}};  // no TTFT is a microsecond
+  const Scenario strict = scenario_from(doc);
+  const auto missed = make_report(strict, simulate(strict));
+  CHECK(missed["slo"]["status"] == "not met");
+  CHECK(missed["slo"]["met"] == false);
+  std::ostringstream text;
+  print_summary(text, missed);
+  CHECK(text.str().find("slo        NOT met") != std::string::npos);
+}
+
+TEST_CASE("the summary labels preempted requests, preemption events and padding waste") {
+  auto doc = base_scenario();
+  doc["engine"]["gpu_memory_utilization"] = 0.2;  // a small KV cache: decodes preempt
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 64, "arrival": {"impl": "all_at_once"},
+      "prompt_tokens": {"impl": "fixed", "value_tokens": 1500}, "output_tokens": {"impl": "fixed", "value_tokens": 1500}})");
+  const Scenario s = scenario_from(doc);
+  const auto report = make_report(s, simulate(s));
+  REQUIRE(report["requests"]["preemptions"].get<long long>() > 0);
+  std::ostringstream summary;
+  print_summary(summary, report);
+  const std::string want = "  preempted  " + std::to_string(report["requests"]["preempted"].get<long long>()) + " requests (" +
+                           std::to_string(report["requests"]["preemptions"].get<long long>()) + " preemptions, ";
+  CHECK(summary.str().find(want) != std::string::npos);
+  CHECK(summary.str().find("padding waste 0.0%") != std::string::npos);
 }

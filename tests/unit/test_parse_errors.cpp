@@ -38,13 +38,20 @@ TEST_CASE("negative and zero rates are rejected") {
   CHECK(contains(parse_error(doc), "workload.arrival.rate_per_s: must be > 0"));
 }
 
-TEST_CASE("unknown model and hardware names list the bundled ones") {
+TEST_CASE("unknown model and hardware names suggest close ones, else list the bundled ones") {
   auto doc = base_scenario();
   doc["model"] = "llama-9-1t";
-  CHECK(contains(parse_error(doc), "test.json: model: unknown models name 'llama-9-1t'"));
+  CHECK(contains(parse_error(doc), "test.json: model: unknown model 'llama-9-1t'; did you mean"));
   doc = base_scenario();
   doc["hardware"] = "tpu-v9";
-  CHECK(contains(parse_error(doc), "hardware: unknown hwprofiles name 'tpu-v9'"));
+  CHECK(contains(parse_error(doc), "hardware: unknown GPU 'tpu-v9' (bundled: a10, a100-40gb-pcie"));
+  doc["hardware"] = "h100";
+  CHECK(contains(parse_error(doc), "hardware: unknown GPU 'h100'; did you mean h100-pcie or h100-sxm?"));
+  doc["hardware"] = "a100-80gb-smx";  // a typo
+  CHECK(contains(parse_error(doc), "hardware: unknown GPU 'a100-80gb-smx'; did you mean a100-80gb-sxm?"));
+  const auto r = run_cli("step --model llama-3-8b --hw h100 --batch 1 --context 128");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output == "servesim: error: servesim step: --hw: unknown GPU 'h100'; did you mean h100-pcie or h100-sxm?\n");
 }
 
 TEST_CASE("a model that does not fit in GPU memory is bad input") {

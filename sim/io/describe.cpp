@@ -1,0 +1,73 @@
+// See describe.hpp.
+#include "sim/io/describe.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace servesim {
+
+namespace {
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+// Four significant digits, trailing zeros dropped ("11.35", "8", "405", "0.5").
+std::string digits4(double v) { return fmt("%.4g", v); }
+}  // namespace
+
+std::string format_duration(double s, const char* micro) {
+  if (s == 0.0) return "0 s";
+  if (std::fabs(s) < 1e-3) return digits4(s * 1e6) + " " + micro;
+  if (std::fabs(s) < 1.0) return digits4(s * 1e3) + " ms";
+  return digits4(s) + " s";
+}
+
+std::string format_bytes(double b) {
+  if (std::fabs(b) >= 1e9) return digits4(b / 1e9) + " GB";
+  if (std::fabs(b) >= 1e6) return digits4(b / 1e6) + " MB";
+  if (std::fabs(b) >= 1e3) return digits4(b / 1e3) + " kB";
+  return fmt("%.0f", b) + " B";
+}
+
+std::string describe_arrival(const ArrivalConfig& a) {
+  using K = ArrivalConfig::Kind;
+  switch (a.kind) {
+    case K::poisson: return "poisson, " + fmt("%g", a.rate_per_s) + " req/s";
+    case K::gamma: return "gamma, " + fmt("%g", a.rate_per_s) + " req/s, cv " + fmt("%g", a.cv);
+    case K::constant: return "constant, " + fmt("%g", a.rate_per_s) + " req/s";
+    case K::on_off: return "on/off, " + fmt("%g", a.rate_per_s) + " req/s for " + fmt("%g", a.on_s) + " s, off " + fmt("%g", a.off_s) + " s";
+    case K::ramp:
+      return "ramp " + fmt("%g", a.start_rate_per_s) + " to " + fmt("%g", a.end_rate_per_s) + " req/s over " + fmt("%g", a.ramp_s) + " s";
+    case K::trace: return "trace replay";
+    case K::all_at_once: return "all at t = 0";
+  }
+  return "?";
+}
+
+std::string describe_lengths(const LengthDist& d) {
+  const std::string range = " in [" + std::to_string(d.min_tokens) + ", " + std::to_string(d.max_tokens) + "]";
+  switch (d.kind) {
+    case LengthDist::Kind::fixed: return "fixed " + std::to_string(d.value_tokens);
+    case LengthDist::Kind::uniform: return "uniform" + range;
+    case LengthDist::Kind::lognormal: return "lognormal, mean " + fmt("%g", d.mean_tokens) + ", sigma " + fmt("%g", d.sigma) + range;
+    case LengthDist::Kind::normal: return "normal, mean " + fmt("%g", d.mean_tokens) + ", sd " + fmt("%g", d.stddev_tokens) + range;
+    case LengthDist::Kind::zipf: return "zipf, s " + fmt("%g", d.zipf_s) + range;
+    case LengthDist::Kind::empirical: return "empirical, " + std::to_string(d.tokens.size()) + " values";
+    case LengthDist::Kind::trace: return "from the trace";
+  }
+  return "?";
+}
+
+std::string describe_slo(const SloConfig& s) {
+  std::string targets;
+  const std::pair<const char*, double> all[] = {{"TTFT", s.ttft_s}, {"TPOT", s.tpot_s}, {"E2E", s.e2e_s}};
+  for (const auto& [name, v] : all) {
+    if (v > 0.0) targets += (targets.empty() ? "" : ", ") + std::string(name) + " <= " + format_duration(v);
+  }
+  if (targets.empty()) return "no latency target";
+  return targets + " at p" + fmt("%g", 100.0 * s.percentile) + "; >= " + fmt("%g", 100.0 * s.min_success_frac) +
+         "% of requests completed";
+}
+
+}  // namespace servesim

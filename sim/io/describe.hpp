@@ -1,0 +1,21 @@
+// Short descriptions for people: durations and sizes in readable units, and one-line summaries of
+// a workload's arrivals, lengths and SLO (report.html, plan, step, roofline).
+#pragma once
+#include <string>
+
+#include "sim/config/scenario.hpp"
+
+namespace servesim {
+
+// 0.01135 -> "11.35 ms", 8e-6 -> "8 us", 3.2 -> "3.2 s" (4 significant digits).
+// `micro` is the microsecond symbol ("us" in terminal text, "µs" in HTML).
+std::string format_duration(double seconds, const char* micro = "us");
+// Bytes in decimal units: 1.38e11 -> "138 GB", 1.6e7 -> "16 MB" (4 significant digits).
+std::string format_bytes(double bytes);
+
+std::string describe_arrival(const ArrivalConfig& a);  // "poisson, 5 req/s"
+std::string describe_lengths(const LengthDist& d);     // "lognormal, mean 600, sigma 0.8 in [16, 3000]"
+// "TTFT <= 2 s, TPOT <= 100 ms at p99; >= 99.9% of requests completed", or "no latency target".
+std::string describe_slo(const SloConfig& s);
+
+}  // namespace servesim
