@@ -283,4 +283,86 @@ TorchEngineFit fit_torch_engines(const IndependentSet& set, const HwProfile& hw,
   return fit;
 }
 
+std::vector<CbDecodeStep> cb_decode_steps(const nlohmann::json& run, const std::string& file, const std::string& where) {
+  struct Token {
+    double t, context;
+  };
+  std::vector<Token> tokens;
+  double last_first = 0.0;
+  const auto& reqs = row_array(run, "per_request", file, where);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const std::string at = where + ".per_request[" + std::to_string(i) + "]";
+    const double prompt = row_positive(reqs[i], "prompt", file, at);
+    const auto& times = row_array(reqs[i], "token_times_s", file, at);
+    if (times.empty()) throw InputError(file, at + ".token_times_s", "empty");
+    last_first = std::max(last_first, times.front().get<double>());
+    for (std::size_t k = 0; k < times.size(); ++k) tokens.push_back({times[k].get<double>(), prompt + static_cast<double>(k)});
+  }
+  std::sort(tokens.begin(), tokens.end(), [](const Token& a, const Token& b) { return a.t < b.t; });
+  // A step's tokens are stamped within a fraction of a millisecond; steps are tens of ms apart.
+  constexpr double kSameStep_s = 2e-3;
+  std::vector<CbDecodeStep> steps;
+  double prev = -1.0, step_t = -1.0;
+  for (const Token& tok : tokens) {
+    if (step_t < 0.0 || tok.t - step_t > kSameStep_s) {
+      prev = step_t;
+      step_t = tok.t;
+      if (prev > last_first) steps.push_back({0, 0.0, step_t - prev});
+    }
+    if (prev > last_first) {
+      steps.back().seqs += 1;
+      steps.back().kv_tokens += tok.context;
+    }
+  }
+  return steps;
+}
+
+double fit_hf_decode_step_s(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch,
+                            const std::set<std::string>& exclude) {
+  if (!set.has("hf_generate")) return 0.0;
+  const std::string& file = set.file("hf_generate");
+  std::vector<double> residuals;
+  const auto& runs = row_array(set.section("hf_generate"), "runs", file, "hf_generate");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string where = "hf_generate.runs[" + std::to_string(i) + "]";
+    const std::string model = runs[i].value("model", "");
+    if (exclude.count(model)) continue;
+    StepQuery q = independent_query(model, hw, "hf-transformers");
+    apply_torch_fit(q, torch);
+    q.engine->launch.host_overhead_per_decode_step_s = 0.0;
+    const double b = row_positive(runs[i], "batch", file, where), prompt = row_positive(runs[i], "prompt", file, where);
+    const double n = row_positive(runs[i], "new_tokens", file, where);
+    const TimedStep t = time_decode(q, static_cast<std::int64_t>(b), static_cast<std::int64_t>(prompt + n / 2.0), true);
+    residuals.push_back(row_positive(runs[i], "tpot_median_s", file, where) - t.step.time_s);
+  }
+  return residuals.empty() ? 0.0 : std::max(0.0, median(residuals));
+}
+
+HfCbFit fit_hf_cb(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch, const std::set<std::string>& exclude) {
+  HfCbFit fit;
+  if (!set.has("hf_cb")) return fit;
+  const std::string& file = set.file("hf_cb");
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+  const auto& runs = row_array(set.section("hf_cb"), "runs", file, "hf_cb");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string where = "hf_cb.runs[" + std::to_string(i) + "]";
+    const std::string model = runs[i].value("model", "");
+    if (exclude.count(model)) continue;
+    StepQuery q = independent_query(model, hw, "hf-transformers-cb");
+    apply_torch_fit(q, torch);
+    q.engine->launch.host_overhead_per_step_s = 0.0;
+    q.engine->launch.host_overhead_per_seq_s = 0.0;
+    for (const CbDecodeStep& s : cb_decode_steps(runs[i], file, where)) {
+      const double context = s.kv_tokens / static_cast<double>(s.seqs);
+      const double x = static_cast<double>(s.seqs);
+      const double y = s.measured_s - time_decode(q, s.seqs, static_cast<std::int64_t>(context), true).step.time_s;
+      sx += x, sy += y, sxx += x * x, sxy += x * y, n += 1;
+    }
+  }
+  if (n < 2 || sxx * n - sx * sx <= 0.0) return fit;
+  fit.per_seq_s = std::max(0.0, (n * sxy - sx * sy) / (n * sxx - sx * sx));
+  fit.per_step_s = std::max(0.0, (sy - fit.per_seq_s * sx) / n);
+  return fit;
+}
+
 }  // namespace servesim

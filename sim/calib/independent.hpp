@@ -80,6 +80,29 @@ struct TorchEngineFit {
 };
 TorchEngineFit fit_torch_engines(const IndependentSet& set, const HwProfile& hw, const std::set<std::string>& exclude = {});
 
+// transformers generate() (hf-transformers): the host time of a decode step beyond dispatching its
+// kernels (the per-token loop: cache update, masks, logits processing), the median residual of
+// its decode token times (run c, hf_generate) over the models but `exclude`.
+double fit_hf_decode_step_s(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch,
+                            const std::set<std::string>& exclude = {});
+
+// transformers generate_batch() (hf-transformers-cb): its Python scheduler and batch preparation,
+// a line a + b x sequences fitted to the decode-only steps of its runs over the models but
+// `exclude` (least squares on the residual after the kernels' GPU and dispatch time).
+struct HfCbFit {
+  double per_step_s = 0.0, per_seq_s = 0.0;
+};
+HfCbFit fit_hf_cb(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch,
+                  const std::set<std::string>& exclude = {});
+
+// One step of a generate_batch run in which every request had started decoding: how many
+// sequences, their KV tokens and the measured step time (between two token timestamps).
+struct CbDecodeStep {
+  std::int64_t seqs = 0;
+  double kv_tokens = 0.0, measured_s = 0.0;
+};
+std::vector<CbDecodeStep> cb_decode_steps(const nlohmann::json& run, const std::string& file, const std::string& where);
+
 // A bf16 step query of a bundled model on `hw` with a bundled engine (nullptr: none).
 StepQuery independent_query(const std::string& model, const HwProfile& hw, const char* engine);
 // `q` with the fitted engine parameters (and `q.hw` with the fitted kernel gap).

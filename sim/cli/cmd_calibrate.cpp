@@ -93,7 +93,8 @@ int cmd_calibrate_rewrite(const std::vector<std::string>& args) {
 // `calibrate independent [--data FILES] --hw PROFILE -o OUT`: what the independent H200 set
 // fits, on every row (validate refits the same without the rows it predicts): the PyTorch SDPA
 // attention tables and the dependent-kernel gap go into the profile; the torch engines'
-// elementwise bandwidth and eager host cost are printed for scenarios/engines/torch-*.json.
+// elementwise bandwidth and eager host cost are printed for scenarios/engines/torch-*.json, the
+// transformers engines' host costs for scenarios/engines/hf-transformers*.json.
 int cmd_calibrate_independent(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim calibrate independent",
                         "Fit SDPA attention tables, the dependent-kernel gap and the torch engines' parameters from the "
@@ -138,6 +139,14 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
               tables["prefill_compute_frac_by_flops"].size(), fit.kernel_gap_s);
   std::printf("torch engines (scenarios/engines/torch-*.json): elementwise_bw_frac %.3f, dispatch_s_per_kernel %.4g\n",
               fit.elementwise_bw_frac, fit.dispatch_s_per_kernel);
+  // The transformers engines' host costs, fitted on top of the torch parameters (as validate
+  // does per fold, here on every model).
+  HwProfile fitted = with_sdpa_fit(set, hw);
+  fitted.dependent_kernel_gap_s = fit.kernel_gap_s;
+  const HfCbFit cb = fit_hf_cb(set, fitted, fit);
+  std::printf("hf-transformers (generate()): host.overhead_per_decode_step_s %.4g\n", fit_hf_decode_step_s(set, fitted, fit));
+  std::printf("hf-transformers-cb (generate_batch()): host.overhead_per_step_s %.4g, host.overhead_per_seq_s %.4g\n",
+              cb.per_step_s, cb.per_seq_s);
   return kExitOk;
 }
 

@@ -96,7 +96,7 @@ int run_public(const std::string& file, bool json) {
 int cmd_validate(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim validate",
                         "servesim's error on measurements its fits did not see; exit 3 when a stated bound is crossed");
-  opts.add_options()("suite", "kernels, steps, independent (both) or public", cxxopts::value<std::string>()->default_value("independent"))(
+  opts.add_options()("suite", "kernels, steps, engines, independent (all three) or public", cxxopts::value<std::string>()->default_value("independent"))(
       "data", "independent run files, comma-separated (default: calibrate/results/h200/independent/run_*.json)",
       cxxopts::value<std::string>())("hw", "hardware profile the independent set was measured on",
                                       cxxopts::value<std::string>()->default_value("h200-sxm"))(
@@ -114,16 +114,17 @@ int cmd_validate(const std::vector<std::string>& args) {
     return run_public(p.count("cases") ? p["cases"].as<std::string>() : data_dir() + "/data/validation/public_cases.json",
                       p.count("json") > 0);
   }
-  if (suite != "kernels" && suite != "steps" && suite != "independent") {
-    throw InputError("servesim validate", "--suite", "must be kernels, steps, independent or public, got '" + suite + "'");
+  if (suite != "kernels" && suite != "steps" && suite != "engines" && suite != "independent") {
+    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent or public, got '" + suite + "'");
   }
   const std::vector<std::string> files = p.count("data") ? split_list(p["data"].as<std::string>()) : default_independent_files();
   const IndependentSet set = load_independent_set(files);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim validate", "--hw"));
   ValidationResult res;
-  for (const char* s : {"kernels", "steps"}) {
+  for (const char* s : {"kernels", "steps", "engines"}) {
     if (suite != "independent" && suite != s) continue;
-    ValidationResult part = std::string(s) == "kernels" ? validate_kernels(set, hw) : validate_steps(set, hw);
+    const std::string name = s;
+    ValidationResult part = name == "kernels" ? validate_kernels(set, hw) : name == "steps" ? validate_steps(set, hw) : validate_engines(set, hw);
     res.rows.insert(res.rows.end(), part.rows.begin(), part.rows.end());
     res.folds.insert(res.folds.end(), part.folds.begin(), part.folds.end());
   }

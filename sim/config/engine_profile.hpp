@@ -28,6 +28,7 @@ struct EngineProfile {
   std::string scheduler = "continuous";              // the framework's own default policy
   std::string kv_cache = "paged";                    // paged, radix (prefix tree), token (block 1), contiguous
   std::int64_t block_size = 16;
+  std::int64_t max_num_batched_tokens = 0;           // the engine's token budget per step (0: servesim's)
   ColdStartConfig cold_start;
 };
 
@@ -46,7 +47,9 @@ inline std::int64_t graph_batch_size(const std::vector<std::int64_t>& sizes, std
 // (launch.cuda_graphs cleared); a decode batch runs in the graph of the next captured size,
 // `shape` padded with empty decodes (context 0) up to it, or eagerly when it is larger than every
 // captured size. The one place graph padding is written (the simulator and `servesim step`).
+// A decode-only iteration also pays the engine's decode-step host work.
 inline void apply_cuda_graphs(LaunchConfig& launch, const std::vector<std::int64_t>& captured_sizes, BatchShape& shape) {
+  if (shape.prefill_seqs == 0) launch.host_overhead_per_step_s += launch.host_overhead_per_decode_step_s;
   if (shape.prefill_seqs > 0) {
     launch.cuda_graphs = false;
   } else if (launch.cuda_graphs) {

@@ -56,6 +56,8 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base);
 struct LaunchConfig {
   bool cuda_graphs = true;             // one graph launch per step instead of one launch per kernel
   double host_overhead_per_step_s = 0; // scheduling, input preparation: before the launches
+  double host_overhead_per_decode_step_s = 0;  // more host work in a step without prefill (HF
+                                               // generate()'s per-token loop), added by the caller
   double host_overhead_per_seq_s = 0;  // sampling, detokenisation per sequence, after the GPU
   bool overlap_host = false;           // host work of step i+1 overlaps the GPU of step i (SGLang)
   double dispatch_s_per_kernel = 0;    // framework's host cost per eager kernel; 0: the GPU profile's

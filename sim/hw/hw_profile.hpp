@@ -65,6 +65,7 @@ struct HwProfile {
   };
   std::array<AttentionKernelTables, kAttentionKernels> attention_kernel_tables;
   const AttentionKernelTables* attention_tables(AttentionKernel k) const {
+    k = table_family(k);
     const auto& t = attention_kernel_tables[static_cast<std::size_t>(k)];
     return k == AttentionKernel::standard || t.empty() ? nullptr : &t;
   }

@@ -47,7 +47,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
           known = true;
         }
       }
-      if (!known) k.fail("attention_impl", "must be standard or sdpa, got '" + impl + "'");
+      if (!known) k.fail("attention_impl", "must be standard, sdpa or sdpa_packed, got '" + impl + "'");
     }
     k.finish();
   }
@@ -70,6 +70,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
   {
     JsonReader h = r.object("host");
     p.launch.host_overhead_per_step_s = h.number_in("overhead_per_step_s", 0.0, 10.0);
+    p.launch.host_overhead_per_decode_step_s = h.number_in_or("overhead_per_decode_step_s", 0.0, 10.0, 0.0);
     p.launch.host_overhead_per_seq_s = h.number_in("overhead_per_seq_s", 0.0, 1.0);
     p.launch.overlap_host = h.boolean_or("overlap_with_gpu", false);
     p.launch.dispatch_s_per_kernel = h.number_in_or("dispatch_s_per_kernel", 0.0, 1.0, 0.0);
@@ -83,6 +84,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
       d.fail("kv_cache", "must be paged, radix, token or contiguous");
     }
     p.block_size = d.positive_integer("block_size");
+    if (d.has("max_num_batched_tokens")) p.max_num_batched_tokens = d.positive_integer("max_num_batched_tokens");
     d.finish();
   }
   if (auto c = r.object_if("cold_start")) {

@@ -356,7 +356,7 @@ EngineConfig parse_engine(JsonReader r) {
     }
   }
   e.max_num_seqs = r.integer_in_or("max_num_seqs", 1, 1 << 20, e.max_num_seqs);
-  e.max_num_batched_tokens = r.integer_in_or("max_num_batched_tokens", 1, std::int64_t{1} << 32, 0);
+  e.max_num_batched_tokens = r.integer_in_or("max_num_batched_tokens", 1, std::int64_t{1} << 32, e.profile.max_num_batched_tokens);
   e.block_size = r.integer_in_or("block_size", 1, 1 << 16, e.block_size);
   e.gpu_memory_utilization = r.number_in_or("gpu_memory_utilization", 0.01, 1.0, e.gpu_memory_utilization);
   e.max_model_len = r.integer_in_or("max_model_len", 1, kMaxTokens, 0);

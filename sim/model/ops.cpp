@@ -30,6 +30,7 @@ const char* attention_kernel_name(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::standard: return "standard";
     case AttentionKernel::sdpa: return "sdpa";
+    case AttentionKernel::sdpa_packed: return "sdpa_packed";
   }
   return "?";
 }
@@ -175,6 +176,23 @@ Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelP
 Op prefill_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
   Op attn = attention_op("attention_prefill", OpKind::attention_prefill, m, plan);
   set_prefill_attention_work(attn, m, b, p, plan);
+  return attn;
+}
+
+// The packed batch's one attention call (AttentionKernel::sdpa_packed): every query token of the
+// batch against every KV token of the batch (the mask hides, not skips, the rest), and the cache
+// gathered into one contiguous K/V first (read and written once more).
+constexpr const char* kPackedAttentionName = "attention_packed";
+
+void set_packed_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  const double q = static_cast<double>(b.total_tokens()), kv = b.prefill_kv_tokens + b.decode_kv_tokens;
+  set_attention_work(attn, m, b.total_seqs(), b.total_tokens(), kv, q * kv, p, plan);
+  attn.bytes += 2.0 * kv * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache) / plan.attention_kernels;
+}
+
+Op packed_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
+  Op attn = attention_op(kPackedAttentionName, OpKind::attention_prefill, m, plan);
+  set_packed_attention_work(attn, m, b, p, plan);
   return attn;
 }
 
@@ -375,7 +393,9 @@ bool depends_on_context(const Op& op) {
 }
 
 void refresh_context_op(const ModelSpec& m, const BatchShape& b, const Precision& p, Op& op, const KernelPlan& plan) {
-  if (op.kind == OpKind::attention_prefill) {
+  if (op.name == kPackedAttentionName) {
+    set_packed_attention_work(op, m, b, p, plan);
+  } else if (op.kind == OpKind::attention_prefill) {
     set_prefill_attention_work(op, m, b, p, plan);
   } else if (op.kind == OpKind::attention_decode) {
     set_decode_attention_work(op, m, b, p, plan);
@@ -446,8 +466,12 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   }
   if (plan.kv_cache_concat) out.push_back(kv_concat_op(m, b, p));
 
-  if (b.prefill_seqs > 0) out.push_back(prefill_attention_op(m, b, p, plan));
-  if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
+  if (plan.attention_kernel == AttentionKernel::sdpa_packed && !m.is_mla()) {
+    out.push_back(packed_attention_op(m, b, p, plan));
+  } else {
+    if (b.prefill_seqs > 0) out.push_back(prefill_attention_op(m, b, p, plan));
+    if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
+  }
 
   out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.attn_out_width(), p, q));
   if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));

@@ -24,8 +24,13 @@ inline bool is_communication(OpKind k) {
 // Which attention kernel family an engine runs. The hardware profile's own tables describe
 // `standard` (its calibrated or published kernel); a profile may carry measured tables for other
 // families (`sdpa`: PyTorch scaled_dot_product_attention, flash/cuDNN backends), used when present.
-enum class AttentionKernel : std::uint8_t { standard, sdpa };
-inline constexpr std::size_t kAttentionKernels = 2;
+// `sdpa_packed`: one SDPA call over the whole batch packed into one sequence under a block-diagonal
+// mask (transformers' continuous batching with paged|sdpa): every query token is scored against
+// every cached token of the batch, after the cache is gathered; timed with the sdpa tables.
+enum class AttentionKernel : std::uint8_t { standard, sdpa, sdpa_packed };
+inline constexpr std::size_t kAttentionKernels = 3;
+// The family whose measured tables time `k`.
+inline AttentionKernel table_family(AttentionKernel k) { return k == AttentionKernel::sdpa_packed ? AttentionKernel::sdpa : k; }
 const char* attention_kernel_name(AttentionKernel k);
 
 // Where an op runs when layers are split into pipeline stages: every stage (per layer), only the

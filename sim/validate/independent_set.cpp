@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -12,6 +15,11 @@
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/io/report_io.hpp"
+#include "sim/io/scenario_io.hpp"
+#include "sim/serve/simulation.hpp"
+
+#include <unistd.h>
 
 namespace servesim {
 
@@ -168,6 +176,138 @@ ValidationResult validate_steps(const IndependentSet& set, const HwProfile& hw) 
   return out;
 }
 
+namespace {
+
+double median_over(std::vector<double> v) { return median(std::move(v)); }
+
+// p50 TTFT, TPOT and end-to-end latency of a generate_batch run, each request from its creation.
+// The mean TTFT too: all requests arrive at once, so first tokens come in a few prefill groups and
+// the p50 of an even request count can fall between two groups (a coin toss on which requests the
+// engine's scheduler took first); the mean weighs every group.
+struct CbLatency {
+  double ttft = 0, tpot = 0, e2e = 0, ttft_mean = 0;
+};
+CbLatency measured_cb_latency(const nlohmann::json& run, const std::string& file, const std::string& where) {
+  std::vector<double> ttft, tpot, e2e;
+  const auto& reqs = row_array(run, "per_request", file, where);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const std::string at = where + ".per_request[" + std::to_string(i) + "]";
+    const auto& t = row_array(reqs[i], "token_times_s", file, at);
+    const double created = reqs[i].value("created_s", 0.0);
+    if (t.size() < 2) throw InputError(file, at + ".token_times_s", "needs at least two tokens");
+    ttft.push_back(t.front().get<double>() - created);
+    tpot.push_back((t.back().get<double>() - t.front().get<double>()) / static_cast<double>(t.size() - 1));
+    e2e.push_back(row_positive(reqs[i], "end_s", file, at) - created);
+  }
+  const double ttft_mean = std::accumulate(ttft.begin(), ttft.end(), 0.0) / static_cast<double>(ttft.size());
+  return {median_over(ttft), median_over(tpot), median_over(e2e), ttft_mean};
+}
+
+// The run simulated: its prompts (all at t = 0) and output lengths, the engine profile with the
+// fold's fitted host costs, on the fold's hardware profile.
+CbLatency simulated_cb_latency(const nlohmann::json& run, const std::string& file, const std::string& where,
+                               const std::string& model, const HwProfile& hw, const TorchEngineFit& torch, const HfCbFit& host) {
+  namespace fs = std::filesystem;
+  static int serial = 0;
+  const fs::path trace = fs::temp_directory_path() / ("servesim-validate-cb-" + std::to_string(::getpid()) + "-" +
+                                                      std::to_string(serial++) + ".jsonl");
+  {
+    std::ofstream out(trace);
+    const double n = row_positive(run, "new_tokens", file, where);
+    for (const auto& p : row_array(run, "prompts", file, where)) {
+      out << nlohmann::json{{"arrival_s", 0.0}, {"prompt_tokens", p.get<std::int64_t>()}, {"output_tokens", static_cast<std::int64_t>(n)}}.dump()
+          << "\n";
+    }
+    if (!out) throw InputError(trace.string(), "", "cannot write the validation trace");
+  }
+  const nlohmann::json doc = {
+      {"schema", "servesim-scenario/1"},
+      {"name", "validate-hf-cb"},
+      {"seed", 1},
+      {"model", model},
+      {"hardware", hw.name},
+      {"engine", {{"profile", "hf-transformers-cb"}, {"max_num_seqs", 1024}}},
+      {"workload",
+       {{"trace", {{"path", trace.string()}, {"format", "jsonl"}}},
+        {"arrival", {{"impl", "trace"}}},
+        {"prompt_tokens", {{"impl", "trace"}}},
+        {"output_tokens", {{"impl", "trace"}}}}}};
+  Scenario s = parse_scenario(doc, "servesim validate");
+  s.hw = hw;
+  s.engine.profile.kernels.elementwise_bw_frac = torch.elementwise_bw_frac;
+  s.engine.launch.dispatch_s_per_kernel = torch.dispatch_s_per_kernel;
+  s.engine.launch.host_overhead_per_step_s = host.per_step_s;
+  s.engine.launch.host_overhead_per_seq_s = host.per_seq_s;
+  const nlohmann::json report = make_report(s, simulate(s));
+  std::error_code ec;
+  fs::remove(trace, ec);
+  const auto& lat = report.at("latency");
+  return {lat.at("ttft_s").at("p50").get<double>(), lat.at("tpot_s").at("p50").get<double>(),
+          lat.at("e2e_s").at("p50").get<double>(), lat.at("ttft_s").at("mean").get<double>()};
+}
+
+}  // namespace
+
+ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw) {
+  ValidationResult out;
+  std::set<std::string> models;
+  for (const char* sec : {"hf_generate", "hf_cb"}) {
+    if (!set.has(sec)) continue;
+    for (const auto& r : row_array(set.section(sec), "runs", set.file(sec), sec)) models.insert(r.value("model", ""));
+  }
+  for (const std::string& held : models) {
+    const ModelSpec model = independent_query(held, hw, nullptr).model;
+    HwProfile h = with_sdpa_fit(set, without_gemm_shapes(hw, gemm_shapes_of(model)), {layout_of(model)});
+    const TorchEngineFit torch = fit_torch_engines(set, h, {held});
+    h.dependent_kernel_gap_s = torch.kernel_gap_s;
+    const double decode_step_s = fit_hf_decode_step_s(set, h, torch, {held});
+    const HfCbFit cb = fit_hf_cb(set, h, torch, {held});
+    char note[200];
+    std::snprintf(note, sizeof note,
+                  "generate() decode-step host %.1f ms; generate_batch host %.1f ms per step + %.3f ms per sequence "
+                  "(fitted to the other models)",
+                  decode_step_s * 1e3, cb.per_step_s * 1e3, cb.per_seq_s * 1e3);
+    out.folds.push_back({"engine", held, note});
+    if (set.has("hf_generate")) {
+      const std::string& file = set.file("hf_generate");
+      StepQuery q = independent_query(held, h, "hf-transformers");
+      apply_torch_fit(q, torch);
+      q.engine->launch.host_overhead_per_decode_step_s = decode_step_s;
+      const auto& runs = row_array(set.section("hf_generate"), "runs", file, "hf_generate");
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (runs[i].value("model", "") != held) continue;
+        const std::string where = "hf_generate.runs[" + std::to_string(i) + "]";
+        const double b = row_positive(runs[i], "batch", file, where), p = row_positive(runs[i], "prompt", file, where);
+        const double n = row_positive(runs[i], "new_tokens", file, where);
+        const auto bi = static_cast<std::int64_t>(b), pi = static_cast<std::int64_t>(p);
+        out.rows.push_back({"engine", "hf-transformers", "ttft", held, point_label("B", b, "P", p), row_positive(runs[i], "ttft_s", file, where),
+                            time_prefill(q, bi, pi, 0).step.time_s});
+        out.rows.push_back({"engine", "hf-transformers", "tpot", held, point_label("B", b, "P", p),
+                            row_positive(runs[i], "tpot_median_s", file, where),
+                            time_decode(q, bi, static_cast<std::int64_t>(p + n / 2.0), true).step.time_s});
+      }
+    }
+    if (set.has("hf_cb")) {
+      const std::string& file = set.file("hf_cb");
+      const auto& runs = row_array(set.section("hf_cb"), "runs", file, "hf_cb");
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (runs[i].value("model", "") != held) continue;
+        const std::string where = "hf_cb.runs[" + std::to_string(i) + "]";
+        const double r = row_positive(runs[i], "requests", file, where);
+        const CbLatency m = measured_cb_latency(runs[i], file, where);
+        const CbLatency p = simulated_cb_latency(runs[i], file, where, held, h, torch, cb);
+        char pt[48];
+        std::snprintf(pt, sizeof pt, "R=%.0f (run %zu)", r, i);
+        out.rows.push_back({"engine", "hf-transformers-cb", "ttft-p50", held, pt, m.ttft, p.ttft});
+        out.rows.push_back({"engine", "hf-transformers-cb", "ttft-mean", held, pt, m.ttft_mean, p.ttft_mean});
+        out.rows.push_back({"engine", "hf-transformers-cb", "tpot-p50", held, pt, m.tpot, p.tpot});
+        out.rows.push_back({"engine", "hf-transformers-cb", "e2e-p50", held, pt, m.e2e, p.e2e});
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<ValidationBound> validation_bounds() {
   // Where the fidelity issue set a target, the bound is that target, except the one this data
   // misses (decode worst: phi-3-mini, head dim 96, at batch >= 128 and context 128, where SDPA runs
@@ -184,6 +324,22 @@ std::vector<ValidationBound> validation_bounds() {
       {"step", "torch (GPU time)", "prefill", 0.07, 0.15},
       {"step", "torch-eager", "decode", 0.15, 0.35},
       {"step", "torch-eager", "prefill", 0.15, 0.50},
+      // transformers: the 15% target holds for generate()'s token time; its worst (qwen2-7b at
+      // batch 32, measured 95 ms against 56-60 ms for the other two models at every batch) is
+      // host work on its 152k-entry vocabulary that no other model in the set shows. TTFT at batch
+      // 1 is a 25 ms host-bound prefill predicted 30% short.
+      {"engine", "hf-transformers", "ttft", 0.15, 0.35},
+      {"engine", "hf-transformers", "tpot", 0.15, 0.45},
+      // generate_batch misses the 15% target on TTFT: (1) one run (llama-3-8b, 16 requests) waited
+      // 1.2 s before its first step where the repeats of its neighbours waited 0.3 s, a host event
+      // nothing predicts; (2) the packed, masked attention of its prefill steps grows with the
+      // running sequences faster than the model has it (TTFT short by 15-40% at 64-128 requests);
+      // (3) the p50 of an even count can fall between two prefill groups. Bounds are what this
+      // data supports; the first row of the table says which targets it meets.
+      {"engine", "hf-transformers-cb", "ttft-p50", 0.30, 0.75},
+      {"engine", "hf-transformers-cb", "ttft-mean", 0.25, 0.75},
+      {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.30},
+      {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.30},
   };
 }
 

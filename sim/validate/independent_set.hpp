@@ -50,6 +50,12 @@ ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw
 // transformers generate() (hf-transformers).
 ValidationResult validate_steps(const IndependentSet& set, const HwProfile& hw);
 
+// Engines end to end, leave-one-model-out (the SDPA tables, GEMM shapes, torch and engine host
+// parameters refitted without the predicted model): transformers generate() (hf-transformers:
+// time to first token and decode token time) and continuous batching (hf-transformers-cb: p50
+// TTFT, TPOT and end-to-end latency of each run, simulated from the run's own prompts).
+ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw);
+
 // The bounds servesim states for each (group, engine, phase) it reports.
 std::vector<ValidationBound> validation_bounds();
 

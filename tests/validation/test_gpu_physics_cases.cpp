@@ -136,35 +136,26 @@ nlohmann::json h200_engines_2() {
 
 }  // namespace
 
-TEST_CASE("H200 measurements: Hugging Face transformers eager decode vs --engine hf-transformers") {
+TEST_CASE("H200 measurements: Hugging Face transformers eager decode, kernels per step vs --engine hf-transformers") {
   const auto doc = h200_engines_2();
   const StepQuery hf = query("llama-3-8b", "h200-sxm", "bf16", 128, "hf-transformers");
   const std::int64_t context = doc["model"]["context_tokens"].get<std::int64_t>();
-  std::printf("\nHF transformers %s eager (%s) decode on H200, context %lld: step time (ms)\n",
+  // The step times of this run (Dec 2: forward() alone, 82-107 ms per token) disagree with the
+  // later run of the same transformers and torch versions on another lent H200 host (Dec 4,
+  // calibrate/results/h200/independent/run_c.json: generate(), forward() included, 57-60 ms for
+  // three models): the step is host-bound and the host differs. The hf-transformers profile is
+  // fitted to, and validated on, the later set (test_independent_h200.cpp, engines); this one is
+  // printed for the record and checks only what does not depend on the host: the kernel count.
+  std::printf("\nHF transformers %s eager (%s) forward() per decode token on H200 (Dec 2 host), context %lld: step time (ms)\n",
               doc["transformers"].get<std::string>().c_str(), doc["hf_attn_implementation"].get<std::string>().c_str(),
               static_cast<long long>(context));
-  std::printf("%6s %10s %10s %8s %6s\n", "batch", "measured", "servesim", "error", "launch");
-  double worst = 0.0;
+  std::printf("%6s %10s %22s\n", "batch", "measured", "servesim (no generate loop)");
   for (const auto& [b, m] : doc["hf_transformers"].items()) {
     const std::int64_t batch = std::stoll(b);
-    // The timed steps ran at context 515..525 (3 warm-up steps after the prefill).
     const auto p = time_decode(hf, batch, m["context_tokens_at_first_timed_step"].get<std::int64_t>() + 5, false);
-    // The measurement is forward() + argmax per token; generate()'s own per-step Python (the
-    // profile's host overhead) is not in it, so it is left out of the prediction.
-    const double predicted = p.step.time_s - p.step.host_s;
-    const double measured = m["step_s"].get<double>();
-    const double e = rel_err(predicted, measured);
-    worst = std::max(worst, std::fabs(e));
-    std::printf("%6lld %10.2f %10.2f %+7.1f%% %6s\n", static_cast<long long>(batch), measured * 1e3, predicted * 1e3, 100 * e,
-                p.step.launch_bound ? "yes" : "no");
-    // 1495 kernels at ~70 us of Python each take far longer than the GPU's 7-15 ms.
-    CHECK(p.step.launch_bound);
+    const double forward_only = p.step.time_s - hf.engine->launch.host_overhead_per_decode_step_s;
+    std::printf("%6lld %10.2f %22.2f\n", static_cast<long long>(batch), m["step_s"].get<double>() * 1e3, forward_only * 1e3);
   }
-  // The profile's per-kernel dispatch cost was fitted to the median of these four steps (it is a
-  // calibration, not an independent check); the measured steps are flat in batch but spread
-  // 82-107 ms run to run (host noise), +-13% around their mean, so 20% bounds noise plus fit.
-  std::printf("worst |error| %.1f%% (bound 20%%)\n", 100 * worst);
-  CHECK(worst <= 0.20);
   const double kernels_measured = doc["hf_kernels_per_step_b1"].get<double>();
   const double kernels_predicted = static_cast<double>(time_decode(hf, 1, context, false).step.kernels);
   std::printf("kernels per step at batch 1: measured %.0f (profiler), hf-transformers profile %.0f (%+.1f%%, bound 15%%)\n",

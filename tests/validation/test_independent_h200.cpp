@@ -54,6 +54,15 @@ TEST_CASE("independent H200 set: whole steps of five models, each fitted without
   check_suite(res, "steps");
 }
 
+TEST_CASE("independent H200 set: transformers generate() and generate_batch() end to end, each fitted without its model") {
+  const IndependentSet set = load_independent_set(default_independent_files());
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "test", "hw"));
+  const ValidationResult res = validate_engines(set, hw);
+  CHECK(res.rows.size() >= 80);  // 9 generate() runs x 2 + 18 generate_batch() runs x 4
+  CHECK(res.folds.size() == 3);
+  check_suite(res, "engines");
+}
+
 TEST_CASE("independent set: malformed input names the file and key") {
   CHECK_THROWS_WITH_AS(load_independent_set({"/nonexistent/run.json"}), doctest::Contains("run.json"), InputError);
   IndependentSet empty;
