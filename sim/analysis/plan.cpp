@@ -93,7 +93,8 @@ Table plan_table(const PlanResult& r) {
   // Columns in reading order, whatever the first row holds; the note last.
   for (const char* c : {"cheapest", "hw", "quant", "tp", "ep", "fits", "meets_slo", "replicas", "gpus", "usd_per_hour",
                         "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
-                        "mean_output_tokens", "usd_per_gpu_hour", "note"}) {
+                        "mean_output_tokens", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
+                        "error_band_basis", "note"}) {
     if (any_ep || std::string(c) != "ep") t.column(c);
   }
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
@@ -117,6 +118,13 @@ Table plan_table(const PlanResult& r) {
     }
     if (row.meets_slo) t.set(i, "mean_output_tokens", row.mean_output_tokens);
     if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
+    if (row.band) {
+      t.set(i, "error_band_median", row.band->median_abs);
+      t.set(i, "error_band_worst", row.band->worst_abs);
+      t.set(i, "error_band_basis", row.band->engine + " " + row.band->phase + " on " + row.band->hw + ", n=" + std::to_string(row.band->n));
+    } else {
+      t.set(i, "error_band_basis", std::string("not validated on this GPU and engine"));
+    }
     t.set(i, "note", row.note);
   }
   return t;

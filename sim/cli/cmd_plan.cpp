@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -88,7 +89,17 @@ std::string config_name(const PlanRow& r) {
 
 // The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
 // below the table, why the others were left out.
-void print_plan(const PlanResult& r, const Scenario& workload, double rate, const std::string& workload_name) {
+// The pairs the bands file covers, for the legend under the table.
+std::string validated_pairs(const std::vector<ErrorBand>& bands) {
+  std::set<std::string> pairs;
+  for (const ErrorBand& b : bands) pairs.insert(b.hw + "/" + b.engine);
+  std::string out;
+  for (const auto& pair : pairs) out += (out.empty() ? "" : ", ") + pair;
+  return out;
+}
+
+void print_plan(const PlanResult& r, const Scenario& workload, double rate, const std::string& workload_name,
+                const std::vector<ErrorBand>& bands) {
   if (r.cheapest) {
     const PlanRow& best = r.rows[*r.cheapest];
     std::printf("cheapest meeting the SLO: %s at %s/hour, %s per million output tokens\n", config_name(best).c_str(),
@@ -128,10 +139,19 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
     std::snprintf(qps, sizeof qps, "%.3g", row.stable_qps_per_replica);
     t.set(n, "req/s per replica", std::string(qps));
     t.set(n, "slo", std::string(row.meets_slo ? "meets" : "misses"));
+    char band[32];
+    std::snprintf(band, sizeof band, "%.0f%% (worst %.0f%%)", 100 * (row.band ? row.band->median_abs : 0.0),
+                  100 * (row.band ? row.band->worst_abs : 0.0));
+    t.set(n, "error +-", std::string(row.band ? band : "?"));
     if (!row.note.empty()) notes.push_back(label + ": " + row.note);
     ++n;
   }
   if (n > 0) write_text(std::cout, t);
+  // The band is the median |error| of servesim against measurements of that GPU and engine it
+  // was not fitted to; "?" says no such measurement exists, which is not the same as accurate.
+  std::printf("\nerror +-: servesim's median (worst) |error| on measurements of that GPU and engine the fit never saw "
+              "(docs/validation.md); ? = not validated. Validated: %s (--set engine.profile=NAME)\n",
+              bands.empty() ? "none" : validated_pairs(bands).c_str());
   if (!notes.empty()) {
     std::printf("%snot shown or incomplete:\n", n > 0 ? "\n" : "");
     for (const auto& note : notes) std::printf("  %s\n", note.c_str());
@@ -248,7 +268,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.progress = [&bar](std::size_t done, std::size_t total) {
     bar.update(static_cast<double>(done) / static_cast<double>(total), std::to_string(done) + "/" + std::to_string(total) + " options");
   };
-  const PlanResult result = plan(options, make, base.seed, o);
+  PlanResult result = plan(options, make, base.seed, o);
+  const std::vector<ErrorBand> bands = load_error_bands(default_error_bands_path());
+  for (PlanRow& row : result.rows) row.band = serving_band(bands, row.option.hw, base.engine.profile.name);
   bar.finish();
   const Table t = plan_table(result);
   write_csv_if_asked(p, t);
@@ -275,7 +297,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
     std::cout << j.dump(2) << "\n";
   } else {
-    print_plan(result, assumed, rate, workload_ref);
+    print_plan(result, assumed, rate, workload_ref, bands);
   }
   return kExitOk;
 }

@@ -13,6 +13,7 @@
 #include "sim/cli/query_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/describe.hpp"
+#include "sim/io/hw_io.hpp"
 
 namespace servesim::cli {
 
@@ -49,6 +50,7 @@ int cmd_step(const std::vector<std::string>& args) {
                          {"emulated", q.emulated},
                          {"weight_bytes", q.model.weight_bytes(q.precision.weights, q.precision.quant, q.precision.group_size)}};
   out["engine"] = q.engine ? q.engine->name : "default";
+  out["hardware_field_origins"] = field_origins_json(q.hw);
   out["host_overhead_per_step_s"] = launch.host_overhead_per_step_s;
   out["host_overhead_per_seq_s"] = launch.host_overhead_per_seq_s;
   out["cuda_graphs"] = t.cuda_graphs;
@@ -101,6 +103,7 @@ int cmd_step(const std::vector<std::string>& args) {
                 t.cuda_graphs ? "CUDA graph" : "eager launches", format_duration(launch.host_overhead_per_step_s).c_str(),
                 format_duration(launch.host_overhead_per_seq_s).c_str());
   }
+  std::printf("  profile %s: %s\n", q.hw.name.c_str(), field_origins_line(q.hw).c_str());
   const ParallelConfig& par = q.parallel;
   if (par.gpus_per_replica() > 1) {
     std::printf("  tp %lld x pp %lld: communication %s, pipeline bubbles %.1f%%; ops below are one GPU's%s\n",

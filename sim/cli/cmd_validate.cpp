@@ -14,6 +14,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/table_io.hpp"
 #include "sim/validate/independent_set.hpp"
 
 namespace servesim::cli {
@@ -102,7 +103,8 @@ int cmd_validate(const std::vector<std::string>& args) {
                                       cxxopts::value<std::string>()->default_value("h200-sxm"))(
       "cases", "published cases file for --suite public (default: the bundled data/validation/public_cases.json)",
       cxxopts::value<std::string>())(
-      "rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
+      "bands", "also write the error bands plan shows (data/validation/error_bands.json) to this path",
+      cxxopts::value<std::string>())("rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
   opts.parse_positional({"cases"});
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
@@ -127,6 +129,11 @@ int cmd_validate(const std::vector<std::string>& args) {
     ValidationResult part = name == "kernels" ? validate_kernels(set, hw) : name == "steps" ? validate_steps(set, hw) : validate_engines(set, hw);
     res.rows.insert(res.rows.end(), part.rows.begin(), part.rows.end());
     res.folds.insert(res.folds.end(), part.folds.begin(), part.folds.end());
+  }
+  if (p.count("bands")) {
+    if (suite != "independent") throw InputError("servesim validate", "--bands", "needs the whole independent suite (--suite independent)");
+    write_file(p["bands"].as<std::string>(),
+               error_bands_to_json(error_bands(res, hw.name), "servesim validate --bands " + portable_path(p["bands"].as<std::string>())).dump(2) + "\n");
   }
   if (p.count("json")) {
     nlohmann::json out = {{"files", files}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};

@@ -385,6 +385,18 @@ HwProfile::AttentionKernelTables parse_attention_kernel_tables(const nlohmann::j
   return parse_attention_tables(r);
 }
 
+nlohmann::json field_origins_json(const HwProfile& hw) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FieldOrigin& f : field_origins(hw)) out.push_back({{"field", f.field}, {"origin", f.origin}, {"detail", f.detail}});
+  return out;
+}
+
+std::vector<FieldOrigin> field_origins_from_json(const nlohmann::json& origins) {
+  std::vector<FieldOrigin> out;
+  for (const auto& f : origins) out.push_back({f.value("field", ""), f.value("origin", ""), f.value("detail", "")});
+  return out;
+}
+
 nlohmann::json provenance_to_json(const Provenance& p) {
   nlohmann::json j = {{"kind", p.kind}, {"method", p.method}, {"sources", p.sources}};
   if (p.kind == "measured") {

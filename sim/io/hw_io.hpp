@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/hw/fidelity.hpp"
 #include "sim/hw/hw_profile.hpp"
 
 namespace servesim {
@@ -20,6 +21,9 @@ HwProfile load_hw_profile(const std::string& path);
 // `file` names the document in errors and anchors a relative tables path.
 HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file);
 nlohmann::json provenance_to_json(const Provenance& p);
+// field_origins(hw) as [{field, origin, detail}], and back (reports are read back by `summary`).
+nlohmann::json field_origins_json(const HwProfile& hw);
+std::vector<FieldOrigin> field_origins_from_json(const nlohmann::json& origins);
 // One attention kernel family's tables (the form of calibration.attention_kernels.<family>), e.g.
 // as `fit_sdpa_attention` returns them; `path` names the object in errors.
 HwProfile::AttentionKernelTables parse_attention_kernel_tables(const nlohmann::json& doc, const std::string& file,

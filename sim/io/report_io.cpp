@@ -146,7 +146,8 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   j["schema"] = "servesim-report/1";
   j["scenario"] = scenario_to_json(s);
   j["model"] = model_to_json(s.model);
-  j["hardware"] = {{"name", s.hw.name}, {"display_name", s.hw.display_name}, {"provenance", provenance_to_json(s.hw.provenance)}};
+  j["hardware"] = {{"name", s.hw.name}, {"display_name", s.hw.display_name}, {"provenance", provenance_to_json(s.hw.provenance)},
+                   {"field_origins", field_origins_json(s.hw)}};
   j["memory"] = memory_json(res.memory);
   metric_sections(j, m, s, static_cast<double>(res.replicas.size()));
   // Decode saturation is a property of the model on the hardware, reported once for the fleet.
@@ -198,6 +199,11 @@ void print_summary(std::ostream& os, const nlohmann::json& r) {
                 r["model"]["name"].get<std::string>().c_str(), r["hardware"]["name"].get<std::string>().c_str(),
                 r["hardware"]["provenance"]["kind"].get<std::string>().c_str());
   os << line;
+  // Which of the profile's numbers were measured on the GPU: a derived profile's answer is an
+  // extrapolation and says so on the first lines.
+  if (r["hardware"].contains("field_origins")) {  // reports written before it have none
+    os << "  profile    " << field_origins_line(field_origins_from_json(r["hardware"]["field_origins"])) << "\n";
+  }
   std::snprintf(line, sizeof line, "  requests   %lld arrived, %lld completed, %lld rejected, %lld timed out\n",
                 req["arrived"].get<long long>(), req["completed"].get<long long>(), req["rejected"].get<long long>(),
                 req["timed_out"].get<long long>());

@@ -308,6 +308,17 @@ ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw
   return out;
 }
 
+std::vector<ErrorBand> error_bands(const ValidationResult& res, const std::string& hw) {
+  std::vector<ErrorBand> out;
+  for (const ValidationSummary& s : summarize(res.rows, validation_bounds())) {
+    if (s.group == "kernel" || s.engine.find(' ') != std::string::npos) continue;
+    out.push_back({hw, s.engine, s.phase, s.n, s.median_abs, s.worst_abs,
+                   "independent " + hw + " set (calibrate/results/h200/independent), " + s.group +
+                       " rows, each predicted by a fit without its model"});
+  }
+  return out;
+}
+
 std::vector<ValidationBound> validation_bounds() {
   // Where the fidelity issue set a target, the bound is that target, except the one this data
   // misses (decode worst: phi-3-mini, head dim 96, at batch >= 128 and context 128, where SDPA runs

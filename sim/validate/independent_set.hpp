@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/analysis/error_bands.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "sim/calib/independent.hpp"
@@ -55,6 +57,11 @@ ValidationResult validate_steps(const IndependentSet& set, const HwProfile& hw);
 // time to first token and decode token time) and continuous batching (hf-transformers-cb: p50
 // TTFT, TPOT and end-to-end latency of each run, simulated from the run's own prompts).
 ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw);
+
+// The error bands `plan` shows (data/validation/error_bands.json): one per (engine, phase) of the
+// whole-step and engine groups (kernel rows and the GPU-time-only steps speak for no engine), on
+// the GPU the set was measured on.
+std::vector<ErrorBand> error_bands(const ValidationResult& res, const std::string& hw);
 
 // The bounds servesim states for each (group, engine, phase) it reports.
 std::vector<ValidationBound> validation_bounds();

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "sim/analysis/error_bands.hpp"
 #include "sim/analysis/step_query.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/contention.hpp"
@@ -150,4 +151,34 @@ TEST_CASE("op gemm in fp8 on a GPU without fp8 units is emulated and flagged, as
   CHECK(text.output.find("emulated: a100-80gb-sxm has no fp8 units") != std::string::npos);
   // On an H100 fp8 runs natively.
   CHECK(nlohmann::json::parse(test::run_cli("op gemm --m 64 --n 4096 --k 4096 --dtype fp8 --hw h100-sxm --json").output)["emulated"] == false);
+}
+
+TEST_CASE("field origins: a calibrated profile says what was measured, a derived one that nothing was") {
+  const HwProfile h200 = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "test", "hw"));
+  const HwProfile b200 = load_hw_profile(resolve_data_ref("hwprofiles", "b200", "test", "hw"));
+  const auto origin_of = [](const HwProfile& hw, const std::string& field) {
+    for (const FieldOrigin& f : field_origins(hw)) {
+      if (f.field == field) return f.origin;
+    }
+    return std::string("absent");
+  };
+  CHECK(origin_of(h200, "GEMM efficiency") == "measured");
+  CHECK(origin_of(h200, "PyTorch SDPA attention") == "measured");
+  CHECK(origin_of(h200, "dependent-kernel gap") == "measured");
+  CHECK(origin_of(h200, "peak FLOP/s") == "datasheet");
+  CHECK(origin_of(b200, "GEMM efficiency") == "derived");
+  CHECK(origin_of(b200, "launch costs") == "derived");
+  CHECK(origin_of(b200, "PyTorch SDPA attention") == "not measured");
+  const std::string line = field_origins_line(b200);
+  CHECK(line.rfind("measured:", 0) != 0);  // no "measured:" group, only "not measured:"
+  CHECK(line.find("derived: GEMM efficiency") != std::string::npos);
+  // The report's JSON round-trips to the same line (summary reads reports back).
+  CHECK(field_origins_line(field_origins_from_json(field_origins_json(h200))) == field_origins_line(h200));
+}
+
+TEST_CASE("error bands: a malformed file names the file and key") {
+  const std::string path = test::write_temp("bands_bad.json", R"({"schema": "servesim-error-bands/1", "generated_by": "x", "bands": [{"hw": "h200-sxm", "engine": "e",
+    "phase": "decode", "n": 3, "median_abs": 0.5, "worst_abs": 0.1, "source": "s"}]})");
+  CHECK_THROWS_WITH_AS(load_error_bands(path), doctest::Contains("bands[0].worst_abs"), InputError);
+  CHECK_THROWS_WITH_AS(load_error_bands("/nonexistent/bands.json"), doctest::Contains("bands.json"), InputError);
 }

@@ -63,6 +63,31 @@ TEST_CASE("independent H200 set: transformers generate() and generate_batch() en
   check_suite(res, "engines");
 }
 
+TEST_CASE("the committed error bands (data/validation/error_bands.json) are what the suites give now") {
+  // plan shows these bands; regenerate with `servesim validate --bands data/validation/error_bands.json`.
+  const IndependentSet set = load_independent_set(default_independent_files());
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "test", "hw"));
+  ValidationResult res = validate_steps(set, hw);
+  const ValidationResult engines = validate_engines(set, hw);
+  res.rows.insert(res.rows.end(), engines.rows.begin(), engines.rows.end());
+  const std::vector<ErrorBand> now = error_bands(res, hw.name);
+  const std::vector<ErrorBand> committed = load_error_bands(default_error_bands_path());
+  REQUIRE(now.size() == committed.size());
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    CAPTURE(now[i].engine);
+    CAPTURE(now[i].phase);
+    CHECK(committed[i].engine == now[i].engine);
+    CHECK(committed[i].phase == now[i].phase);
+    CHECK(committed[i].n == now[i].n);
+    CHECK(committed[i].median_abs == doctest::Approx(now[i].median_abs).epsilon(1e-9));
+    CHECK(committed[i].worst_abs == doctest::Approx(now[i].worst_abs).epsilon(1e-9));
+  }
+  const auto band = serving_band(committed, "h200-sxm", "hf-transformers-cb");
+  REQUIRE(band.has_value());
+  CHECK(band->phase == "e2e-p50");  // the whole-request phase speaks for a serving answer
+  CHECK_FALSE(serving_band(committed, "a100-80gb-sxm", "hf-transformers-cb").has_value());
+}
+
 TEST_CASE("independent set: malformed input names the file and key") {
   CHECK_THROWS_WITH_AS(load_independent_set({"/nonexistent/run.json"}), doctest::Contains("run.json"), InputError);
   IndependentSet empty;

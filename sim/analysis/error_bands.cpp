@@ -1,0 +1,54 @@
+#include "sim/analysis/error_bands.hpp"
+
+#include "sim/io/data_paths.hpp"
+#include "sim/io/json_reader.hpp"
+
+namespace servesim {
+
+std::string default_error_bands_path() { return data_dir() + "/data/validation/error_bands.json"; }
+
+std::vector<ErrorBand> load_error_bands(const std::string& path) {
+  const nlohmann::json doc = load_json_file(path);
+  JsonReader top(doc, path, "");
+  if (top.string("schema") != "servesim-error-bands/1") top.fail("schema", "expected servesim-error-bands/1");
+  top.accept("generated_by");
+  const nlohmann::json& rows = top.raw("bands");
+  if (!rows.is_array()) top.fail("bands", "must be an array");
+  top.finish();
+  std::vector<ErrorBand> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    JsonReader r(rows[i], path, "bands[" + std::to_string(i) + "]");
+    ErrorBand b;
+    b.hw = r.string("hw");
+    b.engine = r.string("engine");
+    b.phase = r.string("phase");
+    b.n = static_cast<std::size_t>(r.integer_in("n", 1, 1000000));
+    b.median_abs = r.number_in("median_abs", 0.0, 100.0);
+    b.worst_abs = r.number_in("worst_abs", b.median_abs, 100.0);
+    b.source = r.string("source");
+    r.finish();
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+nlohmann::json error_bands_to_json(const std::vector<ErrorBand>& bands, const std::string& generated_by) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ErrorBand& b : bands) {
+    rows.push_back({{"hw", b.hw}, {"engine", b.engine}, {"phase", b.phase}, {"n", b.n}, {"median_abs", b.median_abs},
+                    {"worst_abs", b.worst_abs}, {"source", b.source}});
+  }
+  return {{"schema", "servesim-error-bands/1"}, {"generated_by", generated_by}, {"bands", rows}};
+}
+
+std::optional<ErrorBand> serving_band(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine) {
+  // Whole-request phases first: a plan answers for requests, not kernels.
+  for (const char* phase : {"e2e-p50", "throughput", "tpot-p50", "tpot", "decode"}) {
+    for (const ErrorBand& b : bands) {
+      if (b.hw == hw && b.engine == engine && b.phase == phase) return b;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace servesim
