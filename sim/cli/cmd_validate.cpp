@@ -42,7 +42,7 @@ int print_independent(const ValidationResult& res, bool verbose) {
   const auto bounds = validation_bounds();
   const auto summary = summarize(res.rows, bounds);
   int crossed = 0;
-  std::printf("%-7s %-17s %-13s %5s %8s %8s  %-17s %s\n", "group", "engine", "phase", "n", "median", "worst", "bound (med/worst)",
+  std::printf("%-7s %-18s %-14s %5s %8s %8s  %-17s %s\n", "group", "engine", "phase", "n", "median", "worst", "bound (med/worst)",
               "worst rows");
   for (const auto& s : summary) {
     char bound[32] = "none";
@@ -54,7 +54,7 @@ int print_independent(const ValidationResult& res, bool verbose) {
       std::snprintf(buf, sizeof buf, "%s%s%s %+.1f%%", w.model.c_str(), w.model.empty() ? "" : " ", w.point.c_str(), 100 * w.error());
       worst += (worst.empty() ? "" : "; ") + std::string(buf);
     }
-    std::printf("%-7s %-17s %-13s %5zu %7.1f%% %7.1f%%  %-13s %-3s %s\n", s.group.c_str(), s.engine.c_str(), s.phase.c_str(), s.n,
+    std::printf("%-7s %-18s %-14s %5zu %7.1f%% %7.1f%%  %-13s %-3s %s\n", s.group.c_str(), s.engine.c_str(), s.phase.c_str(), s.n,
                 100 * s.median_abs, 100 * s.worst_abs, bound, s.holds() ? "ok" : "OUT", worst.c_str());
   }
   if (verbose) {
@@ -153,7 +153,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   if (p.count("rows")) {
     for (const auto& r : res.rows) {
-      std::printf("%-7s %-17s %-13s %-12s %-26s measured %10.4g s  predicted %10.4g s  %+6.1f%%\n", r.group.c_str(), r.engine.c_str(),
+      std::printf("%-7s %-18s %-14s %-12s %-26s measured %10.4g s  predicted %10.4g s  %+6.1f%%\n", r.group.c_str(), r.engine.c_str(),
                   r.phase.c_str(), r.model.c_str(), r.point.c_str(), r.measured, r.predicted, 100 * r.error());
     }
   }
