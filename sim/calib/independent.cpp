@@ -338,6 +338,52 @@ double fit_hf_decode_step_s(const IndependentSet& set, const HwProfile& hw, cons
   return residuals.empty() ? 0.0 : std::max(0.0, median(residuals));
 }
 
+namespace {
+
+// The first step of a generate_batch run: from the requests' creation to the first tokens, over
+// the budget's worth of prompt tokens (the requests stamped then, plus the one split at the end of
+// the budget). Its time is host + A + B / f in the packed attention's rate fraction f; two
+// evaluations give A and B, the measured time gives f.
+double fit_packed_attention(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch, const HfCbFit& host,
+                            const std::set<std::string>& exclude) {
+  const std::string& file = set.file("hf_cb");
+  std::vector<double> fracs;
+  const auto& runs = row_array(set.section("hf_cb"), "runs", file, "hf_cb");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string where = "hf_cb.runs[" + std::to_string(i) + "]";
+    const std::string model = runs[i].value("model", "");
+    if (exclude.count(model)) continue;
+    StepQuery q = independent_query(model, hw, "hf-transformers-cb");
+    apply_torch_fit(q, torch);
+    HfCbFit at = host;
+    std::vector<double> created, first;
+    double prompt_tokens = 0.0;
+    const auto& reqs = row_array(runs[i], "per_request", file, where);
+    for (std::size_t r = 0; r < reqs.size(); ++r) {
+      const std::string rw = where + ".per_request[" + std::to_string(r) + "]";
+      created.push_back(reqs[r].value("created_s", 0.0));
+      first.push_back(row_array(reqs[r], "token_times_s", file, rw).front().get<double>());
+      prompt_tokens += row_positive(reqs[r], "prompt", file, rw);
+    }
+    const double first_s = *std::min_element(first.begin(), first.end());
+    const auto in_first_step = std::count_if(first.begin(), first.end(), [&](double t) { return t - first_s < 2e-3; });
+    const double budget = static_cast<double>(q.engine->max_num_batched_tokens > 0 ? q.engine->max_num_batched_tokens : 8192);
+    const double tokens = std::min(prompt_tokens, budget);
+    const std::int64_t seqs = in_first_step + (prompt_tokens > budget ? 1 : 0);
+    const double measured = first_s - median(created);
+    const auto step = [&](double f) {
+      at.packed_attention_compute_frac = f;
+      apply_hf_cb_fit(q, at);
+      return time_prefill(q, seqs, static_cast<std::int64_t>(tokens / static_cast<double>(seqs)), 0).step.time_s;
+    };
+    const double s1 = step(1.0), b = step(0.5) - s1, a = s1 - b;
+    if (b > 0.0 && measured > a) fracs.push_back(std::clamp(b / (measured - a), 0.05, 2.0));
+  }
+  return fracs.empty() ? 1.0 : median(fracs);
+}
+
+}  // namespace
+
 HfCbFit fit_hf_cb(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch, const std::set<std::string>& exclude) {
   HfCbFit fit;
   if (!set.has("hf_cb")) return fit;
@@ -362,7 +408,14 @@ HfCbFit fit_hf_cb(const IndependentSet& set, const HwProfile& hw, const TorchEng
   if (n < 2 || sxx * n - sx * sx <= 0.0) return fit;
   fit.per_seq_s = std::max(0.0, (n * sxy - sx * sy) / (n * sxx - sx * sx));
   fit.per_step_s = std::max(0.0, (sy - fit.per_seq_s * sx) / n);
+  fit.packed_attention_compute_frac = fit_packed_attention(set, hw, torch, fit, exclude);
   return fit;
+}
+
+void apply_hf_cb_fit(StepQuery& q, const HfCbFit& fit) {
+  q.engine->launch.host_overhead_per_step_s = fit.per_step_s;
+  q.engine->launch.host_overhead_per_seq_s = fit.per_seq_s;
+  q.engine->kernels.packed_attention_compute_frac = fit.packed_attention_compute_frac;
 }
 
 }  // namespace servesim

@@ -91,7 +91,13 @@ double fit_hf_decode_step_s(const IndependentSet& set, const HwProfile& hw, cons
 // `exclude` (least squares on the residual after the kernels' GPU and dispatch time).
 struct HfCbFit {
   double per_step_s = 0.0, per_seq_s = 0.0;
+  // Then, on the first step of each run (a prefill of the whole token budget, all requests
+  // submitted at once): the packed attention's compute rate as a fraction of the SDPA prefill
+  // table's, the median over runs (KernelPlan::packed_attention_compute_frac).
+  double packed_attention_compute_frac = 1.0;
 };
+// `q` (an hf-transformers-cb query) with the fitted host costs and packed-attention rate.
+void apply_hf_cb_fit(StepQuery& q, const HfCbFit& fit);
 HfCbFit fit_hf_cb(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch,
                   const std::set<std::string>& exclude = {});
 

@@ -145,8 +145,9 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   fitted.dependent_kernel_gap_s = fit.kernel_gap_s;
   const HfCbFit cb = fit_hf_cb(set, fitted, fit);
   std::printf("hf-transformers (generate()): host.overhead_per_decode_step_s %.4g\n", fit_hf_decode_step_s(set, fitted, fit));
-  std::printf("hf-transformers-cb (generate_batch()): host.overhead_per_step_s %.4g, host.overhead_per_seq_s %.4g\n",
-              cb.per_step_s, cb.per_seq_s);
+  std::printf("hf-transformers-cb (generate_batch()): host.overhead_per_step_s %.4g, host.overhead_per_seq_s %.4g, "
+              "kernels_per_layer.packed_attention_compute_frac %.3g\n",
+              cb.per_step_s, cb.per_seq_s, cb.packed_attention_compute_frac);
   return kExitOk;
 }
 

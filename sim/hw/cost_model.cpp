@@ -74,8 +74,10 @@ double compute_frac(const Op& op, const HwProfile& hw) {
     case OpKind::gemm: return hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m));
     case OpKind::attention_prefill:
     case OpKind::attention_decode: {
-      if (const auto* family = hw.attention_tables(op.attn_kernel)) return family->prefill_compute_frac_by_flops.at(op.flops);
-      return hw.attention_prefill_compute_frac_by_tokens.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
+      if (const auto* family = hw.attention_tables(op.attn_kernel)) {
+        return op.compute_efficiency * family->prefill_compute_frac_by_flops.at(op.flops);
+      }
+      return op.compute_efficiency * hw.attention_prefill_compute_frac_by_tokens.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
     }
     default: return 1.0;
   }

@@ -187,6 +187,7 @@ constexpr const char* kPackedAttentionName = "attention_packed";
 void set_packed_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
   const double q = static_cast<double>(b.total_tokens()), kv = b.prefill_kv_tokens + b.decode_kv_tokens;
   set_attention_work(attn, m, b.total_seqs(), b.total_tokens(), kv, q * kv, p, plan);
+  attn.compute_efficiency = plan.packed_attention_compute_frac;
   attn.bytes += 2.0 * kv * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache) / plan.attention_kernels;
 }
 

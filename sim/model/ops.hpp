@@ -59,6 +59,9 @@ struct Op {
   // Streaming ops (norms, rope, KV writes, elementwise, embedding, sampler): the ceiling of this
   // engine's kernels as a fraction of the profile's streaming plateau (KernelPlan::elementwise_bw_frac).
   double stream_efficiency = 1.0;
+  // Attention without a measured table for its exact kernel: its compute rate as a fraction of the
+  // family's table (KernelPlan::packed_attention_compute_frac for the packed, masked call).
+  double compute_efficiency = 1.0;
   // Communication ops: GPUs in the collective (bytes is the message size per GPU).
   int comm_gpus = 0;
   // grouped_gemm: experts with at least one token (m is then the tokens per such expert, n and k
@@ -118,6 +121,10 @@ struct KernelPlan {
   // strided views (rope's cos/sin, the norm weight, chunked gate/up) saturate lower; small, latency-
   // bound launches are unaffected. 1: as calibrated.
   double elementwise_bw_frac = 1.0;
+  // sdpa_packed: SDPA with an explicit dense mask runs PyTorch's memory-efficient kernel, not the
+  // causal flash kernel the SDPA prefill table measured; its compute rate as a fraction of that
+  // table's (fitted to transformers' generate_batch prefill steps). 1: as the table.
+  double packed_attention_compute_frac = 1.0;
 };
 
 // How the tokens of a mixture-of-experts layer spread over GPUs (ignored by dense models).

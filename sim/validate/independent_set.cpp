@@ -238,6 +238,7 @@ CbLatency simulated_cb_latency(const nlohmann::json& run, const std::string& fil
   s.engine.launch.dispatch_s_per_kernel = torch.dispatch_s_per_kernel;
   s.engine.launch.host_overhead_per_step_s = host.per_step_s;
   s.engine.launch.host_overhead_per_seq_s = host.per_seq_s;
+  s.engine.profile.kernels.packed_attention_compute_frac = host.packed_attention_compute_frac;
   const nlohmann::json report = make_report(s, simulate(s));
   std::error_code ec;
   fs::remove(trace, ec);
@@ -262,11 +263,11 @@ ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw
     h.dependent_kernel_gap_s = torch.kernel_gap_s;
     const double decode_step_s = fit_hf_decode_step_s(set, h, torch, {held});
     const HfCbFit cb = fit_hf_cb(set, h, torch, {held});
-    char note[200];
+    char note[320];
     std::snprintf(note, sizeof note,
-                  "generate() decode-step host %.1f ms; generate_batch host %.1f ms per step + %.3f ms per sequence "
-                  "(fitted to the other models)",
-                  decode_step_s * 1e3, cb.per_step_s * 1e3, cb.per_seq_s * 1e3);
+                  "generate() decode-step host %.1f ms; generate_batch host %.1f ms per step + %.3f ms per sequence, "
+                  "packed attention at %.2f of the SDPA prefill rate (fitted to the other models)",
+                  decode_step_s * 1e3, cb.per_step_s * 1e3, cb.per_seq_s * 1e3, cb.packed_attention_compute_frac);
     out.folds.push_back({"engine", held, note});
     if (set.has("hf_generate")) {
       const std::string& file = set.file("hf_generate");
@@ -341,14 +342,13 @@ std::vector<ValidationBound> validation_bounds() {
       // 1 is a 25 ms host-bound prefill predicted 30% short.
       {"engine", "hf-transformers", "ttft", 0.15, 0.35},
       {"engine", "hf-transformers", "tpot", 0.15, 0.45},
-      // generate_batch misses the 15% target on TTFT: (1) one run (llama-3-8b, 16 requests) waited
-      // 1.2 s before its first step where the repeats of its neighbours waited 0.3 s, a host event
-      // nothing predicts; (2) the packed, masked attention of its prefill steps grows with the
-      // running sequences faster than the model has it (TTFT short by 15-40% at 64-128 requests);
-      // (3) the p50 of an even count can fall between two prefill groups. Bounds are what this
-      // data supports; the first row of the table says which targets it meets.
-      {"engine", "hf-transformers-cb", "ttft-p50", 0.30, 0.75},
-      {"engine", "hf-transformers-cb", "ttft-mean", 0.25, 0.75},
+      // generate_batch misses the 15% target on TTFT p50: (1) one run (llama-3-8b, 16 requests)
+      // waited 1.2 s before its first step where its neighbours (8 and 32 requests) waited 0.2-0.4
+      // s, a host event nothing predicts; (2) the p50 of an even count can fall between two prefill
+      // groups, and which requests the engine takes first follows Python's set order. The mean
+      // TTFT weighs every group. Bounds are what this data supports (docs/validation.md 0b).
+      {"engine", "hf-transformers-cb", "ttft-p50", 0.25, 0.70},
+      {"engine", "hf-transformers-cb", "ttft-mean", 0.10, 0.70},
       {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.30},
       {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.30},
   };
