@@ -317,24 +317,38 @@ std::vector<CbDecodeStep> cb_decode_steps(const nlohmann::json& run, const std::
   return steps;
 }
 
+namespace {
+
+// Each run of section `sec` (hf_generate, hf_cb) whose model is not excluded, with its path for
+// errors, and the query of `engine` for its model.
+template <class Fn>
+void for_each_engine_run(const IndependentSet& set, const char* sec, const char* engine, const HwProfile& hw,
+                         const TorchEngineFit& torch, const std::set<std::string>& exclude, Fn&& fn) {
+  const std::string& file = set.file(sec);
+  const auto& runs = row_array(set.section(sec), "runs", file, sec);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string model = runs[i].value("model", "");
+    if (exclude.count(model)) continue;
+    StepQuery q = independent_query(model, hw, engine);
+    apply_torch_fit(q, torch);
+    fn(runs[i], file, std::string(sec) + ".runs[" + std::to_string(i) + "]", q);
+  }
+}
+
+}  // namespace
+
 double fit_hf_decode_step_s(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch,
                             const std::set<std::string>& exclude) {
   if (!set.has("hf_generate")) return 0.0;
-  const std::string& file = set.file("hf_generate");
   std::vector<double> residuals;
-  const auto& runs = row_array(set.section("hf_generate"), "runs", file, "hf_generate");
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string where = "hf_generate.runs[" + std::to_string(i) + "]";
-    const std::string model = runs[i].value("model", "");
-    if (exclude.count(model)) continue;
-    StepQuery q = independent_query(model, hw, "hf-transformers");
-    apply_torch_fit(q, torch);
+  for_each_engine_run(set, "hf_generate", "hf-transformers", hw, torch, exclude,
+                      [&](const nlohmann::json& run, const std::string& file, const std::string& where, StepQuery& q) {
     q.engine->launch.host_overhead_per_decode_step_s = 0.0;
-    const double b = row_positive(runs[i], "batch", file, where), prompt = row_positive(runs[i], "prompt", file, where);
-    const double n = row_positive(runs[i], "new_tokens", file, where);
+    const double b = row_positive(run, "batch", file, where), prompt = row_positive(run, "prompt", file, where);
+    const double n = row_positive(run, "new_tokens", file, where);
     const TimedStep t = time_decode(q, static_cast<std::int64_t>(b), static_cast<std::int64_t>(prompt + n / 2.0), true);
-    residuals.push_back(row_positive(runs[i], "tpot_median_s", file, where) - t.step.time_s);
-  }
+    residuals.push_back(row_positive(run, "tpot_median_s", file, where) - t.step.time_s);
+  });
   return residuals.empty() ? 0.0 : std::max(0.0, median(residuals));
 }
 
@@ -346,19 +360,13 @@ namespace {
 // evaluations give A and B, the measured time gives f.
 double fit_packed_attention(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch, const HfCbFit& host,
                             const std::set<std::string>& exclude) {
-  const std::string& file = set.file("hf_cb");
   std::vector<double> fracs;
-  const auto& runs = row_array(set.section("hf_cb"), "runs", file, "hf_cb");
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string where = "hf_cb.runs[" + std::to_string(i) + "]";
-    const std::string model = runs[i].value("model", "");
-    if (exclude.count(model)) continue;
-    StepQuery q = independent_query(model, hw, "hf-transformers-cb");
-    apply_torch_fit(q, torch);
+  for_each_engine_run(set, "hf_cb", "hf-transformers-cb", hw, torch, exclude,
+                      [&](const nlohmann::json& run, const std::string& file, const std::string& where, StepQuery& q) {
     HfCbFit at = host;
     std::vector<double> created, first;
     double prompt_tokens = 0.0;
-    const auto& reqs = row_array(runs[i], "per_request", file, where);
+    const auto& reqs = row_array(run, "per_request", file, where);
     for (std::size_t r = 0; r < reqs.size(); ++r) {
       const std::string rw = where + ".per_request[" + std::to_string(r) + "]";
       created.push_back(reqs[r].value("created_s", 0.0));
@@ -378,7 +386,7 @@ double fit_packed_attention(const IndependentSet& set, const HwProfile& hw, cons
     };
     const double s1 = step(1.0), b = step(0.5) - s1, a = s1 - b;
     if (b > 0.0 && measured > a) fracs.push_back(std::clamp(b / (measured - a), 0.05, 2.0));
-  }
+  });
   return fracs.empty() ? 1.0 : median(fracs);
 }
 
@@ -387,24 +395,18 @@ double fit_packed_attention(const IndependentSet& set, const HwProfile& hw, cons
 HfCbFit fit_hf_cb(const IndependentSet& set, const HwProfile& hw, const TorchEngineFit& torch, const std::set<std::string>& exclude) {
   HfCbFit fit;
   if (!set.has("hf_cb")) return fit;
-  const std::string& file = set.file("hf_cb");
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
-  const auto& runs = row_array(set.section("hf_cb"), "runs", file, "hf_cb");
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string where = "hf_cb.runs[" + std::to_string(i) + "]";
-    const std::string model = runs[i].value("model", "");
-    if (exclude.count(model)) continue;
-    StepQuery q = independent_query(model, hw, "hf-transformers-cb");
-    apply_torch_fit(q, torch);
+  for_each_engine_run(set, "hf_cb", "hf-transformers-cb", hw, torch, exclude,
+                      [&](const nlohmann::json& run, const std::string& file, const std::string& where, StepQuery& q) {
     q.engine->launch.host_overhead_per_step_s = 0.0;
     q.engine->launch.host_overhead_per_seq_s = 0.0;
-    for (const CbDecodeStep& s : cb_decode_steps(runs[i], file, where)) {
+    for (const CbDecodeStep& s : cb_decode_steps(run, file, where)) {
       const double context = s.kv_tokens / static_cast<double>(s.seqs);
       const double x = static_cast<double>(s.seqs);
       const double y = s.measured_s - time_decode(q, s.seqs, static_cast<std::int64_t>(context), true).step.time_s;
       sx += x, sy += y, sxx += x * x, sxy += x * y, n += 1;
     }
-  }
+  });
   if (n < 2 || sxx * n - sx * sx <= 0.0) return fit;
   fit.per_seq_s = std::max(0.0, (n * sxy - sx * sy) / (n * sxx - sx * sx));
   fit.per_step_s = std::max(0.0, (sy - fit.per_seq_s * sx) / n);
