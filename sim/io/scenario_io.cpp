@@ -484,7 +484,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
                                                        std::to_string(e.max_model_len));
   }
   if (e.max_num_batched_tokens == 0) e.max_num_batched_tokens = std::max<std::int64_t>(e.max_model_len, 2048);
-  const bool chunked = e.scheduler.impl == "chunked-prefill";
+  // In-flight batching (TensorRT-LLM) bounds only the prompt by max_num_batched_tokens: a longer
+  // prompt is rejected on arrival (Replica::enqueue).
+  const bool chunked = e.scheduler.impl == "chunked-prefill" || e.scheduler.impl == "inflight";
   if (e.max_num_batched_tokens < e.max_model_len && !chunked) {
     // vLLM refuses this too: without chunked prefill a prompt must fit one iteration.
     throw InputError(file, "engine.max_num_batched_tokens",

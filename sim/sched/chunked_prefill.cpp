@@ -3,6 +3,10 @@
 // youngest), then the next chunks of prompts already running, oldest first, then new prompts in
 // queue order, each chunk capped by long_prefill_token_threshold and by what is left of the budget.
 // Prefill and decode share iterations, so a long prompt no longer stalls every decode behind it.
+// Without chunking (the `inflight` policy) the same loop is TensorRT-LLM's in-flight batching:
+// its MicroBatchScheduler (cpp/tensorrt_llm/batch_manager/microBatchScheduler.cpp) walks the
+// active requests in order, generation requests counting one token, a context request its whole
+// prompt, and stops at the first one that would exceed max_num_tokens or max_batch_size.
 #include "sim/sched/chunked_prefill.hpp"
 
 #include <algorithm>
@@ -10,9 +14,10 @@
 
 namespace servesim {
 
-ChunkedPrefillScheduler::ChunkedPrefillScheduler(const SchedulerConfig& c)
-    : threshold_(c.long_prefill_token_threshold > 0 ? c.long_prefill_token_threshold
-                                                    : std::numeric_limits<std::int64_t>::max()) {}
+ChunkedPrefillScheduler::ChunkedPrefillScheduler(const SchedulerConfig& c, bool chunk_prompts)
+    : threshold_(chunk_prompts && c.long_prefill_token_threshold > 0 ? c.long_prefill_token_threshold
+                                                                     : std::numeric_limits<std::int64_t>::max()),
+      chunk_prompts_(chunk_prompts) {}
 
 void ChunkedPrefillScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
   const EngineConfig& cfg = st.config;
@@ -64,6 +69,11 @@ void ChunkedPrefillScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
     const Sequence& head = st.waiting.front();
     const PrefixProbe probe = st.probe_prefix(head);
     const std::int64_t remaining = head.target_tokens - probe.hit_blocks * st.kv.block_size_tokens();
+    // Whole prompts only: one that does not fit what is left waits (queue order, as TensorRT-LLM
+    // stops at the first request that does not fit). Replica::enqueue rejects prompts longer than
+    // the budget, but a sequence preempted by recompute returns with its generated tokens and may
+    // exceed it; that one is recomputed in chunks rather than waiting for ever.
+    if (!chunk_prompts_ && remaining > budget && remaining <= cfg.max_num_batched_tokens) break;
     const std::int64_t chunk = std::min({remaining, threshold_, budget});
     if (!st.fits_with_watermark(st.admission_blocks(head, probe, chunk))) break;
     st.admit_front(probe, chunk);

@@ -1,4 +1,5 @@
-// Sarathi / vLLM v1 chunked prefill (see chunked_prefill.cpp).
+// Sarathi / vLLM v1 chunked prefill, and in-flight batching with whole prompts (TensorRT-LLM's
+// micro-batch scheduler without context chunking): see chunked_prefill.cpp.
 #pragma once
 #include <vector>
 
@@ -8,11 +9,13 @@ namespace servesim {
 
 class ChunkedPrefillScheduler final : public BatchScheduler {
  public:
-  explicit ChunkedPrefillScheduler(const SchedulerConfig& config);
+  // chunk_prompts false: a prompt runs whole in one iteration or waits (the `inflight` policy).
+  ChunkedPrefillScheduler(const SchedulerConfig& config, bool chunk_prompts);
   void schedule(ReplicaState& state, IterationPlan& plan) override;
 
  private:
   std::int64_t threshold_;             // largest chunk per prompt per iteration
+  bool chunk_prompts_;
   std::vector<std::int64_t> tokens_;   // this iteration's tokens per running index
 };
 

@@ -26,7 +26,8 @@ std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config) {
   if (config.impl == "continuous") return std::make_unique<ContinuousScheduler>();
   if (config.impl == "static") return std::make_unique<RunToCompletionScheduler>(RunToCompletionScheduler::Mode::static_padded, config);
   if (config.impl == "dynamic") return std::make_unique<RunToCompletionScheduler>(RunToCompletionScheduler::Mode::dynamic, config);
-  if (config.impl == "chunked-prefill") return std::make_unique<ChunkedPrefillScheduler>(config);
+  if (config.impl == "chunked-prefill") return std::make_unique<ChunkedPrefillScheduler>(config, true);
+  if (config.impl == "inflight") return std::make_unique<ChunkedPrefillScheduler>(config, false);
   if (config.impl == "token-level") return std::make_unique<TokenLevelScheduler>(config);
   throw std::logic_error("unknown scheduler " + config.impl);  // the parser rejects unknown names first
 }
@@ -70,6 +71,11 @@ std::vector<PolicyInfo> list_policies() {
        "Sarathi / vLLM v1 chunked prefill: one token budget (max_num_batched_tokens) per iteration, decodes first, "
        "then running prompts' chunks, then new prompts' chunks fill the rest",
        with({{"engine.scheduler.long_prefill_token_threshold", "integer", "none", "largest chunk one prompt takes per iteration"}})},
+      {"inflight",
+       "TensorRT-LLM in-flight batching without context chunking: every iteration runs all decodes, then whole "
+       "waiting prompts in queue order while max_num_batched_tokens and max_num_seqs allow (a prompt that does not "
+       "fit waits; one longer than max_num_batched_tokens is rejected)",
+       with({})},
       {"token-level",
        "LightLLM-style: admit a prompt only if the KV tokens of all running requests, each grown to its estimated "
        "final length, never exceed capacity at any future step; prefill-prioritised like continuous",

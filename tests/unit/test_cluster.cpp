@@ -234,7 +234,7 @@ TEST_CASE("prefix affinity with prefix caching beats round robin on shared syste
 }
 
 TEST_CASE("disaggregation works under every batching policy: decode replicas never prefill migrated KV") {
-  for (const char* impl : {"continuous", "chunked-prefill", "static", "dynamic", "token-level"}) {
+  for (const char* impl : {"continuous", "chunked-prefill", "inflight", "static", "dynamic", "token-level"}) {
     CAPTURE(impl);
     auto doc = base_scenario();
     doc["engine"]["scheduler"] = {{"impl", impl}};

@@ -127,7 +127,7 @@ TEST_CASE("Hugging Face config.json files of each supported family parse") {
 TEST_CASE("policy keys: unknown policy lists the registered ones; a key of another policy is unknown") {
   auto doc = base_scenario();
   doc["engine"]["scheduler"] = {{"impl", "magic"}};
-  CHECK(contains(parse_error(doc), "engine.scheduler.impl: unknown scheduler 'magic' (static, dynamic, continuous, chunked-prefill, token-level)"));
+  CHECK(contains(parse_error(doc), "engine.scheduler.impl: unknown scheduler 'magic' (static, dynamic, continuous, chunked-prefill, inflight, token-level)"));
   doc["engine"]["scheduler"] = {{"impl", "continuous"}, {"batch_size", 8}};
   CHECK(contains(parse_error(doc), "engine.scheduler.batch_size: unknown key"));
   doc["engine"]["scheduler"] = {{"impl", "static"}, {"batch_size", 0}};

@@ -188,6 +188,31 @@ TEST_CASE("chunked-prefill: decodes first, then chunks capped by the threshold f
   CHECK(h.plan.shape.prefill_tokens == 200);
 }
 
+TEST_CASE("inflight: decodes first, then whole prompts in queue order; one that does not fit waits") {
+  EngineConfig e = engine("inflight");
+  e.max_num_batched_tokens = 256;
+  Harness h(e, 1000);
+  h.add(10, 20);
+  h.step();
+  h.commit();  // request 0 decodes from now on
+  h.add(250, 5);  // 250 > 255 - 10 left after the next prompt: waits whole, never chunked
+  h.add(30, 5);
+  h.step();
+  CHECK(h.plan.shape.decode_seqs == 1);
+  CHECK(h.plan.shape.prefill_tokens == 250);  // budget 255 after the decode holds the 250-token prompt
+  CHECK(h.plan.seqs() == 2);                  // the 30-token prompt behind it does not fit the 5 left
+  h.commit();
+  CHECK(h.requests[1].generated_tokens == 1);  // the whole prompt ran: it samples its first token
+  h.step();
+  CHECK(h.plan.shape.decode_seqs == 2);
+  CHECK(h.plan.shape.prefill_tokens == 30);
+  h.add(255, 5);  // needs the whole budget: waits while three decodes take 3 tokens
+  h.commit();
+  h.step();
+  CHECK(h.plan.shape.decode_seqs == 3);
+  CHECK(h.plan.shape.prefill_tokens == 0);
+}
+
 TEST_CASE("static: waits for a full batch or the timeout, pads prompts and rows") {
   EngineConfig e = engine("static");
   e.scheduler.batch_size = 4;

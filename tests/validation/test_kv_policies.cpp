@@ -143,7 +143,7 @@ TEST_CASE("prefix hit ratio of multi-turn sessions equals its closed form") {
 }
 
 TEST_CASE("Little's law: time-averaged queue length = arrival rate x mean queueing delay, for every policy") {
-  for (const char* policy : {"static", "dynamic", "continuous", "chunked-prefill", "token-level"}) {
+  for (const char* policy : {"static", "dynamic", "continuous", "chunked-prefill", "inflight", "token-level"}) {
     auto doc = base_scenario();
     doc["engine"]["scheduler"] = {{"impl", policy}};
     doc["workload"]["num_requests"] = 2000;
