@@ -1,8 +1,11 @@
 // `servesim validate [--suite S] [--data FILE,...] [--cases CASES.json] [--json]`: servesim's error
 // on measurements its fits did not see. Suites: kernels and steps (the independent H200 set,
-// leave-one-out fits, calibrate/results/h200/independent), public (published cases). Exit 3 when
+// leave-one-out fits, calibrate/results/h200/independent), public (published cases), published
+// (published engine tables as whole runs, tests/validation/published_engines.json). Exit 3 when
 // a stated bound is crossed.
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -11,11 +14,13 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/calib/fit.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/table_io.hpp"
 #include "sim/validate/independent_set.hpp"
+#include "sim/validate/published_set.hpp"
 
 namespace servesim::cli {
 
@@ -92,19 +97,115 @@ int run_public(const std::string& file, bool json) {
   return kExitOk;
 }
 
+// The published suite's error tables: per engine and GPU with the engine over all its rows (the
+// bounded line), then per engine and weight precision, then per engine and model; skipped rows
+// with their reasons. Returns how many bounds are crossed.
+int print_published(const std::vector<PublishedRow>& rows, bool every_row) {
+  if (every_row) {
+    for (const auto& r : rows) {
+      if (!r.skip.empty()) continue;
+      std::printf("%-48s %-20s %-9s published %10.4g predicted %10.4g %+7.1f%%  %s\n", r.id.c_str(), r.engine.c_str(), r.gpu.c_str(),
+                  r.published, r.predicted, 100 * r.error(), r.assumptions.c_str());
+    }
+    std::printf("\n");
+  }
+  int crossed = 0;
+  for (PublishedSlice by : {PublishedSlice::gpu, PublishedSlice::precision, PublishedSlice::model}) {
+    std::vector<ValidationRow> table = published_validation_rows(rows, by);
+    if (by == PublishedSlice::gpu) {
+      const auto all = published_validation_rows(rows, PublishedSlice::all);
+      table.insert(table.end(), all.begin(), all.end());
+    }
+    std::stable_sort(table.begin(), table.end(), [](const ValidationRow& a, const ValidationRow& b) { return a.engine < b.engine; });
+    std::printf("%-20s %-26s %4s %8s %8s  %-17s %s\n", "engine", slice_name(by), "n", "median", "worst", "bound (med/worst)",
+                "worst row");
+    for (const auto& s : summarize(table, published_bounds())) {
+      char bound[32] = "";
+      if (s.bound) std::snprintf(bound, sizeof bound, "%.0f%% / %.0f%% %s", 100 * s.bound->median, 100 * s.bound->worst, s.holds() ? "ok" : "OUT");
+      crossed += s.holds() ? 0 : 1;
+      const ValidationRow* w = s.worst_rows.empty() ? nullptr : &s.worst_rows.front();
+      std::printf("%-20s %-26s %4zu %7.1f%% %7.1f%%  %-17s %s %+.1f%%\n", s.engine.c_str(), s.phase.c_str(), s.n, 100 * s.median_abs,
+                  100 * s.worst_abs, bound, w ? w->point.c_str() : "", w ? 100 * w->error() : 0.0);
+    }
+    std::printf("\n");
+  }
+  std::map<std::string, int> reasons;
+  std::size_t skipped = 0;
+  for (const auto& r : rows) {
+    if (r.skip.empty()) continue;
+    reasons[r.skip] += 1;
+    ++skipped;
+  }
+  std::printf("not simulated: %zu of %zu rows\n", skipped, rows.size());
+  for (const auto& [why, n] : reasons) std::printf("  %3d  %s\n", n, why.c_str());
+  return crossed;
+}
+
+// The published suite (published_set.hpp): every row run as a scenario; tables or JSON.
+int run_published(const std::string& file, const PublishedOptions& options, bool json, bool every_row) {
+  const auto rows = validate_published(load_json_file(file), file, options);
+  std::vector<double> errors;
+  for (const auto& r : rows) {
+    if (r.skip.empty()) errors.push_back(std::abs(r.error()));
+  }
+  const double overall = errors.empty() ? 0.0 : median(errors);
+  if (!json) {
+    const int crossed = print_published(rows, every_row);
+    std::printf("%s: median |error| %.1f%% over %zu rows (target %.0f%%); %d of the stated bounds crossed\n", crossed ? "FAIL" : "ok",
+                100 * overall, errors.size(), 100 * kPublishedMedianTarget, crossed);
+    return crossed > 0 ? kExitBoundCrossed : kExitOk;
+  }
+  nlohmann::json out = {{"file", file}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()},
+                        {"median_abs_error", overall}, {"median_target", kPublishedMedianTarget}};
+  std::size_t skipped = 0;
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"id", r.id}, {"engine", r.engine}, {"gpu", r.gpu}, {"precision", r.precision}, {"model", r.model},
+                        {"metric", r.metric}, {"profile", r.profile}, {"published", r.published}};
+    if (r.skip.empty()) {
+      j["predicted"] = r.predicted;
+      j["error_frac"] = r.error();
+      j["requests"] = r.requests;
+      j["assumptions"] = r.assumptions;
+    } else {
+      j["skipped"] = r.skip;
+      ++skipped;
+    }
+    out["rows"].push_back(j);
+  }
+  out["skipped"] = skipped;
+  int crossed = 0;
+  for (PublishedSlice by : {PublishedSlice::gpu, PublishedSlice::precision, PublishedSlice::model, PublishedSlice::all}) {
+    for (const auto& s : summarize(published_validation_rows(rows, by), published_bounds())) {
+      nlohmann::json j = {{"engine", s.engine}, {"slice", slice_name(by)}, {"value", s.phase}, {"n", s.n},
+                          {"median_abs_error", s.median_abs}, {"worst_abs_error", s.worst_abs}, {"holds", s.holds()}};
+      if (s.bound) j["bound"] = {{"median", s.bound->median}, {"worst", s.bound->worst}};
+      crossed += s.holds() ? 0 : 1;
+      out["summary"].push_back(j);
+    }
+  }
+  std::cout << out.dump(2) << "\n";
+  return crossed > 0 ? kExitBoundCrossed : kExitOk;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim validate",
                         "servesim's error on measurements its fits did not see; exit 3 when a stated bound is crossed");
-  opts.add_options()("suite", "kernels, steps, engines, independent (all three) or public", cxxopts::value<std::string>()->default_value("independent"))(
+  opts.add_options()("suite", "kernels, steps, engines, independent (all three), public or published", cxxopts::value<std::string>()->default_value("independent"))(
       "data", "independent run files, comma-separated (default: calibrate/results/h200/independent/run_*.json)",
       cxxopts::value<std::string>())("hw", "hardware profile the independent set was measured on",
                                       cxxopts::value<std::string>()->default_value("h200-sxm"))(
       "cases", "published cases file for --suite public (default: the bundled data/validation/public_cases.json)",
       cxxopts::value<std::string>())(
       "bands", "also write the error bands plan shows (data/validation/error_bands.json) to this path",
-      cxxopts::value<std::string>())("rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
+      cxxopts::value<std::string>())(
+      "published", "published engine rows for --suite published (default: tests/validation/published_engines.json)",
+      cxxopts::value<std::string>())(
+      "max-requests", "--suite published: at most this many requests per run (0: the published count)",
+      cxxopts::value<std::int64_t>()->default_value("0"))(
+      "only", "--suite published: only rows whose id contains this", cxxopts::value<std::string>()->default_value(""))(
+      "rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
   opts.parse_positional({"cases"});
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
@@ -116,8 +217,16 @@ int cmd_validate(const std::vector<std::string>& args) {
     return run_public(p.count("cases") ? p["cases"].as<std::string>() : data_dir() + "/data/validation/public_cases.json",
                       p.count("json") > 0);
   }
+  if (suite == "published") {
+    PublishedOptions options;
+    options.max_requests = p["max-requests"].as<std::int64_t>();
+    if (options.max_requests < 0) throw InputError("servesim validate", "--max-requests", "must be >= 0");
+    options.only = p["only"].as<std::string>();
+    return run_published(p.count("published") ? p["published"].as<std::string>() : default_published_file(), options,
+                         p.count("json") > 0, p.count("rows") > 0);
+  }
   if (suite != "kernels" && suite != "steps" && suite != "engines" && suite != "independent") {
-    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent or public, got '" + suite + "'");
+    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public or published, got '" + suite + "'");
   }
   const std::vector<std::string> files = p.count("data") ? split_list(p["data"].as<std::string>()) : default_independent_files();
   const IndependentSet set = load_independent_set(files);

@@ -1,0 +1,440 @@
+// Published engine tables as scenarios; see published_set.hpp. Every mapping below states where
+// its value comes from: the row, the benchmark tool's source, or the engine's documented default.
+#include "sim/validate/published_set.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include <tbb/parallel_for.h>
+
+#include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
+#include "sim/io/scenario_io.hpp"
+#include "sim/serve/memory_plan.hpp"
+#include "sim/serve/simulation.hpp"
+
+namespace servesim {
+
+namespace {
+
+// How a source's rows were measured, hence how they map onto servesim.
+enum class Harness {
+  trtllm_bench,     // trtllm-bench throughput: fixed ISL/OSL, every request at once, tuned limits
+  triton_online,    // Triton + TensorRT-LLM 0.14: Poisson at a QPS (or all at once), BF16
+  static_session,   // gptSessionBenchmark 0.9: one static batch (or batch-1 first-token latency)
+  vllm_sharegpt,    // vLLM benchmark_serving with ShareGPT prompts, rate inf
+  none,             // nothing servesim can express (reason per row)
+};
+
+struct SourceMap {
+  const char* source;
+  const char* version_prefix;  // of the row's engine_version ("" = any)
+  const char* label;
+  const char* profile;
+  Harness harness;
+};
+
+// The engine profile of each release: 1.x and 0.20 ran the PyTorch backend (perf-overview:
+// "Starting with v0.19, testing was performed using the PyTorch backend"), 0.17 and older the
+// C++ runtime on TensorRT engines.
+constexpr SourceMap kSources[] = {
+    {"trtllm-perf-overview-1.0", "", "trtllm-1.0-pytorch", "tensorrt-llm-pytorch", Harness::trtllm_bench},
+    {"trtllm-perf-overview-0.20", "", "trtllm-0.20-pytorch", "tensorrt-llm-pytorch", Harness::trtllm_bench},
+    {"trtllm-perf-overview-main-03e27c7", "", "trtllm-main-pytorch", "tensorrt-llm-pytorch", Harness::trtllm_bench},
+    {"trtllm-dsr1-best-perf-blog", "", "trtllm-dsr1-blog", "tensorrt-llm-pytorch", Harness::trtllm_bench},
+    {"trtllm-perf-overview-0.17", "0.14", "trtllm-0.14-triton", "tensorrt-llm", Harness::triton_online},
+    {"trtllm-perf-overview-0.17", "", "trtllm-0.17-cpp", "tensorrt-llm", Harness::trtllm_bench},
+    {"trtllm-perf-overview-0.9", "", "trtllm-0.9-static", "tensorrt-llm", Harness::static_session},
+    {"lambda-vllm-benchmark-v0", "", "vllm-0.5.4", "vllm", Harness::vllm_sharegpt},
+    {"sglang-large-scale-ep-blog", "", "sglang", "sglang", Harness::none},
+    {"sglang-gb200-part1-blog", "", "sglang", "sglang", Harness::none},
+};
+
+// Published model names -> bundled cards. Llama 3.3 70B has Llama 3.1 70B's architecture (the
+// 3.3 release changed the weights only); DeepSeek-R1 (and R1-0528) is DeepSeek-V3's architecture.
+std::string card_for(const std::string& model) {
+  if (model == "llama-3.3-70b") return "llama-3.1-70b";
+  if (model == "deepseek-r1" || model == "deepseek-r1-0528") return "deepseek-v3";
+  return model;
+}
+
+bool has_card(const std::string& card) {
+  const auto names = bundled_names("models");
+  return std::find(names.begin(), names.end(), card) != names.end();
+}
+
+// Weight precision text -> servesim quantization scheme ("" = 16-bit).
+std::string quant_for(const std::string& weights) {
+  if (weights.rfind("nvfp4", 0) == 0) return "nvfp4";
+  if (weights.rfind("fp8", 0) == 0) return "fp8";
+  return "";
+}
+
+// trtllm-bench's limits (tensorrt_llm/bench/build/tuning.py calc_engine_setting + finetune_setting,
+// @04cba882, the heuristic behind every perf-overview row): KV requests that fit beside the
+// weights at the KV fraction, capped at 4096 and rounded up; tokens = batch x (1 + ISL/OSL),
+// capped at 32768, at least 2048, rounded. Device memory in GiB as NVML reports it; weights from
+// the parameter count at the quantization's bytes; KV heads at least tp.
+struct BenchLimits {
+  std::int64_t max_batch_size = 0, max_num_tokens = 0;
+};
+BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double weight_bytes_per_param, double kv_bytes_per_elem,
+                                std::int64_t tp, std::int64_t pp, std::int64_t isl, std::int64_t osl, double kv_fraction) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double kv_heads = static_cast<double>(std::max(tp, m.num_kv_heads));
+  const double gib_per_token = 2.0 * static_cast<double>(m.num_layers) * kv_heads * static_cast<double>(m.head_dim) * kv_bytes_per_elem / kGiB;
+  const double engine_gib = m.total_params() * weight_bytes_per_param / kGiB;
+  const double total_gib = memory_bytes / kGiB * static_cast<double>(tp * pp);
+  const double kv_requests = (total_gib - engine_gib) * kv_fraction / (gib_per_token * static_cast<double>(isl + osl));
+  const double raw_bs = std::min(kv_requests, 4096.0) / static_cast<double>(pp);
+  const double raw_tokens = std::min(raw_bs * (1.0 + static_cast<double>(isl) / static_cast<double>(osl)), 32768.0);
+  const auto up = [](double x, double unit) { return static_cast<std::int64_t>(unit * std::ceil(x / unit)); };
+  BenchLimits l;
+  if (raw_bs < 256) l.max_batch_size = std::max<std::int64_t>(64, up(raw_bs, 32));
+  else if (raw_bs < 1024) l.max_batch_size = up(raw_bs, 128);
+  else l.max_batch_size = up(raw_bs, 256);
+  if (raw_tokens < 4096) l.max_num_tokens = std::max<std::int64_t>(2048, up(raw_tokens, 256));
+  else if (raw_tokens < 8192) l.max_num_tokens = up(raw_tokens, 512);
+  else l.max_num_tokens = up(raw_tokens, 1024);
+  return l;
+}
+
+// The bytes per parameter and per KV element trtllm-bench's heuristic uses (tuning.py BYTES_PER_ELEM).
+double bench_bytes(const std::string& quant) { return quant == "nvfp4" ? 0.5 : quant == "fp8" ? 1.0 : 2.0; }
+
+// TensorRT-LLM sizes the KV cache as a fraction of the memory left after the model and its
+// activation workspace (KvCacheConfig.free_gpu_memory_fraction); servesim's
+// gpu_memory_utilization is a fraction of the whole GPU (vLLM's). The utilization that leaves
+// the same KV: 1 - (1 - f) x (memory left at utilization 1) / memory.
+void set_free_memory_fraction(Scenario& s, double fraction) {
+  s.engine.gpu_memory_utilization = 1.0;
+  const MemoryPlan full = plan_memory(s.model, s.hw, s.precision, s.engine, s.parallel.tensor_parallel_size,
+                                      s.parallel.pipeline_parallel_size, s.instances, s.parallel.expert_parallel_size);
+  s.engine.gpu_memory_utilization = 1.0 - (1.0 - fraction) * std::max(0.0, full.kv_bytes) / s.hw.memory_bytes;
+}
+
+nlohmann::json fixed(std::int64_t tokens) { return {{"impl", "fixed"}, {"value_tokens", tokens}}; }
+
+// A number from text that starts with it ("2 requests/s (...)"); 0 when it does not.
+double leading_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && std::isfinite(v) ? v : 0.0;
+}
+
+// The row as the strict reader sees it: required keys typed, the rest accepted (free text).
+struct RowInput {
+  std::string id, source, engine, version, model, gpu, metric, weights, kv_cache, arrival;
+  std::int64_t num_gpus = 0, tp = 0, pp = 1, ep = 0;  // 0: not stated
+  bool attention_dp = false;
+  std::int64_t isl = 0, osl = 0, num_requests = 0, concurrency = 0;
+  bool has_dataset = false;
+  double value = 0.0;
+  nlohmann::json settings;
+};
+
+// A count that may be absent, null or stated in words (the source's text): 0 unless a number.
+std::int64_t optional_count(JsonReader& r, const std::string& key) {
+  if (!r.has(key)) return 0;
+  if (r.raw(key).is_null() || r.raw(key).is_string()) return 0;
+  return r.integer_in(key, 1, std::int64_t{1} << 24);
+}
+
+RowInput read_row(const nlohmann::json& row, const std::string& file, const std::string& path) {
+  JsonReader r(row, file, path);
+  RowInput in;
+  in.id = r.string("id");
+  in.source = r.string("source");
+  in.engine = r.string("engine");
+  in.version = r.string("engine_version");
+  in.model = r.string("model");
+  in.gpu = r.string("gpu");
+  in.metric = r.string("metric");
+  in.value = r.positive("value");
+  r.string("unit");
+  r.accept("backend");
+  r.accept("notes");
+  {
+    JsonReader p = r.object("precision");
+    in.weights = p.string("weights");
+    in.kv_cache = p.string("kv_cache");
+    p.accept("activations");
+    p.finish();
+  }
+  in.num_gpus = optional_count(r, "num_gpus");
+  {
+    JsonReader p = r.object("parallel");
+    in.tp = optional_count(p, "tp");
+    in.pp = std::max<std::int64_t>(1, optional_count(p, "pp"));
+    in.ep = optional_count(p, "ep");
+    in.attention_dp = p.boolean_or("attention_dp", false);
+    p.finish();
+  }
+  {
+    JsonReader w = r.object("workload");
+    in.isl = optional_count(w, "input_tokens");
+    in.osl = optional_count(w, "output_tokens");
+    in.num_requests = optional_count(w, "num_requests");
+    in.concurrency = optional_count(w, "concurrency");
+    in.arrival = w.string("arrival");
+    in.has_dataset = w.has("dataset");
+    w.accept("dataset");
+    w.finish();
+  }
+  in.settings = r.raw("engine_settings");
+  if (!in.settings.is_object()) r.fail("engine_settings", "must be an object");
+  r.finish();
+  return in;
+}
+
+const SourceMap* source_map(const RowInput& in) {
+  for (const SourceMap& s : kSources) {
+    if (in.source == s.source && in.version.rfind(s.version_prefix, 0) == 0) return &s;
+  }
+  return nullptr;
+}
+
+// Why servesim cannot run the row, or "" when it can.
+std::string skip_reason(const RowInput& in, const SourceMap& src, const std::string& card) {
+  const nlohmann::json& es = in.settings;
+  if (es.contains("speculative_decoding")) return "speculative decoding (MTP) is not modelled";
+  const bool dp = in.attention_dp || es.value("enable_attention_dp", false);
+  if (dp && in.tp != 1) return "data-parallel attention (attention DP) is not modelled";
+  if (es.value("pd_disaggregation", false)) return "phase-isolated PD-disaggregated measurement";
+  if (src.harness == Harness::none) return "no harness mapped for this source";
+  if (!has_card(card)) return "no model card for " + in.model + " in models/";
+  if (in.tp == 0 || in.num_gpus == 0) return "GPU count or tensor-parallel size not stated";
+  if (src.harness != Harness::vllm_sharegpt && (in.isl == 0 || in.osl == 0)) return "input/output lengths not stated";
+  if (in.concurrency > 0 && src.harness == Harness::trtllm_bench) return "closed-loop --concurrency runs are not mapped";
+  return "";
+}
+
+// The metric the row publishes, from the run.
+double metric_of(const RowInput& in, const SimResult& r) {
+  const double seconds = ns_to_seconds(r.metrics.end_ns);
+  const double out_tps = static_cast<double>(r.metrics.output_tokens) / seconds;
+  if (in.metric == "output_throughput_total") return out_tps;
+  if (in.metric == "output_throughput_per_gpu") return out_tps / static_cast<double>(in.num_gpus);
+  if (in.metric == "ttft" || in.metric == "ttft_mean") return 1e3 * r.metrics.ttft_s.mean();
+  if (in.metric == "itl_mean") return 1e3 * r.metrics.itl_s.mean();
+  return 0.0;
+}
+
+bool metric_known(const std::string& m) {
+  return m == "output_throughput_total" || m == "output_throughput_per_gpu" || m == "ttft" || m == "ttft_mean" || m == "itl_mean";
+}
+
+// The scenario of one usable row, and what it assumed.
+Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::string& card, const std::string& file,
+                        const PublishedOptions& opt, std::string& assumed) {
+  const std::string quant = quant_for(in.weights);
+  const bool fp8_kv = in.kv_cache.rfind("fp8", 0) == 0;
+  nlohmann::json doc = {{"name", in.id}, {"seed", 1}, {"model", card}, {"hardware", in.gpu}, {"dtype", "bf16"}};
+  if (!quant.empty() || fp8_kv) {
+    doc["quantization"] = {{"method", quant.empty() ? "none" : quant}, {"kv_cache_dtype", fp8_kv ? "fp8" : "auto"}};
+  }
+  const std::int64_t ep = in.ep > 0 ? in.ep : 1;
+  doc["parallel"] = {{"tensor_parallel_size", in.tp}, {"pipeline_parallel_size", in.pp}, {"expert_parallel_size", ep}};
+  if (in.ep == 0 && card != in.model) assumed += "ep 1; ";
+  std::int64_t requests = in.num_requests > 0 ? in.num_requests : 1;
+  if (opt.max_requests > 0) requests = std::min(requests, opt.max_requests);
+  nlohmann::json engine = {{"profile", src.profile}};
+  nlohmann::json workload = {{"num_requests", requests}, {"arrival", {{"impl", "all_at_once"}}}};
+  double kv_free_fraction = 0.0;  // > 0: TensorRT-LLM's free-memory fraction
+  bool padded_graphs = false;
+
+  switch (src.harness) {
+    case Harness::trtllm_bench: {
+      // perf-overview: "--kv_cache_free_gpu_mem_fraction 0.95 in many cases"; the heuristic
+      // assumes the same fraction (calc_engine_setting default).
+      kv_free_fraction = 0.95;
+      const ModelSpec model = load_model(resolve_data_ref("models", card, file, in.id));
+      const double memory = load_hw_profile(resolve_data_ref("hwprofiles", in.gpu, file, in.id)).memory_bytes;
+      BenchLimits l = trtllm_bench_limits(model, memory, bench_bytes(quant), fp8_kv ? 1.0 : 2.0, in.tp, in.pp, in.isl, in.osl,
+                                          kv_free_fraction);
+      const bool chunked = in.settings.value("enable_chunked_context", false);
+      // Without context chunking trtllm-bench raises max_num_tokens to hold the longest prompt
+      // beside a full batch of decodes (bench/benchmark/utils/general.py get_settings).
+      if (!chunked) l.max_num_tokens = std::max(l.max_num_tokens, in.isl + l.max_batch_size);
+      engine["max_num_seqs"] = l.max_batch_size;
+      engine["max_num_batched_tokens"] = l.max_num_tokens;
+      engine["max_model_len"] = in.isl + in.osl;
+      // GUARANTEED_NO_EVICT admits a request only with blocks for its whole length.
+      engine["kv_reservation"] = "contiguous";
+      engine["scheduler"] = {{"impl", chunked ? "chunked-prefill" : "inflight"}};
+      assumed += "trtllm-bench limits max_batch_size " + std::to_string(l.max_batch_size) + ", max_num_tokens " +
+                 std::to_string(l.max_num_tokens) + "; KV 0.95 of free memory; ";
+      padded_graphs = in.settings.contains("cuda_graph_batch_sizes");
+      workload["prompt_tokens"] = fixed(in.isl);
+      workload["output_tokens"] = fixed(in.osl);
+      break;
+    }
+    case Harness::triton_online: {
+      // No limits published: TensorRT-LLM's BuildConfig defaults (max_batch_size 2048,
+      // max_num_tokens 8192: perf-benchmarking.md) and the executor's KV fraction 0.9.
+      kv_free_fraction = 0.9;
+      engine["max_num_seqs"] = 2048;
+      engine["max_num_batched_tokens"] = 8192;
+      engine["max_model_len"] = in.isl + in.osl;
+      engine["kv_reservation"] = "contiguous";
+      engine["scheduler"] = {{"impl", "inflight"}};
+      const double qps = leading_number(in.arrival);
+      if (qps > 0) workload["arrival"] = {{"impl", "poisson"}, {"rate_per_s", qps}};
+      assumed += std::string("BuildConfig limits 2048 / 8192; KV 0.9 of free memory; ") + (qps > 0 ? "Poisson arrivals; " : "");
+      workload["prompt_tokens"] = fixed(in.isl);
+      workload["output_tokens"] = fixed(in.osl);
+      break;
+    }
+    case Harness::static_session: {
+      // One static batch of the row's size (paged KV off: a contiguous cache of ISL + OSL).
+      const std::int64_t batch = std::max<std::int64_t>(1, in.settings.value("batch_size", std::int64_t{1}));
+      kv_free_fraction = 0.95;
+      engine["max_num_seqs"] = batch;
+      engine["max_num_batched_tokens"] = std::max<std::int64_t>(batch * in.isl, in.isl + in.osl);
+      engine["max_model_len"] = in.isl + in.osl;
+      engine["kv_reservation"] = "contiguous";
+      engine["scheduler"] = {{"impl", "static"}, {"batch_size", batch}};
+      workload["num_requests"] = std::max<std::int64_t>(batch, in.num_requests);
+      workload["prompt_tokens"] = fixed(in.isl);
+      workload["output_tokens"] = fixed(in.osl);
+      assumed += "KV 0.95 of free memory; ";
+      break;
+    }
+    case Harness::vllm_sharegpt: {
+      // benchmark_serving's ShareGPT sample (request rate inf): lengths as the vLLM paper's
+      // ShareGPT means (161 prompt, 338 output tokens; Kwon et al., SOSP 2023, Table 1) with a
+      // lognormal spread (our assumption, as sim/analysis/public_cases.cpp); max_model_len 2000
+      // (the source's figures are labelled len2000), so chunked prefill stays off in 0.5.4.
+      engine["max_model_len"] = 2000;
+      workload["prompt_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 161}, {"sigma", 1.0}, {"min_tokens", 4}, {"max_tokens", 1000}};
+      workload["output_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 338}, {"sigma", 1.0}, {"min_tokens", 4}, {"max_tokens", 1000}};
+      assumed += "ShareGPT lengths lognormal (means 161 / 338); max_model_len 2000; vLLM defaults; ";
+      break;
+    }
+    case Harness::none: break;
+  }
+  doc["engine"] = engine;
+  doc["workload"] = workload;
+  Scenario s = parse_scenario(doc, file + ": rows[" + in.id + "]");
+  if (kv_free_fraction > 0) set_free_memory_fraction(s, kv_free_fraction);
+  if (padded_graphs) {
+    // The run's own CUDA-graph sizes (llm_options.yml, enable_padding true).
+    std::vector<std::int64_t> sizes;
+    for (const auto& v : in.settings.at("cuda_graph_batch_sizes")) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || (!sizes.empty() && v.get<std::int64_t>() <= sizes.back())) {
+        throw InputError(file, "rows[" + in.id + "].engine_settings.cuda_graph_batch_sizes", "must be increasing positive integers");
+      }
+      sizes.push_back(v.get<std::int64_t>());
+    }
+    s.engine.profile.cuda_graph_batch_sizes = sizes;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<PublishedRow> validate_published(const nlohmann::json& doc, const std::string& file, const PublishedOptions& options) {
+  if (!doc.is_object() || doc.value("schema", "") != "servesim-published-engines/1") {
+    throw InputError(file, "schema", "must be servesim-published-engines/1");
+  }
+  if (!doc.contains("rows") || !doc["rows"].is_array()) throw InputError(file, "rows", "missing array");
+  const nlohmann::json& rows = doc["rows"];
+  std::vector<RowInput> inputs;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    RowInput in = read_row(rows[i], file, "rows[" + std::to_string(i) + "]");
+    if (!options.only.empty() && in.id.find(options.only) == std::string::npos) continue;
+    inputs.push_back(std::move(in));
+  }
+  std::vector<PublishedRow> out(inputs.size());
+  std::vector<std::optional<Scenario>> scenarios(inputs.size());
+  // Mapping reads files and may throw InputError: serial, so the first bad row is reported.
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const RowInput& in = inputs[i];
+    PublishedRow& r = out[i];
+    r.id = in.id;
+    r.source = in.source;
+    r.gpu = in.gpu;
+    r.model = in.model;
+    r.metric = in.metric;
+    r.published = in.value;
+    r.precision = quant_for(in.weights).empty() ? "bf16" : quant_for(in.weights);
+    const SourceMap* src = source_map(in);
+    if (!src) throw InputError(file, "rows[" + in.id + "].source", "unknown source '" + in.source + "'");
+    r.engine = src->label;
+    r.profile = src->profile;
+    const std::string card = card_for(in.model);
+    r.skip = skip_reason(in, *src, card);
+    if (r.skip.empty() && !metric_known(in.metric)) r.skip = "metric " + in.metric + " is not mapped";
+    if (!r.skip.empty()) continue;
+    if (card != in.model) r.assumptions += "card " + card + "; ";
+    scenarios[i] = build_scenario(in, *src, card, file, options, r.assumptions);
+    r.requests = scenarios[i]->workload.num_requests;
+  }
+  tbb::parallel_for(std::size_t{0}, inputs.size(), [&](std::size_t i) {
+    if (!scenarios[i]) return;
+    out[i].predicted = metric_of(inputs[i], simulate(*scenarios[i]));
+  });
+  return out;
+}
+
+const char* slice_name(PublishedSlice by) {
+  switch (by) {
+    case PublishedSlice::gpu: return "gpu";
+    case PublishedSlice::precision: return "precision";
+    case PublishedSlice::model: return "model";
+    case PublishedSlice::all: return "all";
+  }
+  return "";
+}
+
+std::vector<ValidationRow> published_validation_rows(const std::vector<PublishedRow>& rows, PublishedSlice by) {
+  std::vector<ValidationRow> out;
+  for (const PublishedRow& r : rows) {
+    if (!r.skip.empty()) continue;
+    const std::string& slice = by == PublishedSlice::gpu ? r.gpu : by == PublishedSlice::precision ? r.precision
+                               : by == PublishedSlice::model                                   ? r.model
+                                                                                               : std::string("all");
+    out.push_back({"published", r.engine, slice, r.model, r.id, r.published, r.predicted});
+  }
+  return out;
+}
+
+// Bounds at what the data supports today, not the accuracy target (kPublishedMedianTarget): each is
+// the error when these mappings were written plus a margin, so a change that moves an engine's
+// error past it fails. Why each engine misses by what it does (docs/validation.md):
+// - trtllm-1.0-pytorch on H100/H200 (measured GPU profiles): median 7-10%, worst 23-25% (8B at
+//   20000/2000 and 70B at long outputs under-predicted). On B200/GB200 the GPU profiles are
+//   datasheet-derived with no measured kernel table, and NVFP4 MoE (Qwen3-30B-A3B) is
+//   over-predicted by 75-92%: bounded loosely there, so the H100/H200 bounds stay tight.
+// - trtllm-0.14-triton: online Triton rows (mean TTFT / ITL at a QPS); the Triton frontend and
+//   the arrival process are not stated and not modelled: 20% median.
+// - vllm-0.5.4: ShareGPT lengths are assumed (not the benchmark's sample) and servesim's vllm
+//   profile is a current vLLM's host cost, not 0.5.4's (no multi-step scheduling; the source
+//   measured TP8 for 8B models, where 0.5.4's per-step host work dominates): median 2.3x, worst 4.9x.
+//   The bound only guards against drift; these rows say what servesim cannot yet express.
+std::vector<ValidationBound> published_bounds() {
+  return {
+      {"published", "trtllm-1.0-pytorch", "h100-sxm", 0.13, 0.30},
+      {"published", "trtllm-1.0-pytorch", "h200-sxm", 0.10, 0.30},
+      {"published", "trtllm-1.0-pytorch", "b200", 0.35, 1.00},
+      {"published", "trtllm-1.0-pytorch", "gb200", 0.30, 0.35},
+      {"published", "trtllm-1.0-pytorch", "all", 0.15, 1.00},
+      {"published", "trtllm-0.20-pytorch", "all", 0.10, 0.25},
+      {"published", "trtllm-0.17-cpp", "all", 0.10, 0.25},
+      {"published", "trtllm-0.14-triton", "all", 0.25, 0.50},
+      {"published", "trtllm-0.9-static", "all", 0.12, 0.30},
+      {"published", "vllm-0.5.4", "all", 1.50, 4.50},
+  };
+}
+
+std::string default_published_file() {
+  return (std::filesystem::path(data_dir()) / "tests" / "validation" / "published_engines.json").string();
+}
+
+}  // namespace servesim
