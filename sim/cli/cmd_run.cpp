@@ -1,5 +1,5 @@
 // `servesim run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--load-profile P]
-//  [--slo S] [--replications N] [--no-html] [--no-csv] [--no-trace] [--trace-requests N]
+//  [--slo S] [--replications N] [--no-html] [--no-csv] [--no-trace] [--no-fast-forward] [--trace-requests N]
 //  [--trace-seconds S] [--quiet]`
 // Writes DIR/report.json, report.html, requests.csv and trace.json (see README "Outputs").
 #include <cstdio>
@@ -48,6 +48,7 @@ int cmd_run(const std::vector<std::string>& args) {
       "o,out", "output directory", cxxopts::value<std::string>()->default_value("out"))(
       "no-html", "do not write report.html")("no-csv", "do not write requests.csv")(
       "no-trace", "do not write trace.json")(
+      "no-fast-forward", "one event-queue round trip per iteration (slower; the same report: the reference the fast-forward is tested against)")(
       "trace-requests", "trace.json: follow at most N requests (the first to arrive)",
       cxxopts::value<long long>()->default_value("1000"))(
       "trace-seconds", "trace.json: iterations, counters and requests of the first S simulated seconds",
@@ -102,6 +103,7 @@ int cmd_run(const std::vector<std::string>& args) {
 
   ProgressBar bar(!quiet);
   SimHooks hooks;
+  hooks.fast_forward = parsed.count("no-fast-forward") == 0;
   if (!observers.empty()) hooks.observer = &observers;
   if (bar.enabled()) {
     hooks.progress = [&bar](const Progress& p) {

@@ -9,6 +9,7 @@
 //    and a fraction 1 - m / max(m, pp) of the stage slots is bubble.
 #pragma once
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
@@ -65,7 +66,7 @@ class IterationTimer {
   std::vector<Op> scratch_ops_;     // op list of the step being built or timed unmemoised
   std::vector<KernelTime> scratch_times_;
   std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
-  std::vector<Memo> other_memos_;   // shapes with a prefill: direct-mapped by token count
+  std::vector<std::unique_ptr<Memo>> other_memos_;  // shapes with a prefill: direct-mapped by token count
 };
 
 }  // namespace servesim

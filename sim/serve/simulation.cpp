@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -133,14 +134,12 @@ class Engine {
   SimResult run() {
     const auto wall_start = std::chrono::steady_clock::now();
     push_next_arrival();
-    std::uint64_t events = 0;
     while (!queue_.empty()) {
       auto ev = queue_.pop();
       if (ev.time_ns < now_) throw std::logic_error("simulation invariant: time went backwards");
       now_ = ev.time_ns;
-      ++events;
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
-      if ((events & 0xfff) == 0 && hooks_.progress) report_progress();
+      count_event();
     }
     SimResult result;
     result.metrics.rejected = rejected_;
@@ -173,7 +172,7 @@ class Engine {
     result.kv_transfer_bytes = kv_transfer_bytes_;
     result.kv_transfer_s = kv_transfer_s_;
     result.kv_transfer_link = scenario_.disaggregation.enabled ? link_scope_name(transfer_scope_) : "";
-    result.events = events;
+    result.events = events_;
     check_end_of_run(result);
     result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return result;
@@ -225,12 +224,42 @@ class Engine {
     queue_.push(now_, Phase::Schedule, ScheduleEvent{r});
   }
 
+  // Every handled event counts (the report's sim.events), chained iterations too.
+  void count_event() {
+    ++events_;
+    if ((events_ & 0xfff) == 0 && hooks_.progress) report_progress();
+  }
+
+  // Starts replica r's next iteration. Fast-forward: while the iteration would end before every
+  // other queued event, its completion is the next event the loop would pop, so it is handled
+  // here at once and the next iteration planned, without the queue round trip: same events in
+  // the same order, same report (SimHooks::fast_forward off gives the per-event loop).
   void start(std::uint32_t r) {
-    if (auto duration = replicas_[r]->start_iteration(now_)) {
-      queue_.push(now_ + *duration, Phase::Completion, IterationDoneEvent{r});
-    } else if (const TimeNs wake = replicas_[r]->wake_at_ns(); wake > now_ && wake != wake_pending_ns_[r]) {
-      wake_pending_ns_[r] = wake;
-      queue_.push(wake, Phase::Schedule, WakeEvent{r});
+    Replica& replica = *replicas_[r];
+    for (;;) {
+      const std::optional<TimeNs> duration = replica.start_iteration(now_);
+      if (!duration) {
+        if (const TimeNs wake = replica.wake_at_ns(); wake > now_ && wake != wake_pending_ns_[r]) {
+          wake_pending_ns_[r] = wake;
+          queue_.push(wake, Phase::Schedule, WakeEvent{r});
+        }
+        return;
+      }
+      const TimeNs end_ns = now_ + *duration;
+      // Strictly before: another completion at end_ns that is already queued would pop first.
+      if (!fast_forward_ || (!queue_.empty() && queue_.top().time_ns <= end_ns)) {
+        queue_.push(end_ns, Phase::Completion, IterationDoneEvent{r});
+        return;
+      }
+      now_ = end_ns;
+      complete_iteration(r);
+      count_event();
+      // request_schedule's test: the handlers above may have queued events at this instant.
+      if (!queue_.empty() && queue_.top().time_ns <= now_) {
+        schedule_pending_[r] = true;
+        queue_.push(now_, Phase::Schedule, ScheduleEvent{r});
+        return;
+      }
     }
   }
 
@@ -294,10 +323,16 @@ class Engine {
   }
 
   void handle(IterationDoneEvent& e) {
+    complete_iteration(e.replica);
+    request_schedule(e.replica);
+  }
+
+  // Replica r's iteration ends now: its tokens, completions (and next session turns) and handoffs.
+  void complete_iteration(std::uint32_t r) {
     handoffs_.clear();
-    Replica& replica = *replicas_[e.replica];
+    Replica& replica = *replicas_[r];
     replica.finish_iteration(now_, handoffs_);
-    for (const Handoff& h : handoffs_) start_transfer(e.replica, h);
+    for (const Handoff& h : handoffs_) start_transfer(r, h);
     for (const std::uint32_t i : replica.completed()) {
       if (sessions_) {
         if (auto next = workload_.next_turn(spec_of(requests_[i]), now_)) {
@@ -306,7 +341,6 @@ class Engine {
       }
       requests_.release(i);
     }
-    request_schedule(e.replica);
   }
 
   // The prompt's KV goes from every GPU of the prefill replica to its counterpart in parallel
@@ -365,6 +399,8 @@ class Engine {
   double kv_transfer_bytes_ = 0.0, kv_transfer_s_ = 0.0;
   bool sessions_ = scenario_.workload.sessions.turns > 1;
   std::vector<TimeNs> wake_pending_ns_;
+  std::uint64_t events_ = 0;
+  bool fast_forward_ = hooks_.fast_forward && !hooks_.reference_path;
 };
 
 }  // namespace

@@ -59,6 +59,10 @@ struct SimHooks {
   // token written into its Request (no decode window). Slower; the tests check that it gives the
   // same report as the default path.
   bool reference_path = false;
+  // Fast-forward (on unless reference_path): a replica's iterations that end before any other
+  // event are chained without the event queue (Engine::start). Off: one queue event per
+  // iteration, the per-step loop the tests compare it with.
+  bool fast_forward = true;
   // O(KV capacity) allocator checks and the decode window's bookkeeping checks after every
   // iteration. On by default when built with SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap
   // end-of-run checks always run.

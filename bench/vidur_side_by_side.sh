@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Vidur's published scenario side by side: Llama-2-70B, TP2 on A100 80GB SXM, vLLM scheduler
+# (128 sequences, 4096 batched tokens, block 16), 100,000 requests of 1024 prompt / 256 output
+# tokens, Poisson 1 req/s (bench/vidur.json). Times `servesim run` pinned to one core with the
+# outputs off (and once more with requests.csv on): wall time and peak RSS, median of RUNS.
+# Usage: bench/vidur_side_by_side.sh [REQUESTS.csv]
+#   REQUESTS.csv: the request list vidur simulated (its trace format: arrived_at,
+#   num_prefill_tokens,num_decode_tokens), replayed as is; without it the generator draws the
+#   same distribution (up to workload.num_requests rows, 100,000). RUNS (default 5), BENCH_CPU (default 0), SERVESIM (default build/servesim),
+#   EXTRA="--no-fast-forward" to time the per-event loop.
+# For reference, vidur itself took 171 s and 1.45 GB on this scenario (measured on the
+# project's 2-core development host).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${SERVESIM:-build/servesim}
+CPU=${BENCH_CPU:-0}
+RUNS=${RUNS:-5}
+[ -x "$BIN" ] || { echo "bench: build first (make build)" >&2; exit 2; }
+workload=()
+if [ $# -ge 1 ]; then
+  [ -r "$1" ] || { echo "bench: $1: cannot read the request list" >&2; exit 2; }
+  workload=(--set "workload.trace={\"path\":\"$(realpath "$1")\",\"format\":\"splitwise\"}"
+            --set 'workload.arrival={"impl":"trace"}'
+            --set 'workload.prompt_tokens={"impl":"trace"}' --set 'workload.output_tokens={"impl":"trace"}')
+  echo "request list: $1"
+else
+  echo "request list: generated (Poisson 1 req/s, 1024 in / 256 out, seed 1)"
+fi
+echo "host: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (a shared host: wall times vary with load)"
+time_runs() {  # label, extra run flags...
+  local label=$1
+  shift
+  local walls=() rss=()
+  for ((run = 0; run < RUNS; run++)); do
+    out=$(mktemp -d)
+    /usr/bin/time -v -o "$out/time.txt" taskset -c "$CPU" "$BIN" run bench/vidur.json --quiet --out "$out" \
+      --no-html --no-trace ${EXTRA:-} "${workload[@]}" "$@"
+    walls+=("$(sed -nE 's/.*Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (([0-9]+):)?([0-9.]+)$/\2 \3/p' "$out/time.txt" |
+               awk '{print ($2 == "" ? $1 : $1 * 60 + $2)}')")
+    rss+=("$(sed -nE 's/.*Maximum resident set size \(kbytes\): ([0-9]+)/\1/p' "$out/time.txt")")
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['requests']['completed'] > 0" "$out/report.json"
+    rm -rf "$out"
+  done
+  printf '%s\n' "${walls[@]}" | sort -g | awk -v label="$label" -v rss="$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)" \
+    '{w[NR] = $1} END {printf "%-22s median_wall_s %.3f  min_wall_s %.3f  peak_rss_MB %.1f  runs %d\n", label,
+      (NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2), w[1], rss / 1024, NR}'
+}
+time_runs "outputs off" --no-csv
+time_runs "requests.csv on"

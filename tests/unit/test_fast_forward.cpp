@@ -1,0 +1,110 @@
+// Fast-forward (iterations that end before any other event chained without the event queue)
+// against the per-event loop (SimHooks::fast_forward off): the same report and event count on
+// every bundled scenario and under every batch policy, cut to a few hundred requests.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../support.hpp"
+#include "sim/io/report_io.hpp"
+#include "sim/metrics/run_observer.hpp"
+#include "sim/sched/batch_scheduler.hpp"
+#include "sim/serve/simulation.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+namespace {
+
+const std::filesystem::path kRepo = std::filesystem::path(SERVESIM_TEST_DATA_DIR).parent_path();
+
+// Runs `s` both ways and returns the events the fast-forward run handled.
+std::uint64_t check_same_report(const Scenario& s, const std::string& label) {
+  SimHooks per_step;
+  per_step.fast_forward = false;
+  const SimResult a = simulate(s);
+  const SimResult b = simulate(s, per_step);
+  auto ja = make_report(s, a), jb = make_report(s, b);
+  ja["sim"].erase("wall_s");
+  jb["sim"].erase("wall_s");
+  std::printf("fast-forward vs per-step, %s: %llu events, %lld completed, %s\n", label.c_str(),
+              static_cast<unsigned long long>(a.events), static_cast<long long>(a.metrics.completed),
+              ja == jb ? "identical reports" : "REPORTS DIFFER");
+  INFO(label);
+  CHECK(ja.dump() == jb.dump());
+  CHECK(a.events == b.events);
+  return a.events;
+}
+
+std::vector<std::filesystem::path> bundled_scenarios() {
+  std::vector<std::filesystem::path> paths;
+  for (const auto* dir : {"scenarios", "scenarios/studies"}) {
+    for (const auto& e : std::filesystem::directory_iterator(kRepo / dir)) {
+      if (e.path().extension() == ".json") paths.push_back(e.path());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+}  // namespace
+
+TEST_CASE("fast-forward and per-step loop agree on every bundled scenario") {
+  const auto paths = bundled_scenarios();
+  REQUIRE(paths.size() >= 5);
+  for (const auto& p : paths) {
+    // A trace-driven scenario ends with its trace; the rest are cut to 300 requests.
+    const Scenario full = load_scenario(p.string(), {});
+    std::vector<std::string> overrides;
+    if (full.workload.num_requests > 300) overrides.push_back("workload.num_requests=300");
+    check_same_report(load_scenario(p.string(), overrides), p.filename().string());
+  }
+}
+
+TEST_CASE("fast-forward and per-step loop agree under every batch policy") {
+  const std::string policies = (kRepo / "scenarios/policies.json").string();
+  for (const PolicyInfo& policy : list_policies()) {
+    for (const char* preemption : {"recompute", "swap"}) {
+      const Scenario s = load_scenario(policies, {"workload.num_requests=300", "engine.scheduler.impl=" + policy.name,
+                                                  std::string("engine.preemption_mode=") + preemption});
+      check_same_report(s, policy.name + ", " + preemption);
+    }
+  }
+}
+
+// Every transition, in order, as text: what requests.csv, trace.json and the HTML timeline see.
+struct TranscriptObserver final : RunObserver {
+  std::string text;
+  void line(const char* what, std::uint32_t id, TimeNs now) {
+    text += what + std::to_string(id) + "@" + std::to_string(now) + "\n";
+  }
+  void on_arrival(std::uint32_t id, const Request&, TimeNs now) override { line("arrive ", id, now); }
+  void on_admitted(std::uint32_t id, TimeNs now) override { line("admit ", id, now); }
+  void on_prefill_done(std::uint32_t id, TimeNs now) override { line("prefilled ", id, now); }
+  void on_finished(std::uint32_t id, const Request&, TimeNs now) override { line("finish ", id, now); }
+  void on_iteration(const IterationRecord& it) override {
+    text += "iteration " + std::to_string(it.start_ns) + "-" + std::to_string(it.end_ns) + " seqs " +
+            std::to_string(it.seqs) + " kv " + std::to_string(it.kv_used_blocks) + "\n";
+  }
+};
+
+TEST_CASE("fast-forward: observers see every iteration and transition as in the per-step loop") {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 100;
+  doc["workload"]["arrival"]["rate_per_s"] = 0.5;  // long quiet decode runs between arrivals
+  const Scenario s = scenario_from(doc);
+  TranscriptObserver fast_log, step_log;
+  SimHooks fast, per_step;
+  fast.observer = &fast_log;
+  per_step.observer = &step_log;
+  per_step.fast_forward = false;
+  const SimResult a = simulate(s, fast), b = simulate(s, per_step);
+  CHECK(a.events == b.events);
+  CHECK(a.metrics.iterations > 1000);  // decode runs long enough to chain
+  CHECK(fast_log.text.size() > 10000);
+  CHECK(fast_log.text == step_log.text);
+}
