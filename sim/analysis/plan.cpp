@@ -29,7 +29,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     // Mean output length from a run at the stable rate (the workload's, not the GPU's, property).
     if (sat.stable_qps > 0.0) {
       const Scenario sc = make(opt, sat.stable_qps, seed);
-      row.mean_output_tokens = metric(summarize_run(sc, simulate(sc)), "mean_output_tokens");
+      row.mean_output_tokens = mean_output_tokens(simulate(sc).metrics);
     }
   } catch (const InputError& e) {
     row.note = e.message();  // the reason alone: the scenario file is plan's, not the user's

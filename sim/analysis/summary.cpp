@@ -8,47 +8,27 @@
 #include <tbb/parallel_for.h>
 
 #include "sim/core/rng.hpp"
-#include "sim/metrics/slo.hpp"
+#include "sim/io/report_io.hpp"
+#include "sim/io/report_metrics.hpp"
 
 namespace servesim {
 
 Metrics summarize_run(const Scenario& s, const SimResult& res) {
-  const RunMetrics& m = res.metrics;
-  const double dur = ns_to_seconds(m.end_ns);
-  auto per_s = [&](double x) { return dur > 0.0 ? x / dur : 0.0; };
+  // The report computes every figure once; the summary reads the registry's paths back from it.
+  const std::map<std::string, double> flat = flatten_report(make_report(s, res));
   Metrics out;
-  out.emplace_back("requests.arrived", static_cast<double>(m.arrived));
-  out.emplace_back("requests.completed", static_cast<double>(m.completed));
-  out.emplace_back("requests.rejected", static_cast<double>(m.rejected));
-  out.emplace_back("requests.timed_out", static_cast<double>(m.timed_out));
-  out.emplace_back("requests.preempted", static_cast<double>(m.preempted_requests));
-  const std::pair<const char*, const LogHistogram*> lat[] = {{"ttft_s", &m.ttft_s}, {"tpot_s", &m.tpot_s}, {"itl_s", &m.itl_s}, {"e2e_s", &m.e2e_s}};
-  for (const auto& [name, h] : lat) {
-    const std::string base = std::string("latency.") + name;
-    out.emplace_back(base + ".mean", h->mean());
-    out.emplace_back(base + ".p50", h->quantile(0.5));
-    out.emplace_back(base + ".p95", h->quantile(0.95));
-    out.emplace_back(base + ".p99", h->quantile(0.99));
+  for (const ReportMetric& m : report_metrics()) {
+    if (const auto it = flat.find(m.path); it != flat.end()) out.emplace_back(m.path, it->second);
   }
-  out.emplace_back("throughput.requests_per_s", per_s(static_cast<double>(m.completed)));
-  out.emplace_back("throughput.output_tokens_per_s", per_s(static_cast<double>(m.output_tokens)));
-  out.emplace_back("throughput.total_tokens_per_s", per_s(static_cast<double>(m.output_tokens + m.prompt_tokens)));
-  const double cap = static_cast<double>(m.kv_capacity_blocks);
-  out.emplace_back("kv_cache.capacity_tokens", cap * static_cast<double>(s.engine.block_size));
-  out.emplace_back("kv_cache.peak_used_frac", cap > 0 ? static_cast<double>(m.kv_peak_used_blocks) / cap : 0.0);
-  out.emplace_back("kv_cache.mean_used_frac", cap > 0 && dur > 0 ? m.kv_used_block_seconds / (cap * dur) : 0.0);
-  out.emplace_back("batch.mean_size", m.iterations ? m.batch_seqs_sum / static_cast<double>(m.iterations) : 0.0);
-  out.emplace_back("batch.max_size", static_cast<double>(m.max_batch_seqs));
-  out.emplace_back("gpu.busy_frac", per_s(m.busy_s));
-  out.emplace_back("gpu.hbm_bw_util_frac", per_s(m.bytes_moved) / s.hw.hbm_bandwidth_bytes_per_s);
-  const SloResult slo = evaluate_slo(s.workload, m);
-  out.emplace_back("slo.success_frac", slo.success_frac);
-  out.emplace_back("slo.goodput_requests_per_s", slo.goodput_requests_per_s);
-  out.emplace_back("slo.met", slo.met ? 1.0 : 0.0);
-  out.emplace_back("mean_prompt_tokens", m.completed ? static_cast<double>(m.prompt_tokens) / static_cast<double>(m.completed) : 0.0);
-  out.emplace_back("mean_output_tokens", m.completed ? static_cast<double>(m.output_tokens) / static_cast<double>(m.completed) : 0.0);
-  out.emplace_back("sim.simulated_s", dur);
   return out;
+}
+
+double mean_prompt_tokens(const RunMetrics& m) {
+  return m.completed ? static_cast<double>(m.prompt_tokens) / static_cast<double>(m.completed) : 0.0;
+}
+
+double mean_output_tokens(const RunMetrics& m) {
+  return m.completed ? static_cast<double>(m.output_tokens) / static_cast<double>(m.completed) : 0.0;
 }
 
 double metric(const Metrics& m, const std::string& name) {

@@ -1,5 +1,6 @@
-// The headline numbers of one run under the same names as report.json's paths
-// ("latency.ttft_s.p99", "slo.goodput_requests_per_s"), for sweeps, replications and saturate.
+// The figures of one run by their report.json paths ("latency.ttft_s.p99",
+// "slo.goodput_requests_per_s"; the registry is sim/io/report_metrics), for sweeps, replications,
+// saturate and plan.
 #pragma once
 #include <functional>
 #include <string>
@@ -13,8 +14,12 @@ namespace servesim {
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
+// Every registered report metric the run's report has (a conditional one may be absent).
 Metrics summarize_run(const Scenario& scenario, const SimResult& result);
 double metric(const Metrics& m, const std::string& name);  // NaN when absent
+// Mean prompt and output lengths of the completed requests (0 when none completed).
+double mean_prompt_tokens(const RunMetrics& m);
+double mean_output_tokens(const RunMetrics& m);
 
 // Mean, sample standard deviation and the 95% confidence half-width (Student t) of a sample.
 struct Interval {

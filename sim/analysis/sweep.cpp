@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/core/error.hpp"
+#include "sim/io/report_metrics.hpp"
 
 namespace servesim {
 
@@ -53,6 +54,7 @@ void add_replication_columns(Table& t, std::size_t row, const std::vector<Metric
 }
 
 Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, const SweepOptions& o) {
+  check_report_metrics(o.metrics, "--metrics");  // before any scenario is built or run
   // Combinations in odometer order: the last axis varies fastest.
   std::size_t combos = 1;
   for (const auto& a : grid) combos *= a.values.size();
@@ -89,8 +91,9 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
     const Metrics& m = results[c * reps];
     for (const auto& n : names) {
       const double v = metric(m, n);
-      if (std::isnan(v)) throw InputError("--metrics", "", "unknown metric '" + n + "'");
-      if (n == "slo.met") {
+      if (std::isnan(v)) {
+        t.set(c, n, Cell{});  // a figure this run's report does not have (report_metrics: `present`)
+      } else if (n == "slo.met") {
         t.set(c, n, v > 0.5);
       } else {
         t.set(c, n, v);

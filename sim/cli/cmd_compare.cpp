@@ -1,7 +1,9 @@
 // `servesim compare BASE.json NEW.json [--threshold 0.05] [--threshold metric=0.1 ...] [--json]`:
 // per-metric drift of a report against a baseline; exit code 3 when a threshold is crossed.
-// Compared: every numeric leaf of the report except the inputs echoed back (scenario, model,
-// hardware) and the machine-dependent sim.wall_s; booleans count as 0/1.
+// Compared: every numeric leaf of the report (flatten_report, sim/io/report_metrics.hpp): not the
+// inputs echoed back (scenario, model, hardware) nor the machine-dependent sim.wall_s; booleans
+// count as 0/1.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iostream>
@@ -15,45 +17,39 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/report_metrics.hpp"
 
 namespace servesim::cli {
 
 constexpr int kExitDrift = 3;
 
 namespace {
-void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::string, double>& out) {
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
-  } else if (j.is_array()) {
-    // Time series (arrays of numbers or points, e.g. kv_cache.usage_series) vary in length with the
-    // run's duration: they are not drift metrics. Arrays of objects (replicas, slo.classes) are.
-    if (!j.empty() && !j.front().is_object()) return;
-    for (std::size_t i = 0; i < j.size(); ++i) {
-      // Arrays of named objects (slo.classes) are keyed by name so reordering is not drift.
-      const std::string key = j[i].is_object() && j[i].contains("name") && j[i]["name"].is_string() ? j[i]["name"].get<std::string>() : std::to_string(i);
-      flatten(j[i], prefix + "." + key, out);
-    }
-  } else if (j.is_number()) {
-    out[prefix] = j.get<double>();
-  } else if (j.is_boolean()) {
-    out[prefix] = j.get<bool>() ? 1.0 : 0.0;
-  }
-}
-
-std::map<std::string, double> report_metrics(const std::string& path) {
+std::map<std::string, double> read_report(const std::string& path) {
   const nlohmann::json doc = load_json_file(path);
   if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
       doc["schema"].get<std::string>().rfind("servesim-report/", 0) != 0) {
     throw InputError(path, "schema", "not a servesim report (expected schema servesim-report/N)");
   }
-  std::map<std::string, double> out;
-  for (const auto& [k, v] : doc.items()) {
-    if (k == "scenario" || k == "model" || k == "hardware" || k == "schema") continue;
-    flatten(v, k, out);
+  return flatten_report(doc);
+}
+
+// A per-metric threshold names a metric of either report, or a prefix ("latency.") of one.
+void check_threshold_names(const CompareOptions& o, const std::map<std::string, double>& base,
+                           const std::map<std::string, double>& value) {
+  std::vector<std::string> names;
+  for (const auto* m : {&base, &value}) {
+    for (const auto& [k, v] : *m) names.push_back(k);
   }
-  out.erase("sim.wall_s");
-  return out;
+  for (const auto& entry : o.per_metric) {
+    const std::string& name = entry.first;  // not a structured binding: clang cannot capture one
+    const bool known = std::any_of(names.begin(), names.end(), [&name](const std::string& k) {
+      return k == name || (!name.empty() && name.back() == '.' && k.rfind(name, 0) == 0);
+    });
+    if (known) continue;
+    throw InputError("--threshold", "", "unknown metric '" + name + "'" + did_you_mean(name, names));
+  }
 }
 
 double parse_threshold(const std::string& text) {
@@ -88,7 +84,10 @@ int cmd_compare(const std::vector<std::string>& args) {
       else o.per_metric[t.substr(0, eq)] = parse_threshold(t.substr(eq + 1));
     }
   }
-  const auto drifts = compare_metrics(report_metrics(p["base"].as<std::string>()), report_metrics(p["new"].as<std::string>()), o);
+  const auto base = read_report(p["base"].as<std::string>());
+  const auto value = read_report(p["new"].as<std::string>());
+  check_threshold_names(o, base, value);
+  const auto drifts = compare_metrics(base, value, o);
   Table t;
   std::size_t row = 0, crossed = 0;
   for (const auto& d : drifts) {

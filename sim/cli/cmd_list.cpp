@@ -1,5 +1,6 @@
-// `servesim list models|hardware|policies|routers|cost-models|engines`: what is bundled and
-// selectable by name (`policies` lists the routers and cost models too).
+// `servesim list models|hardware|policies|routers|cost-models|engines|metrics`: what is bundled
+// and selectable by name (`policies` lists the routers and cost models too), and the report
+// metrics sweep --metrics and compare --threshold take.
 #include <cstdio>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/io/report_metrics.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/router.hpp"
 #include "sim/serve/step_cost.hpp"
@@ -47,6 +49,10 @@ int cmd_list(const std::vector<std::string>& args) {
         std::cout << "    " << param.name << " (" << param.type << ", default " << param.default_value << "): " << param.description << "\n";
       }
     }
+  } else if (what == "metrics") {
+    for (const auto& m : report_metrics()) {
+      std::cout << m.path << ": " << m.meaning << (m.present.empty() ? "" : " (only with " + m.present + ")") << "\n";
+    }
   } else if (what == "engines") {
     for (const auto& name : bundled_names("scenarios/engines")) {
       const EngineProfile e = load_engine_profile(name, "", "");
@@ -54,7 +60,7 @@ int cmd_list(const std::vector<std::string>& args) {
                   e.scheduler.c_str(), e.kv_cache.c_str());
     }
   } else {
-    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers, cost-models");
+    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers, cost-models, metrics");
   }
   return kExitOk;
 }
