@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/load_profile.hpp"
@@ -39,6 +40,13 @@ SloConfig parse_slo_flag(const std::string& text) {
     } else {
       throw InputError("--slo", key, "unknown key (ttft, tpot, e2e, p, success)");
     }
+  }
+  // The same physical ranges as the scenario's slo keys (config/scenario_keys.cpp).
+  const std::pair<const char*, double> values[] = {{"ttft_s", s.ttft_s}, {"tpot_s", s.tpot_s}, {"e2e_s", s.e2e_s},
+                                                   {"percentile", s.percentile}, {"min_success_frac", s.min_success_frac}};
+  for (const auto& [name, v] : values) {
+    const KeyRange& range = find_scenario_key(std::string("<slo>.") + name)->range;
+    if (!range.contains(v)) throw InputError("--slo", name, "must be in " + range.text() + ", got " + key_number_text(v));
   }
   return s;
 }

@@ -1,10 +1,12 @@
-// `servesim list models|hardware|policies|routers|cost-models|engines|metrics`: what is bundled
-// and selectable by name (`policies` lists the routers and cost models too), and the report
-// metrics sweep --metrics and compare --threshold take.
+// `servesim list models|hardware|policies|routers|cost-models|engines|metrics|keys`: what is
+// bundled and selectable by name (`policies` lists the routers and cost models too), the report
+// metrics sweep --metrics and compare --threshold take, and the scenario-key reference
+// (docs/scenario-keys.md).
 #include <cstdio>
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
@@ -14,6 +16,7 @@
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/router.hpp"
 #include "sim/serve/step_cost.hpp"
+#include "sim/workload/trace_io.hpp"
 
 namespace servesim::cli {
 
@@ -49,6 +52,17 @@ int cmd_list(const std::vector<std::string>& args) {
         std::cout << "    " << param.name << " (" << param.type << ", default " << param.default_value << "): " << param.description << "\n";
       }
     }
+  } else if (what == "keys") {
+    // docs/scenario-keys.md (ctest scenario_keys_doc checks the committed copy is this output).
+    std::vector<std::string> formats = trace_formats();
+    std::vector<std::string> policies, routers, cost_models;
+    for (const auto& p : list_policies()) policies.push_back(p.name);
+    for (const auto& r : list_routers()) routers.push_back(r.name);
+    for (const auto& m : list_step_cost_models()) cost_models.push_back(m.name);
+    std::cout << scenario_keys_markdown({{"engine.scheduler.impl", policies},
+                                         {"router.impl", routers},
+                                         {"cost_model.impl", cost_models},
+                                         {"workload.trace.format", formats}});
   } else if (what == "metrics") {
     for (const auto& m : report_metrics()) {
       std::cout << m.path << ": " << m.meaning << (m.present.empty() ? "" : " (only with " + m.present + ")") << "\n";
@@ -60,7 +74,7 @@ int cmd_list(const std::vector<std::string>& args) {
                   e.scheduler.c_str(), e.kv_cache.c_str());
     }
   } else {
-    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers, cost-models, metrics");
+    throw InputError("servesim list", "", "expected one of: models, hardware, policies, engines, routers, cost-models, metrics, keys");
   }
   return kExitOk;
 }

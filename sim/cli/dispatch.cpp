@@ -28,7 +28,7 @@ void usage(std::ostream& os) {
         "  validate [--suite kernels|steps|independent|public] [--data FILES] [--rows] [--json]   (exit 3 past a bound)\n"
         "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"
         "  contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine NAME] [--json]\n"
-        "  list models|hardware|policies|engines|routers|cost-models|metrics\n"
+        "  list models|hardware|policies|engines|routers|cost-models|metrics|keys\n"
         "  version\n";
 }
 }  // namespace

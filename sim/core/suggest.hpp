@@ -46,6 +46,13 @@ inline std::vector<std::string> close_names(const std::string& typed, const std:
   return out;
 }
 
+// "a, b, c": a list of names for a message.
+inline std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 // "; did you mean a, b or c?" for the close names, or "" when there is none.
 inline std::string did_you_mean(const std::string& typed, const std::vector<std::string>& known) {
   const auto names = close_names(typed, known);

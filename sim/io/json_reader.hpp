@@ -50,6 +50,8 @@ class JsonReader {
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   std::string path_of(const std::string& key) const;
   const std::string& file() const { return file_; }
+  const nlohmann::json& json() const { return obj_; }
+  bool was_read(const std::string& key) const { return read_.count(key) > 0; }
   const std::string& path() const { return path_; }
 
  private:

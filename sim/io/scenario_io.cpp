@@ -1,15 +1,18 @@
-// Scenario parsing with strict keys and the cross-checks vLLM itself makes at start-up.
+// Scenario parsing: every key read through its declaration (config/scenario_keys.cpp: type,
+// range, default), then the cross-checks vLLM itself makes at start-up.
 #include "sim/io/scenario_io.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
+#include "sim/core/suggest.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/key_reader.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/parallel.hpp"
@@ -21,41 +24,39 @@ namespace servesim {
 
 namespace {
 
-// Request lengths are stored as int32 token counts; no model reaches 16M tokens of context.
-constexpr std::int64_t kMaxTokens = 1 << 24;
 // Simulated time is int64 nanoseconds (292 years); a workload must fit well inside it.
 constexpr double kMaxSimulatedSpanS = 1e9;
 
-LengthDist parse_length(JsonReader r) {
+LengthDist parse_length(KeyReader r) {
   LengthDist d;
   const std::string impl = r.string("impl");
   auto bounds = [&](std::int64_t default_max) {
-    d.min_tokens = r.integer_in_or("min_tokens", 1, kMaxTokens, 1);
-    d.max_tokens = default_max > 0 ? r.integer_in_or("max_tokens", 1, kMaxTokens, default_max) : r.integer_in("max_tokens", 1, kMaxTokens);
+    d.min_tokens = r.integer("min_tokens", 1);
+    d.max_tokens = default_max > 0 ? r.integer("max_tokens", default_max) : r.integer("max_tokens");
     if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
   };
   if (impl == "fixed") {
     d.kind = LengthDist::Kind::fixed;
-    d.value_tokens = r.integer_in("value_tokens", 1, kMaxTokens);
+    d.value_tokens = r.integer("value_tokens");
     d.min_tokens = d.max_tokens = d.value_tokens;
   } else if (impl == "uniform") {
     d.kind = LengthDist::Kind::uniform;
-    d.min_tokens = r.integer_in("min_tokens", 1, kMaxTokens);
-    d.max_tokens = r.integer_in("max_tokens", 1, kMaxTokens);
+    d.min_tokens = r.integer("min_tokens");
+    d.max_tokens = r.integer("max_tokens");
     if (d.max_tokens < d.min_tokens) r.fail("max_tokens", "must be >= min_tokens");
   } else if (impl == "normal") {
     d.kind = LengthDist::Kind::normal;
-    d.mean_tokens = r.number_in("mean_tokens", 1.0, static_cast<double>(kMaxTokens));
-    d.stddev_tokens = r.number_in("stddev_tokens", 0.0, 1e9);
+    d.mean_tokens = r.number("mean_tokens");
+    d.stddev_tokens = r.number("stddev_tokens");
     bounds(0);
   } else if (impl == "lognormal") {
     d.kind = LengthDist::Kind::lognormal;
-    d.mean_tokens = r.number_in("mean_tokens", 1.0, static_cast<double>(kMaxTokens));
-    d.sigma = r.number_in("sigma", 0.0, 5.0);
+    d.mean_tokens = r.number("mean_tokens");
+    d.sigma = r.number("sigma");
     bounds(0);
   } else if (impl == "zipf") {
     d.kind = LengthDist::Kind::zipf;
-    d.zipf_s = r.number_in("s", 0.0, 10.0);
+    d.zipf_s = r.number("s");
     bounds(0);
     if (d.max_tokens - d.min_tokens > 10'000'000) r.fail("max_tokens", "zipf support must be <= 1e7 tokens wide");
   } else if (impl == "empirical") {
@@ -64,10 +65,11 @@ LengthDist parse_length(JsonReader r) {
     const auto& weights = r.raw("weights");
     if (!tokens.is_array() || tokens.empty()) r.fail("tokens", "must be a non-empty array of token counts");
     if (!weights.is_array() || weights.size() != tokens.size()) r.fail("weights", "must be an array as long as tokens");
+    const KeyRange& length = r.declared("tokens").range;
     double total = 0.0;
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-      if (!tokens[i].is_number_integer() || tokens[i].get<std::int64_t>() <= 0 || tokens[i].get<std::int64_t>() > kMaxTokens) {
-        r.fail("tokens", "[" + std::to_string(i) + "] must be an integer in [1, " + std::to_string(kMaxTokens) + "]");
+      if (!tokens[i].is_number_integer() || !length.contains(static_cast<double>(tokens[i].get<std::int64_t>()))) {
+        r.fail("tokens", "[" + std::to_string(i) + "] must be an integer in " + length.text());
       }
       if (!weights[i].is_number() || !std::isfinite(weights[i].get<double>()) || weights[i].get<double>() < 0.0) {
         r.fail("weights", "[" + std::to_string(i) + "] must be a finite number >= 0");
@@ -81,68 +83,65 @@ LengthDist parse_length(JsonReader r) {
     d.max_tokens = *std::max_element(d.tokens.begin(), d.tokens.end());
   } else if (impl == "trace") {
     d.kind = LengthDist::Kind::trace;
-  } else {
-    r.fail("impl", "unknown length distribution '" + impl + "' (fixed, uniform, normal, lognormal, zipf, empirical, trace)");
   }
   r.finish();
   return d;
 }
 
-ArrivalConfig parse_arrival(JsonReader r) {
+ArrivalConfig parse_arrival(KeyReader r) {
   using K = ArrivalConfig::Kind;
   ArrivalConfig a;
   const std::string impl = r.string("impl");
   if (impl == "poisson") {
     a.kind = K::poisson;
-    a.rate_per_s = r.positive("rate_per_s");
+    a.rate_per_s = r.number("rate_per_s");
   } else if (impl == "gamma") {
     a.kind = K::gamma;
-    a.rate_per_s = r.positive("rate_per_s");
-    a.cv = r.number_in("cv", 0.05, 20.0);
+    a.rate_per_s = r.number("rate_per_s");
+    a.cv = r.number("cv");
   } else if (impl == "constant") {
     a.kind = K::constant;
-    a.rate_per_s = r.positive("rate_per_s");
+    a.rate_per_s = r.number("rate_per_s");
   } else if (impl == "on_off") {
     a.kind = K::on_off;
-    a.rate_per_s = r.positive("rate_per_s");
-    a.on_s = r.positive("on_s");
-    a.off_s = r.number_in("off_s", 0.0, 1e9);
+    a.rate_per_s = r.number("rate_per_s");
+    a.on_s = r.number("on_s");
+    a.off_s = r.number("off_s");
   } else if (impl == "ramp") {
     a.kind = K::ramp;
-    a.start_rate_per_s = r.number_in("start_rate_per_s", 0.0, 1e9);
-    a.end_rate_per_s = r.positive("end_rate_per_s");
-    a.ramp_s = r.positive("ramp_s");
+    a.start_rate_per_s = r.number("start_rate_per_s");
+    a.end_rate_per_s = r.number("end_rate_per_s");
+    a.ramp_s = r.number("ramp_s");
   } else if (impl == "trace") {
     a.kind = K::trace;
   } else if (impl == "all_at_once") {
     a.kind = K::all_at_once;
-  } else {
-    r.fail("impl", "unknown arrival process '" + impl + "' (poisson, gamma, constant, on_off, ramp, trace, all_at_once)");
   }
   r.finish();
   return a;
 }
 
-SloConfig parse_slo(JsonReader r, SloConfig s) {
-  s.ttft_s = r.number_in_or("ttft_s", 0.0, 1e9, s.ttft_s);
-  s.tpot_s = r.number_in_or("tpot_s", 0.0, 1e9, s.tpot_s);
-  s.e2e_s = r.number_in_or("e2e_s", 0.0, 1e9, s.e2e_s);
-  s.percentile = r.number_in_or("percentile", 0.01, 1.0, s.percentile);
-  s.min_success_frac = r.number_in_or("min_success_frac", 0.0, 1.0, s.min_success_frac);
+SloConfig parse_slo(KeyReader r, SloConfig s) {
+  s.ttft_s = r.number("ttft_s", s.ttft_s);
+  s.tpot_s = r.number("tpot_s", s.tpot_s);
+  s.e2e_s = r.number("e2e_s", s.e2e_s);
+  s.percentile = r.number("percentile", s.percentile);
+  s.min_success_frac = r.number("min_success_frac", s.min_success_frac);
   r.finish();
   return s;
 }
 
-TraceConfig parse_trace(JsonReader r) {
+TraceConfig parse_trace(KeyReader r) {
   TraceConfig t;
   t.path = r.string("path");
   t.format = r.string("format");
-  bool known = false;
-  for (const auto& f : trace_formats()) known = known || f == t.format;
-  if (!known) r.fail("format", "unknown trace format '" + t.format + "' (azure, burstgpt, splitwise, jsonl)");
-  t.time_scale = r.positive_or("time_scale", 1.0);
-  t.loop = r.boolean_or("loop", false);
-  t.sort_arrivals = r.boolean_or("sort_arrivals", false);
+  const auto& formats = trace_formats();
+  if (std::find(formats.begin(), formats.end(), t.format) == formats.end()) {
+    r.fail("format", "unknown trace format '" + t.format + "' (" + join_names(formats) + ")");
+  }
+  t.time_scale = r.number("time_scale", t.time_scale);
+  t.loop = r.boolean("loop", t.loop);
+  t.sort_arrivals = r.boolean("sort_arrivals", t.sort_arrivals);
   r.finish();
   // Relative paths: from the working directory, else from the scenario file's directory.
   namespace fs = std::filesystem;
@@ -154,70 +153,83 @@ TraceConfig parse_trace(JsonReader r) {
   return t;
 }
 
-WorkloadConfig parse_workload(JsonReader r, const SloConfig& default_slo) {
-  WorkloadConfig w;
-  if (r.has("trace")) w.trace = parse_trace(r.object("trace"));
-  w.duration_s = r.number_in_or("duration_s", 0.0, 1e9, 0.0);
-  w.request_timeout_s = r.number_in_or("request_timeout_s", 0.0, 1e9, 0.0);
-  if (r.has("num_requests")) {
-    w.num_requests = r.integer_in("num_requests", 0, std::int64_t{1} << 40);
-  } else if (w.duration_s <= 0.0 && !w.trace) {
-    r.fail("num_requests", "required unless workload.duration_s or workload.trace ends the workload");
+std::vector<RequestClass> parse_classes(KeyReader& r, const SloConfig& default_slo) {
+  std::vector<RequestClass> classes;
+  const auto& arr = r.raw("classes");
+  if (!arr.is_array() || arr.empty()) r.fail("classes", "must be a non-empty array of request classes");
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    KeyReader c = r.element(arr[i], "classes", i);
+    RequestClass k;
+    k.name = c.string("name");
+    for (const auto& other : classes) {
+      if (other.name == k.name) c.fail("name", "duplicate class name '" + k.name + "'");
+    }
+    k.weight = c.number("weight", k.weight);
+    k.prompt_tokens = parse_length(c.object("prompt_tokens", "<length>"));
+    k.output_tokens = parse_length(c.object("output_tokens", "<length>"));
+    k.slo = c.has("slo") ? parse_slo(c.object("slo", "<slo>"), default_slo) : (c.accept("slo"), default_slo);
+    c.finish();
+    classes.push_back(k);
   }
-  w.arrival = parse_arrival(r.object("arrival"));
-  if ((w.arrival.kind == ArrivalConfig::Kind::poisson || w.arrival.kind == ArrivalConfig::Kind::gamma ||
-       w.arrival.kind == ArrivalConfig::Kind::constant) &&
+  double total = 0.0;
+  for (const auto& k : classes) total += k.weight;
+  if (total <= 0.0) r.fail("classes", "weights must not all be 0");
+  return classes;
+}
+
+// Checks across the workload's keys: a finite span, the trace the kinds need, sessions' lengths.
+void check_workload(KeyReader& r, const WorkloadConfig& w) {
+  using K = ArrivalConfig::Kind;
+  if ((w.arrival.kind == K::poisson || w.arrival.kind == K::gamma || w.arrival.kind == K::constant) &&
       static_cast<double>(w.num_requests) / w.arrival.rate_per_s > kMaxSimulatedSpanS) {
     r.fail("arrival.rate_per_s", "too low for " + std::to_string(w.num_requests) +
                                      " requests: their arrivals would span more than 1e9 simulated seconds");
   }
-  if (w.arrival.kind == ArrivalConfig::Kind::trace && !w.trace) r.fail("arrival", "impl 'trace' needs workload.trace");
-  if (w.arrival.kind == ArrivalConfig::Kind::all_at_once && w.num_requests < 0) {
-    r.fail("num_requests", "required with all_at_once arrivals");
+  if (w.arrival.kind == K::trace && !w.trace) r.fail("arrival", "impl 'trace' needs workload.trace");
+  if (w.arrival.kind == K::all_at_once && w.num_requests < 0) r.fail("num_requests", "required with all_at_once arrivals");
+  for (const auto& k : w.classes) {
+    const bool trace_lengths = k.prompt_tokens.kind == LengthDist::Kind::trace || k.output_tokens.kind == LengthDist::Kind::trace;
+    if (trace_lengths && !w.trace) r.fail(w.legacy_lengths ? "prompt_tokens" : "classes", "length impl 'trace' needs workload.trace");
+    if (trace_lengths && w.sessions.turns > 1) {
+      r.fail("sessions", "later turns draw their lengths: sessions need drawn prompt/output lengths, not 'trace'");
+    }
   }
+}
+
+WorkloadConfig parse_workload(KeyReader r, const SloConfig& default_slo) {
+  WorkloadConfig w;
+  if (auto t = r.object_if("trace")) w.trace = parse_trace(*t);
+  w.duration_s = r.number("duration_s", w.duration_s);
+  w.request_timeout_s = r.number("request_timeout_s", w.request_timeout_s);
+  if (r.has("num_requests")) {
+    w.num_requests = r.integer("num_requests");
+  } else if (w.duration_s <= 0.0 && !w.trace) {
+    r.fail("num_requests", "required unless workload.duration_s or workload.trace ends the workload");
+  } else {
+    r.accept("num_requests");
+  }
+  w.arrival = parse_arrival(r.object("arrival"));
   const bool top = r.has("prompt_tokens") || r.has("output_tokens");
   if (r.has("classes")) {
     if (top) r.fail("classes", "give lengths either per class or at the top of workload, not both");
-    const auto& arr = r.raw("classes");
-    if (!arr.is_array() || arr.empty()) r.fail("classes", "must be a non-empty array of request classes");
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      JsonReader c(arr[i], r.file(), r.path_of("classes") + "[" + std::to_string(i) + "]");
-      RequestClass k;
-      k.name = c.string("name");
-      for (const auto& other : w.classes) {
-        if (other.name == k.name) c.fail("name", "duplicate class name '" + k.name + "'");
-      }
-      k.weight = c.number_in_or("weight", 0.0, 1e9, 1.0);
-      k.prompt_tokens = parse_length(c.object("prompt_tokens"));
-      k.output_tokens = parse_length(c.object("output_tokens"));
-      k.slo = c.has("slo") ? parse_slo(c.object("slo"), default_slo) : default_slo;
-      c.finish();
-      w.classes.push_back(k);
-    }
+    w.classes = parse_classes(r, default_slo);
     w.legacy_lengths = false;
-    double total = 0.0;
-    for (const auto& k : w.classes) total += k.weight;
-    if (total <= 0.0) r.fail("classes", "weights must not all be 0");
   } else {
+    r.accept("classes");
     RequestClass k;
-    k.prompt_tokens = parse_length(r.object("prompt_tokens"));
-    k.output_tokens = parse_length(r.object("output_tokens"));
+    k.prompt_tokens = parse_length(r.object("prompt_tokens", "<length>"));
+    k.output_tokens = parse_length(r.object("output_tokens", "<length>"));
     k.slo = default_slo;
     w.classes.push_back(k);
   }
-  for (const auto& k : w.classes) {
-    if ((k.prompt_tokens.kind == LengthDist::Kind::trace || k.output_tokens.kind == LengthDist::Kind::trace) && !w.trace) {
-      r.fail(w.legacy_lengths ? "prompt_tokens" : "classes", "length impl 'trace' needs workload.trace");
-    }
-  }
   if (auto p = r.object_if("shared_prefix")) {
-    w.shared_prefix.num_prefixes = p->positive_integer("num_prefixes");
-    w.shared_prefix.prefix_tokens = p->positive_integer("prefix_tokens");
+    w.shared_prefix.num_prefixes = p->integer("num_prefixes");
+    w.shared_prefix.prefix_tokens = p->integer("prefix_tokens");
     p->finish();
   }
   if (auto p = r.object_if("sessions")) {
-    w.sessions.turns = p->positive_integer("turns");
-    w.sessions.think_time_s = p->number_in_or("think_time_s", 0.0, 1e6, 0.0);
+    w.sessions.turns = p->integer("turns");
+    w.sessions.think_time_s = p->number("think_time_s", w.sessions.think_time_s);
     p->finish();
   }
   if (r.has("priority_class_weights")) {
@@ -230,53 +242,43 @@ WorkloadConfig parse_workload(JsonReader r, const SloConfig& default_slo) {
       }
       w.priority_class_weights.push_back(v.get<double>());
     }
+  } else {
+    r.accept("priority_class_weights");
   }
-  if (w.sessions.turns > 1) {
-    for (const auto& k : w.classes) {
-      if (k.prompt_tokens.kind == LengthDist::Kind::trace || k.output_tokens.kind == LengthDist::Kind::trace) {
-        r.fail("sessions", "later turns draw their lengths: sessions need drawn prompt/output lengths, not 'trace'");
-      }
-    }
-  }
+  check_workload(r, w);
   r.finish();
   return w;
 }
 
-// Common keys for every policy, then only the keys the chosen policy reads.
-SchedulerConfig parse_scheduler(JsonReader& s) {
+// The common keys, then every declared setting of the chosen policy (config/scenario_keys.cpp
+// names the SchedulerConfig field each fills), so a new setting needs no code here.
+SchedulerConfig parse_scheduler(KeyReader s) {
   SchedulerConfig c;
   c.impl = s.string("impl");
   if (!has_name(list_policies(), c.impl)) s.fail("impl", "unknown scheduler '" + c.impl + "' (" + names_of(list_policies()) + ")");
-  const std::string order = s.string_or("scheduling_policy", "fcfs");
-  if (order == "fcfs") c.order = SchedulerConfig::Order::fcfs;
-  else if (order == "priority") c.order = SchedulerConfig::Order::priority;
-  else s.fail("scheduling_policy", "must be fcfs or priority, got '" + order + "'");
-  c.max_queue_size = s.positive_integer_or("max_queue_size", 0);
-  c.max_waiting_time_s = s.has("max_waiting_time_s") ? s.positive("max_waiting_time_s") : 0.0;
-  if (c.impl == "static") {
-    c.batch_size = s.positive_integer_or("batch_size", c.batch_size);
-    c.batch_timeout_s = s.number_in_or("batch_timeout_s", 0.0, 1e6, c.batch_timeout_s);
-  } else if (c.impl == "dynamic") {
-    c.max_batch_size = s.positive_integer_or("max_batch_size", c.max_batch_size);
-    c.max_queue_delay_s = s.number_in_or("max_queue_delay_s", 0.0, 1e6, c.max_queue_delay_s);
-  } else if (c.impl == "chunked-prefill") {
-    c.long_prefill_token_threshold = s.positive_integer_or("long_prefill_token_threshold", 0);
-  } else if (c.impl == "token-level") {
-    c.expected_output_tokens = s.positive_integer_or("expected_output_tokens", c.expected_output_tokens);
+  c.order = s.string("scheduling_policy", "fcfs") == "priority" ? SchedulerConfig::Order::priority : SchedulerConfig::Order::fcfs;
+  for (const ScenarioKey* k : keys_in("engine.scheduler")) {
+    if (!k->when.empty() && k->when != c.impl) continue;
+    const std::string name = k->path.substr(k->path.rfind('.') + 1);
+    if (const auto* f = std::get_if<std::int64_t SchedulerConfig::*>(&k->scheduler_field)) {
+      c.**f = s.integer(name, c.**f);
+    } else if (const auto* g = std::get_if<double SchedulerConfig::*>(&k->scheduler_field)) {
+      c.**g = s.number(name, c.**g);
+    }
   }
   s.finish();
   return c;
 }
 
-ParallelConfig parse_parallel(JsonReader r) {
+ParallelConfig parse_parallel(KeyReader r) {
   ParallelConfig p;
-  p.tensor_parallel_size = r.positive_integer_or("tensor_parallel_size", 1);
-  p.pipeline_parallel_size = r.positive_integer_or("pipeline_parallel_size", 1);
-  p.data_parallel_size = r.positive_integer_or("data_parallel_size", 1);
-  p.num_micro_batches = r.positive_integer_or("num_micro_batches", 0);
-  p.instances_per_gpu = r.integer_in_or("instances_per_gpu", 1, 64, 1);
-  p.expert_parallel_size = r.integer_in_or("expert_parallel_size", 1, 4096, 1);
-  p.expert_load_imbalance = r.number_in_or("expert_load_imbalance", 1.0, 4096.0, 1.0);
+  p.tensor_parallel_size = r.integer("tensor_parallel_size", p.tensor_parallel_size);
+  p.pipeline_parallel_size = r.integer("pipeline_parallel_size", p.pipeline_parallel_size);
+  p.data_parallel_size = r.integer("data_parallel_size", p.data_parallel_size);
+  p.num_micro_batches = r.integer("num_micro_batches", p.num_micro_batches);
+  p.instances_per_gpu = r.integer("instances_per_gpu", p.instances_per_gpu);
+  p.expert_parallel_size = r.integer("expert_parallel_size", p.expert_parallel_size);
+  p.expert_load_imbalance = r.number("expert_load_imbalance", p.expert_load_imbalance);
   if (p.tensor_parallel_size % p.expert_parallel_size != 0) {
     r.fail("expert_parallel_size", "must divide tensor_parallel_size (" + std::to_string(p.tensor_parallel_size) + "), got " +
                                        std::to_string(p.expert_parallel_size));
@@ -287,26 +289,21 @@ ParallelConfig parse_parallel(JsonReader r) {
   if (p.instances_per_gpu > 1 && p.tensor_parallel_size * p.pipeline_parallel_size > 1) {
     r.fail("instances_per_gpu", "several instances per GPU need tensor_parallel_size = pipeline_parallel_size = 1");
   }
-  for (const char* key : {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "num_micro_batches"}) {
-    if (r.has(key) && r.integer(key) > 4096) r.fail(key, "must be <= 4096");
-  }
   r.finish();
   return p;
 }
 
-RouterConfig parse_router(JsonReader r) {
+RouterConfig parse_router(KeyReader r) {
   RouterConfig c;
   c.impl = r.string("impl");
-  if (!is_router(c.impl)) {
-    r.fail("impl", "unknown router '" + c.impl + "' (round_robin, least_outstanding, least_kv, prefix_affinity)");
-  }
-  c.balance_abs_threshold = r.number_in_or("balance_abs_threshold", 0.0, 1e9, c.balance_abs_threshold);
-  c.balance_rel_threshold = r.number_in_or("balance_rel_threshold", 1.0, 1e9, c.balance_rel_threshold);
+  if (!is_router(c.impl)) r.fail("impl", "unknown router '" + c.impl + "' (" + names_of(list_routers()) + ")");
+  c.balance_abs_threshold = r.number("balance_abs_threshold", c.balance_abs_threshold);
+  c.balance_rel_threshold = r.number("balance_rel_threshold", c.balance_rel_threshold);
   r.finish();
   return c;
 }
 
-CostModelConfig parse_cost_model(JsonReader r) {
+CostModelConfig parse_cost_model(KeyReader r) {
   CostModelConfig c;
   c.impl = r.string("impl");
   if (!is_step_cost_model(c.impl)) {
@@ -316,33 +313,34 @@ CostModelConfig parse_cost_model(JsonReader r) {
   return c;
 }
 
-PoolConfig parse_pool(JsonReader r, const ParallelConfig& defaults) {
+PoolConfig parse_pool(KeyReader r, const ParallelConfig& defaults) {
   PoolConfig p;
-  p.replicas = r.positive_integer("replicas");
-  p.tensor_parallel_size = r.positive_integer_or("tensor_parallel_size", defaults.tensor_parallel_size);
-  p.pipeline_parallel_size = r.positive_integer_or("pipeline_parallel_size", defaults.pipeline_parallel_size);
-  for (const char* key : {"replicas", "tensor_parallel_size", "pipeline_parallel_size"}) {
-    if (r.has(key) && r.integer(key) > 4096) r.fail(key, "must be <= 4096");
-  }
+  p.replicas = r.integer("replicas");
+  p.tensor_parallel_size = r.integer("tensor_parallel_size", defaults.tensor_parallel_size);
+  p.pipeline_parallel_size = r.integer("pipeline_parallel_size", defaults.pipeline_parallel_size);
   r.finish();
   return p;
 }
 
-DisaggregationConfig parse_disaggregation(JsonReader r, const ParallelConfig& parallel) {
+DisaggregationConfig parse_disaggregation(KeyReader r, const ParallelConfig& parallel) {
   DisaggregationConfig d;
   d.enabled = true;
-  d.prefill = parse_pool(r.object("prefill"), parallel);
-  d.decode = parse_pool(r.object("decode"), parallel);
-  d.kv_transfer_link = r.string_or("kv_transfer_link", "auto");
-  if (d.kv_transfer_link != "auto" && d.kv_transfer_link != "nvlink" && d.kv_transfer_link != "pcie" &&
-      d.kv_transfer_link != "inter_node") {
-    r.fail("kv_transfer_link", "must be auto, nvlink, pcie or inter_node, got '" + d.kv_transfer_link + "'");
-  }
+  d.prefill = parse_pool(r.object("prefill", "<pool>"), parallel);
+  d.decode = parse_pool(r.object("decode", "<pool>"), parallel);
+  d.kv_transfer_link = r.string("kv_transfer_link", d.kv_transfer_link);
   r.finish();
   return d;
 }
 
-EngineConfig parse_engine(JsonReader r) {
+void parse_cold_start(KeyReader c, ColdStartConfig& cs) {
+  cs.disk_bandwidth_bytes_per_s = c.number("disk_bandwidth_bytes_per_s", cs.disk_bandwidth_bytes_per_s);
+  cs.cuda_context_s = c.number("cuda_context_s", cs.cuda_context_s);
+  cs.framework_init_s = c.number("framework_init_s", cs.framework_init_s);
+  cs.graph_capture_s_per_batch_size = c.number("graph_capture_s_per_batch_size", cs.graph_capture_s_per_batch_size);
+  c.finish();
+}
+
+EngineConfig parse_engine(KeyReader r) {
   EngineConfig e;
   e.launch.host_overhead_per_step_s = EngineConfig::kDefaultHostOverheadPerStepS;
   e.launch.host_overhead_per_seq_s = EngineConfig::kDefaultHostOverheadPerSeqS;
@@ -351,88 +349,70 @@ EngineConfig parse_engine(JsonReader r) {
     e.profile = load_engine_profile(r.string("profile"), r.file(), r.path_of("profile"));
     e.launch = e.profile.launch;
     e.block_size = e.profile.block_size;
-    for (const auto& policy : list_policies()) {
-      if (policy.name == e.profile.scheduler) e.scheduler.impl = policy.name;
-    }
+    if (has_name(list_policies(), e.profile.scheduler)) e.scheduler.impl = e.profile.scheduler;
+  } else {
+    r.accept("profile");
   }
-  e.max_num_seqs = r.integer_in_or("max_num_seqs", 1, 1 << 20, e.max_num_seqs);
-  e.max_num_batched_tokens = r.integer_in_or("max_num_batched_tokens", 1, std::int64_t{1} << 32, e.profile.max_num_batched_tokens);
-  e.block_size = r.integer_in_or("block_size", 1, 1 << 16, e.block_size);
-  e.gpu_memory_utilization = r.number_in_or("gpu_memory_utilization", 0.01, 1.0, e.gpu_memory_utilization);
-  e.max_model_len = r.integer_in_or("max_model_len", 1, kMaxTokens, 0);
-  e.watermark_frac = r.number_in_or("watermark_frac", 0.0, 0.5, e.watermark_frac);
+  e.max_num_seqs = r.integer("max_num_seqs", e.max_num_seqs);
+  e.max_num_batched_tokens = r.integer("max_num_batched_tokens", e.profile.max_num_batched_tokens);
+  e.block_size = r.integer("block_size", e.block_size);
+  e.gpu_memory_utilization = r.number("gpu_memory_utilization", e.gpu_memory_utilization);
+  e.max_model_len = r.integer("max_model_len", 0);
+  e.watermark_frac = r.number("watermark_frac", e.watermark_frac);
   if (r.has("max_queued_requests")) {
     r.fail("max_queued_requests", "the queue limit is engine.scheduler.max_queue_size (0 = no limit)");
   }
-  e.runtime_overhead_bytes = r.number_in_or("runtime_overhead_bytes", 0.0, 1e13, e.runtime_overhead_bytes);
-  e.launch.cuda_graphs = r.boolean_or("cuda_graphs", e.launch.cuda_graphs);
-  e.launch.host_overhead_per_step_s = r.number_in_or("host_overhead_per_step_s", 0.0, 10.0, e.launch.host_overhead_per_step_s);
-  e.launch.host_overhead_per_seq_s = r.number_in_or("host_overhead_per_seq_s", 0.0, 1.0, e.launch.host_overhead_per_seq_s);
-  if (auto c = r.object_if("cold_start")) {
-    ColdStartConfig& cs = e.profile.cold_start;
-    cs.disk_bandwidth_bytes_per_s = c->positive_or("disk_bandwidth_bytes_per_s", cs.disk_bandwidth_bytes_per_s);
-    cs.cuda_context_s = c->number_in_or("cuda_context_s", 0.0, 600.0, cs.cuda_context_s);
-    cs.framework_init_s = c->number_in_or("framework_init_s", 0.0, 3600.0, cs.framework_init_s);
-    cs.graph_capture_s_per_batch_size = c->number_in_or("graph_capture_s_per_batch_size", 0.0, 60.0, cs.graph_capture_s_per_batch_size);
-    c->finish();
-  }
-  const std::string reservation = r.string_or("kv_reservation", "paged");
-  if (reservation == "paged") e.kv_reservation = KvReservation::paged;
-  else if (reservation == "contiguous") e.kv_reservation = KvReservation::contiguous;
-  else if (reservation == "token") e.kv_reservation = KvReservation::token;
-  else r.fail("kv_reservation", "must be paged, contiguous or token, got '" + reservation + "'");
-  e.enable_prefix_caching = r.boolean_or("enable_prefix_caching", false);
+  e.runtime_overhead_bytes = r.number("runtime_overhead_bytes", e.runtime_overhead_bytes);
+  e.launch.cuda_graphs = r.boolean("cuda_graphs", e.launch.cuda_graphs);
+  e.launch.host_overhead_per_step_s = r.number("host_overhead_per_step_s", e.launch.host_overhead_per_step_s);
+  e.launch.host_overhead_per_seq_s = r.number("host_overhead_per_seq_s", e.launch.host_overhead_per_seq_s);
+  if (auto c = r.object_if("cold_start")) parse_cold_start(*c, e.profile.cold_start);
+  const std::string reservation = r.string("kv_reservation", "paged");
+  e.kv_reservation = reservation == "contiguous" ? KvReservation::contiguous : reservation == "token" ? KvReservation::token : KvReservation::paged;
+  e.enable_prefix_caching = r.boolean("enable_prefix_caching", e.enable_prefix_caching);
   if (e.enable_prefix_caching && e.kv_reservation != KvReservation::paged) {
     r.fail("enable_prefix_caching", "needs kv_reservation paged (cached blocks are shared pages)");
   }
-  const std::string mode = r.string_or("preemption_mode", "recompute");
-  if (mode == "recompute") e.preemption_mode = PreemptionMode::recompute;
-  else if (mode == "swap") e.preemption_mode = PreemptionMode::swap;
-  else r.fail("preemption_mode", "must be recompute or swap, got '" + mode + "'");
-  e.swap_space_bytes = r.number_in_or("swap_space_bytes", 0.0, 1e15, e.swap_space_bytes);
+  e.preemption_mode = r.string("preemption_mode", "recompute") == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
+  e.swap_space_bytes = r.number("swap_space_bytes", e.swap_space_bytes);
   if (auto s = r.object_if("scheduler")) e.scheduler = parse_scheduler(*s);
   r.finish();
   return e;
 }
 
-}  // namespace
+Precision parse_precision(KeyReader& r) {
+  const std::string dtype = r.string("dtype", "bf16");  // bf16 or fp16 (declared choices)
+  const auto d = parse_dtype(dtype);
+  if (!d) r.fail("dtype", "unknown dtype '" + dtype + "'");
+  Precision p{*d, *d, *d};
+  if (auto q = r.object_if("quantization")) {
+    const std::string method = q->string("method", "none");
+    const auto scheme = parse_quant(method);
+    if (!scheme) q->fail("method", "unknown scheme '" + method + "' (none, " + kQuantNames + ")");
+    p.quant = *scheme;
+    p.group_size = q->integer("group_size", p.group_size);
+    if (q->string("kv_cache_dtype", "auto") == "fp8") p.kv_cache = Dtype::fp8;
+    q->finish();
+  }
+  return p;
+}
 
-Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
-  JsonReader r(doc, file, "");
+// The scenario's own keys, before the model and hardware they name are loaded.
+Scenario read_scenario_keys(const nlohmann::json& doc, const std::string& file) {
+  KeyReader r(JsonReader(doc, file, ""), "");
   Scenario s;
   s.file = file;
   r.accept("schema");
   r.accept("description");
-  s.name = r.string_or("name", "scenario");
-  const std::int64_t seed = r.integer_or("seed", 0);
-  if (seed < 0) r.fail("seed", "must be >= 0");
-  s.seed = static_cast<std::uint64_t>(seed);
+  s.name = r.string("name", "scenario");
+  s.seed = static_cast<std::uint64_t>(r.integer("seed", 0));
   s.model_ref = r.string("model");
   s.hardware_ref = r.string("hardware");
-  const std::string dtype = r.string_or("dtype", "bf16");
-  const auto d = parse_dtype(dtype);
-  if (!d || (*d != Dtype::bf16 && *d != Dtype::fp16)) r.fail("dtype", "must be bf16 or fp16, got '" + dtype + "'");
-  s.precision = Precision{*d, *d, *d};
-  if (auto q = r.object_if("quantization")) {
-    const std::string method = q->string_or("method", "none");
-    const auto scheme = parse_quant(method);
-    if (!scheme) q->fail("method", "unknown scheme '" + method + "' (none, " + kQuantNames + ")");
-    s.precision.quant = *scheme;
-    s.precision.group_size = q->positive_integer_or("group_size", 128);
-    const std::string kv = q->string_or("kv_cache_dtype", "auto");
-    if (kv == "fp8") {
-      s.precision.kv_cache = Dtype::fp8;
-    } else if (kv != "auto") {
-      q->fail("kv_cache_dtype", "must be auto or fp8, got '" + kv + "'");
-    }
-    q->finish();
-  }
-
+  s.precision = parse_precision(r);
   static const nlohmann::json kNoEngineKeys = nlohmann::json::object();  // every engine key has a default
-  s.engine = parse_engine(JsonReader(r.has("engine") ? r.raw("engine") : kNoEngineKeys, file, "engine"));
-  r.accept("engine");
+  s.engine = parse_engine(KeyReader(JsonReader(r.has("engine") ? r.raw("engine") : kNoEngineKeys, file, "engine"), "engine"));
   SloConfig slo;
-  if (r.has("slo")) slo = parse_slo(r.object("slo"), slo);
+  if (auto p = r.object_if("slo", "<slo>")) slo = parse_slo(*p, slo);
   s.workload = parse_workload(r.object("workload"), slo);
   if (auto p = r.object_if("parallel")) s.parallel = parse_parallel(*p);
   s.instances = s.parallel.instances_per_gpu;
@@ -441,12 +421,17 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
   if (auto p = r.object_if("disaggregation")) {
     s.disaggregation = parse_disaggregation(*p, s.parallel);
     if (s.instances > 1) r.fail("disaggregation", "does not combine with parallel.instances_per_gpu > 1");
-    if (r.has("parallel") && r.object("parallel").has("data_parallel_size")) {
+    if (doc.contains("parallel") && doc["parallel"].contains("data_parallel_size")) {
       r.fail("disaggregation", "sets the replica counts per pool; leave parallel.data_parallel_size out");
     }
   }
   r.finish();
+  return s;
+}
 
+// The model and hardware the scenario names, and what they allow: the dtype, the parallel layout.
+void resolve_references(Scenario& s) {
+  const std::string& file = s.file;
   s.model = load_model(resolve_data_ref("models", s.model_ref, file, "model"));
   s.hw = load_hw_profile(resolve_data_ref("hwprofiles", s.hardware_ref, file, "hardware"));
   if (!s.hw.supports(s.precision.weights)) {
@@ -476,6 +461,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
     }
   }
 
+}
+
+// The engine's limits against the model and the workload, as vLLM checks them at start-up.
+void check_engine_limits(Scenario& s) {
+  const std::string& file = s.file;
   EngineConfig& e = s.engine;
   if (e.max_model_len == 0) e.max_model_len = s.model.max_context_tokens;
   if (e.max_model_len > s.model.max_context_tokens) {
@@ -515,6 +505,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
                            " prompt + " + std::to_string(c.output_tokens.min_tokens) + " output tokens");
     }
   }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& file) {
+  Scenario s = read_scenario_keys(doc, file);
+  resolve_references(s);
+  check_engine_limits(s);
   return s;
 }
 
@@ -560,21 +558,19 @@ nlohmann::json arrival_to_json(const ArrivalConfig& a) {
 }  // namespace
 
 namespace {
+// Every declared setting of the chosen policy; one whose default means "none" (0) only when set.
 nlohmann::json scheduler_to_json(const SchedulerConfig& c) {
   nlohmann::json j = {{"impl", c.impl},
                       {"scheduling_policy", c.order == SchedulerConfig::Order::priority ? "priority" : "fcfs"}};
-  if (c.max_queue_size > 0) j["max_queue_size"] = c.max_queue_size;
-  if (c.max_waiting_time_s > 0.0) j["max_waiting_time_s"] = c.max_waiting_time_s;
-  if (c.impl == "static") {
-    j["batch_size"] = c.batch_size;
-    j["batch_timeout_s"] = c.batch_timeout_s;
-  } else if (c.impl == "dynamic") {
-    j["max_batch_size"] = c.max_batch_size;
-    j["max_queue_delay_s"] = c.max_queue_delay_s;
-  } else if (c.impl == "chunked-prefill") {
-    if (c.long_prefill_token_threshold > 0) j["long_prefill_token_threshold"] = c.long_prefill_token_threshold;
-  } else if (c.impl == "token-level") {
-    j["expected_output_tokens"] = c.expected_output_tokens;
+  for (const ScenarioKey* k : keys_in("engine.scheduler")) {
+    if (!k->when.empty() && k->when != c.impl) continue;
+    const std::string name = k->path.substr(k->path.rfind('.') + 1);
+    const bool optional = k->default_text == "none";
+    if (const auto* f = std::get_if<std::int64_t SchedulerConfig::*>(&k->scheduler_field)) {
+      if (!optional || c.**f > 0) j[name] = c.**f;
+    } else if (const auto* g = std::get_if<double SchedulerConfig::*>(&k->scheduler_field)) {
+      if (!optional || c.**g > 0.0) j[name] = c.**g;
+    }
   }
   return j;
 }
@@ -585,9 +581,8 @@ nlohmann::json slo_to_json(const SloConfig& s) {
           {"min_success_frac", s.min_success_frac}};
 }
 
-nlohmann::json scenario_to_json(const Scenario& s) {
-  const EngineConfig& e = s.engine;
-  const WorkloadConfig& w = s.workload;
+namespace {
+nlohmann::json workload_to_json(const WorkloadConfig& w) {
   nlohmann::json workload = {{"num_requests", w.num_requests}, {"arrival", arrival_to_json(w.arrival)}};
   if (w.duration_s > 0.0) workload["duration_s"] = w.duration_s;
   if (w.request_timeout_s > 0.0) workload["request_timeout_s"] = w.request_timeout_s;
@@ -611,6 +606,13 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   }
   if (w.sessions.turns > 1) workload["sessions"] = {{"turns", w.sessions.turns}, {"think_time_s", w.sessions.think_time_s}};
   if (!w.priority_class_weights.empty()) workload["priority_class_weights"] = w.priority_class_weights;
+  return workload;
+}
+}  // namespace
+
+nlohmann::json scenario_to_json(const Scenario& s) {
+  const EngineConfig& e = s.engine;
+  const WorkloadConfig& w = s.workload;
   nlohmann::json j = {{"name", s.name},
           {"seed", s.seed},
           {"model", s.model_ref},
@@ -652,7 +654,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
            {{"impl", s.router.impl},
             {"balance_abs_threshold", s.router.balance_abs_threshold},
             {"balance_rel_threshold", s.router.balance_rel_threshold}}},
-          {"workload", workload}};
+          {"workload", workload_to_json(w)}};
   if (w.legacy_lengths) j["slo"] = slo_to_json(w.classes[0].slo);
   if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;

@@ -38,6 +38,9 @@ struct PolicyInfo {
 bool has_name(const std::vector<PolicyInfo>& infos, const std::string& name);
 std::string names_of(const std::vector<PolicyInfo>& infos);
 
+// A declared scenario key (config/scenario_keys.cpp) as a policy parameter for `servesim list`.
+PolicyParam policy_param(const std::string& key);
+
 std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config);
 std::vector<PolicyInfo> list_policies();
 

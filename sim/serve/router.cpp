@@ -84,8 +84,7 @@ std::vector<PolicyInfo> list_routers() {
        {}},
       {"prefix_affinity",
        "router: where the request's shared prefix went before (its KV is cached there), else least outstanding",
-       {{"router.balance_abs_threshold", "number", "32", "fall back when the prefix's replica has this many more outstanding requests than the least loaded..."},
-        {"router.balance_rel_threshold", "number", "1.5", "...and more than this times its load"}}},
+       {policy_param("router.balance_abs_threshold"), policy_param("router.balance_rel_threshold")}},
   };
 }
 
