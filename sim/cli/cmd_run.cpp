@@ -40,6 +40,86 @@ void write_atomically(const std::filesystem::path& path, Fn&& fill) {
   if (ec) throw InputError(path.string(), "", "cannot write: " + ec.message());
 }
 
+// The outputs that observe the run as it goes: requests.csv and trace.json stream, the HTML
+// charts sample. Each is null when its --no-* flag is given.
+struct RunOutputs {
+  std::unique_ptr<RequestsCsvWriter> csv;
+  std::unique_ptr<TraceWriter> trace;
+  std::unique_ptr<RunRecorder> recorder;
+  ObserverList observers;
+};
+
+TraceOptions trace_options_of(const cxxopts::ParseResult& parsed) {
+  TraceOptions trace_options;
+  const long long trace_requests = parsed["trace-requests"].as<long long>();
+  if (trace_requests < 0 || trace_requests > 100'000'000) throw InputError("--trace-requests", "", "must be in [0, 1e8]");
+  trace_options.max_requests = static_cast<std::uint32_t>(trace_requests);
+  trace_options.window_s = parsed["trace-seconds"].as<double>();
+  if (!(trace_options.window_s >= 0.0) || trace_options.window_s > 1e9) throw InputError("--trace-seconds", "", "must be in [0, 1e9]");
+  return trace_options;
+}
+
+// Creates the output directory and the outputs in it.
+RunOutputs open_outputs(const cxxopts::ParseResult& parsed, const std::filesystem::path& out_dir, const Scenario& scenario,
+                        const TraceOptions& trace_options) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw InputError(out_dir.string(), "", "cannot create output directory: " + ec.message());
+  RunOutputs o;
+  if (!parsed.count("no-csv")) o.csv = std::make_unique<RequestsCsvWriter>((out_dir / "requests.csv").string());
+  if (!parsed.count("no-trace")) o.trace = std::make_unique<TraceWriter>((out_dir / "trace.json").string(), trace_options, scenario.name);
+  if (!parsed.count("no-html")) o.recorder = std::make_unique<RunRecorder>(scenario.workload.num_requests);
+  o.observers.add(o.csv.get());
+  o.observers.add(o.trace.get());
+  o.observers.add(o.recorder.get());
+  return o;
+}
+
+// report.replications: the seeds and, per replicated metric, mean, spread and 95% interval.
+nlohmann::json replications_json(const Scenario& scenario, const SimResult& result, const std::vector<Scenario>& more,
+                                 const std::vector<Metrics>& more_metrics) {
+  std::vector<Metrics> metrics{summarize_run(scenario, result)};
+  metrics.insert(metrics.end(), more_metrics.begin(), more_metrics.end());
+  nlohmann::json rep = {{"count", metrics.size()}, {"seeds", nlohmann::json::array({scenario.seed})}, {"metrics", nlohmann::json::object()}};
+  for (const auto& s : more) rep["seeds"].push_back(s.seed);
+  for (const auto& name : replicated_metrics()) {
+    std::vector<double> xs;
+    for (const auto& m : metrics) xs.push_back(metric(m, name));
+    const Interval iv = interval(xs);
+    rep["metrics"][name] = {{"mean", iv.mean}, {"stddev", iv.stddev}, {"ci95_half_width", iv.ci95_half},
+                            {"ci95_low", iv.mean - iv.ci95_half}, {"ci95_high", iv.mean + iv.ci95_half},
+                            {"min", iv.min}, {"max", iv.max}};
+  }
+  return rep;
+}
+
+// The lines the HTML charts draw: the first class's SLO (the scenario-wide one unless classes
+// set their own).
+std::vector<SloLine> slo_lines(const Scenario& scenario) {
+  std::vector<SloLine> slos;
+  const SloConfig& slo = scenario.workload.classes.front().slo;
+  const double pct = 100.0 * slo.percentile;
+  if (slo.ttft_s > 0.0) slos.push_back({"ttft_s", pct, slo.ttft_s});
+  if (slo.tpot_s > 0.0) slos.push_back({"tpot_s", pct, slo.tpot_s});
+  if (slo.e2e_s > 0.0) slos.push_back({"e2e_s", pct, slo.e2e_s});
+  return slos;
+}
+
+void print_run(const nlohmann::json& report, int reps, const std::filesystem::path& out_dir, const RunOutputs& o) {
+  print_summary(std::cout, report);
+  if (reps > 1) {
+    for (const char* name : {"latency.ttft_s.p99", "latency.tpot_s.p99", "latency.e2e_s.p99"}) {
+      const auto& m = report["replications"]["metrics"][name];
+      std::printf("  %-19s %d seeds: mean %.4f s, 95%% CI +/- %.4f s\n", name, reps, m["mean"].get<double>(),
+                  m["ci95_half_width"].get<double>());
+    }
+  }
+  std::cout << "  report     " << (out_dir / "report.json").string() << "\n";
+  if (o.recorder) std::cout << "  html       " << (out_dir / "report.html").string() << "\n";
+  if (o.csv) std::cout << "  requests   " << (out_dir / "requests.csv").string() << " (" << o.csv->rows() << " rows)\n";
+  if (o.trace) std::cout << "  trace      " << (out_dir / "trace.json").string() << " (" << o.trace->events() << " events)\n";
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -69,12 +149,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const ScenarioSource src = scenario_source(parsed, path);
   const int reps = parsed["replications"].as<int>();
   if (reps < 1 || reps > 1000) throw InputError("--replications", "", "must be in [1, 1000]");
-  TraceOptions trace_options;
-  const long long trace_requests = parsed["trace-requests"].as<long long>();
-  if (trace_requests < 0 || trace_requests > 100'000'000) throw InputError("--trace-requests", "", "must be in [0, 1e8]");
-  trace_options.max_requests = static_cast<std::uint32_t>(trace_requests);
-  trace_options.window_s = parsed["trace-seconds"].as<double>();
-  if (!(trace_options.window_s >= 0.0) || trace_options.window_s > 1e9) throw InputError("--trace-seconds", "", "must be in [0, 1e9]");
+  const TraceOptions trace_options = trace_options_of(parsed);
   const bool quiet = parsed.count("quiet") > 0;
 
   const Scenario scenario = src.load();
@@ -85,26 +160,12 @@ int cmd_run(const std::vector<std::string>& args) {
   const std::vector<Metrics> more_metrics = run_all(more, true);
 
   const std::filesystem::path out_dir = parsed["out"].as<std::string>();
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError(out_dir.string(), "", "cannot create output directory: " + ec.message());
-
-  // Observers: each output that streams (CSV, trace) or samples (HTML charts) while the run goes.
-  ObserverList observers;
-  std::unique_ptr<RequestsCsvWriter> csv;
-  std::unique_ptr<TraceWriter> trace;
-  std::unique_ptr<RunRecorder> recorder;
-  if (!parsed.count("no-csv")) csv = std::make_unique<RequestsCsvWriter>((out_dir / "requests.csv").string());
-  if (!parsed.count("no-trace")) trace = std::make_unique<TraceWriter>((out_dir / "trace.json").string(), trace_options, scenario.name);
-  if (!parsed.count("no-html")) recorder = std::make_unique<RunRecorder>(scenario.workload.num_requests);
-  observers.add(csv.get());
-  observers.add(trace.get());
-  observers.add(recorder.get());
+  RunOutputs outputs = open_outputs(parsed, out_dir, scenario, trace_options);
 
   ProgressBar bar(!quiet);
   SimHooks hooks;
   hooks.fast_forward = parsed.count("no-fast-forward") == 0;
-  if (!observers.empty()) hooks.observer = &observers;
+  if (!outputs.observers.empty()) hooks.observer = &outputs.observers;
   if (bar.enabled()) {
     hooks.progress = [&bar](const Progress& p) {
       const double frac = p.expected > 0 ? static_cast<double>(p.finished) / static_cast<double>(p.expected) : 0.0;
@@ -115,51 +176,17 @@ int cmd_run(const std::vector<std::string>& args) {
   const SimResult result = simulate(scenario, hooks);
   bar.finish();
   nlohmann::json report = make_report(scenario, result);
-  if (reps > 1) {
-    std::vector<Metrics> metrics{summarize_run(scenario, result)};
-    metrics.insert(metrics.end(), more_metrics.begin(), more_metrics.end());
-    nlohmann::json rep = {{"count", reps}, {"seeds", nlohmann::json::array({scenario.seed})}, {"metrics", nlohmann::json::object()}};
-    for (const auto& s : more) rep["seeds"].push_back(s.seed);
-    for (const auto& name : replicated_metrics()) {
-      std::vector<double> xs;
-      for (const auto& m : metrics) xs.push_back(metric(m, name));
-      const Interval iv = interval(xs);
-      rep["metrics"][name] = {{"mean", iv.mean}, {"stddev", iv.stddev}, {"ci95_half_width", iv.ci95_half},
-                              {"ci95_low", iv.mean - iv.ci95_half}, {"ci95_high", iv.mean + iv.ci95_half},
-                              {"min", iv.min}, {"max", iv.max}};
-    }
-    report["replications"] = rep;
-  }
+  if (reps > 1) report["replications"] = replications_json(scenario, result, more, more_metrics);
 
-  const auto report_path = out_dir / "report.json";
-  write_atomically(report_path, [&](std::ostream& out) { out << report.dump(2) << "\n"; });
-  if (csv) csv->commit();
-  if (trace) trace->commit();
-  if (recorder) {
-    // The charts draw the first class's SLO (the scenario-wide one unless classes set their own).
-    std::vector<SloLine> slos;
-    const SloConfig& slo = scenario.workload.classes.front().slo;
-    const double pct = 100.0 * slo.percentile;
-    if (slo.ttft_s > 0.0) slos.push_back({"ttft_s", pct, slo.ttft_s});
-    if (slo.tpot_s > 0.0) slos.push_back({"tpot_s", pct, slo.tpot_s});
-    if (slo.e2e_s > 0.0) slos.push_back({"e2e_s", pct, slo.e2e_s});
-    write_atomically(out_dir / "report.html",
-                     [&](std::ostream& out) { write_run_html(out, scenario, result, report, *recorder, slos); });
+  write_atomically(out_dir / "report.json", [&](std::ostream& out) { out << report.dump(2) << "\n"; });
+  if (outputs.csv) outputs.csv->commit();
+  if (outputs.trace) outputs.trace->commit();
+  if (outputs.recorder) {
+    write_atomically(out_dir / "report.html", [&](std::ostream& out) {
+      write_run_html(out, scenario, result, report, *outputs.recorder, slo_lines(scenario));
+    });
   }
-  if (!quiet) {
-    print_summary(std::cout, report);
-    if (reps > 1) {
-      for (const char* name : {"latency.ttft_s.p99", "latency.tpot_s.p99", "latency.e2e_s.p99"}) {
-        const auto& m = report["replications"]["metrics"][name];
-        std::printf("  %-19s %d seeds: mean %.4f s, 95%% CI +/- %.4f s\n", name, reps, m["mean"].get<double>(),
-                    m["ci95_half_width"].get<double>());
-      }
-    }
-    std::cout << "  report     " << report_path.string() << "\n";
-    if (recorder) std::cout << "  html       " << (out_dir / "report.html").string() << "\n";
-    if (csv) std::cout << "  requests   " << (out_dir / "requests.csv").string() << " (" << csv->rows() << " rows)\n";
-    if (trace) std::cout << "  trace      " << (out_dir / "trace.json").string() << " (" << trace->events() << " events)\n";
-  }
+  if (!quiet) print_run(report, reps, out_dir, outputs);
   return kExitOk;
 }
 
