@@ -144,36 +144,16 @@ std::string format_number(double v) {
   return buf;
 }
 
-std::string render(const Chart& c) {
-  std::ostringstream os;
-  open_svg(os, c.id, c.width, c.height, c.title, c.subtitle);
-  const double px0 = kLeft, px1 = c.width - kRight, py0 = c.height - kBottom, py1 = kTop;
+namespace {
 
-  double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-  auto take = [&](double x, double y) {
-    if (std::isfinite(x) && (!c.x.log || x > 0)) xmin = std::min(xmin, x), xmax = std::max(xmax, x);
-    if (std::isfinite(y) && (!c.y.log || y > 0)) ymin = std::min(ymin, y), ymax = std::max(ymax, y);
-  };
-  bool any = false;
-  for (const auto& s : c.series) {
-    for (const auto& p : s.points) take(p.x, p.y), any = true;
-  }
-  for (const auto& m : c.marks) take(m.x, m.y), any = true;
-  for (const auto& h : c.hlines) take(NAN, h.value);
-  for (const auto& v : c.vlines) take(v.value, NAN);
-  const Scale sx = make_scale(c.x, xmin, xmax, px0, px1);
-  const Scale sy = make_scale(c.y, ymin, ymax, py0, py1);
+// The plot area in pixels: x from px0 (left) to px1, y from py0 (bottom) to py1 (top).
+struct Frame {
+  double px0, px1, py0, py1;
+};
 
-  // Legend (series, then reference lines).
-  std::vector<LegendItem> items;
-  for (const auto& s : c.series) {
-    if (!s.name.empty()) items.push_back({s.name, s.color});
-  }
-  for (const auto& h : c.hlines) items.push_back({h.label, h.color});
-  for (const auto& v : c.vlines) items.push_back({v.label, v.color});
-  legend(os, items, 12, c.subtitle.empty() ? 40 : 52);
-
-  // Grid and tick labels.
+// Grid lines, tick labels, the frame and the axis labels.
+void draw_axes(std::ostream& os, const Chart& c, const Scale& sx, const Scale& sy, const Frame& f) {
+  const double px0 = f.px0, px1 = f.px1, py0 = f.py0, py1 = f.py1;
   os << "<g class=\"axis\">\n";
   for (const double t : ticks(sy, 5)) {
     const double y = sy.at(t);
@@ -192,11 +172,10 @@ std::string render(const Chart& c) {
   os << "<text transform=\"translate(14," << num((py0 + py1) / 2) << ") rotate(-90)\" text-anchor=\"middle\" class=\"al\">"
      << escape(c.y.label) << "</text>\n";
   os << "</g>\n";
+}
 
-  const std::string clip = c.id + "-clip";
-  os << "<clipPath id=\"" << escape(clip) << "\"><rect x=\"" << num(px0) << "\" y=\"" << num(py1) << "\" width=\"" << num(px1 - px0)
-     << "\" height=\"" << num(py0 - py1) << "\"/></clipPath>\n";
-  os << "<g clip-path=\"url(#" << escape(clip) << ")\">\n";
+// The series (polylines, optional markers) and the reference lines.
+void draw_series(std::ostream& os, const Chart& c, const Scale& sx, const Scale& sy, const Frame& f) {
   for (const auto& s : c.series) {
     if (s.points.empty()) continue;
     os << "<polyline fill=\"none\" stroke=\"" << escape(s.color) << "\" stroke-width=\"1.8\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "")
@@ -216,16 +195,19 @@ std::string render(const Chart& c) {
   }
   for (const auto& h : c.hlines) {
     const double y = sy.at(h.value);
-    os << "<line x1=\"" << num(px0) << "\" x2=\"" << num(px1) << "\" y1=\"" << num(y) << "\" y2=\"" << num(y) << "\" stroke=\""
+    os << "<line x1=\"" << num(f.px0) << "\" x2=\"" << num(f.px1) << "\" y1=\"" << num(y) << "\" y2=\"" << num(y) << "\" stroke=\""
        << escape(h.color) << "\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"><title>" << escape(h.label) << "</title></line>\n";
   }
   for (const auto& v : c.vlines) {
     const double x = sx.at(v.value);
-    os << "<line x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(py0) << "\" y2=\"" << num(py1) << "\" stroke=\""
+    os << "<line x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(f.py0) << "\" y2=\"" << num(f.py1) << "\" stroke=\""
        << escape(v.color) << "\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"><title>" << escape(v.label) << "</title></line>\n";
   }
-  // Labels are placed greedily beside their point, moved up or down to avoid earlier labels, and
-  // left out (the tooltip remains) when no place is free.
+}
+
+// Marked points with their labels, placed greedily beside their point, moved up or down to avoid
+// earlier labels, and left out (the tooltip remains) when no place is free.
+void draw_marks(std::ostream& os, const Chart& c, const Scale& sx, const Scale& sy, const Frame& f) {
   struct Box {
     double x0, y0, x1, y1;
   };
@@ -237,12 +219,12 @@ std::string render(const Chart& c) {
     if (!m.label.empty()) {
       const double w = 5.6 * static_cast<double>(m.label.size());
       for (const double dy : {0.0, 11.0, -11.0, 22.0, -22.0, 33.0, -33.0}) {
-        const double lx = x + 6 > px1 - w ? x - 6 - w : x + 6;
+        const double lx = x + 6 > f.px1 - w ? x - 6 - w : x + 6;
         const Box b{lx, y - 14 + dy, lx + w, y - 3 + dy};
         const bool clash = std::any_of(placed.begin(), placed.end(), [&](const Box& o) {
           return b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1;
         });
-        if (clash || b.y0 < py1) continue;
+        if (clash || b.y0 < f.py1) continue;
         placed.push_back(b);
         os << "<text x=\"" << num(lx) << "\" y=\"" << num(y - 5 + dy) << "\" class=\"mk\">" << escape(m.label) << "</text>";
         break;
@@ -250,9 +232,49 @@ std::string render(const Chart& c) {
     }
     os << "\n";
   }
+}
+
+}  // namespace
+
+std::string render(const Chart& c) {
+  std::ostringstream os;
+  open_svg(os, c.id, c.width, c.height, c.title, c.subtitle);
+  const Frame f{kLeft, c.width - kRight, c.height - kBottom, kTop};
+
+  double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+  auto take = [&](double x, double y) {
+    if (std::isfinite(x) && (!c.x.log || x > 0)) xmin = std::min(xmin, x), xmax = std::max(xmax, x);
+    if (std::isfinite(y) && (!c.y.log || y > 0)) ymin = std::min(ymin, y), ymax = std::max(ymax, y);
+  };
+  bool any = false;
+  for (const auto& s : c.series) {
+    for (const auto& p : s.points) take(p.x, p.y), any = true;
+  }
+  for (const auto& m : c.marks) take(m.x, m.y), any = true;
+  for (const auto& h : c.hlines) take(NAN, h.value);
+  for (const auto& v : c.vlines) take(v.value, NAN);
+  const Scale sx = make_scale(c.x, xmin, xmax, f.px0, f.px1);
+  const Scale sy = make_scale(c.y, ymin, ymax, f.py0, f.py1);
+
+  // Legend (series, then reference lines).
+  std::vector<LegendItem> items;
+  for (const auto& s : c.series) {
+    if (!s.name.empty()) items.push_back({s.name, s.color});
+  }
+  for (const auto& h : c.hlines) items.push_back({h.label, h.color});
+  for (const auto& v : c.vlines) items.push_back({v.label, v.color});
+  legend(os, items, 12, c.subtitle.empty() ? 40 : 52);
+
+  draw_axes(os, c, sx, sy, f);
+  const std::string clip = c.id + "-clip";
+  os << "<clipPath id=\"" << escape(clip) << "\"><rect x=\"" << num(f.px0) << "\" y=\"" << num(f.py1) << "\" width=\"" << num(f.px1 - f.px0)
+     << "\" height=\"" << num(f.py0 - f.py1) << "\"/></clipPath>\n";
+  os << "<g clip-path=\"url(#" << escape(clip) << ")\">\n";
+  draw_series(os, c, sx, sy, f);
+  draw_marks(os, c, sx, sy, f);
   os << "</g>\n";
   if (!any) {
-    os << "<text x=\"" << num((px0 + px1) / 2) << "\" y=\"" << num((py0 + py1) / 2) << "\" text-anchor=\"middle\" class=\"cs\">no data</text>\n";
+    os << "<text x=\"" << num((f.px0 + f.px1) / 2) << "\" y=\"" << num((f.py0 + f.py1) / 2) << "\" text-anchor=\"middle\" class=\"cs\">no data</text>\n";
   }
   os << "</svg>\n";
   return os.str();
