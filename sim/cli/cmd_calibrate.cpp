@@ -4,9 +4,11 @@
 // Each writes the profile and its measured tables (hwprofiles/tables/NAME.json).
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "sim/calib/fit.hpp"
+#include "sim/calib/grouped_gemm_fit.hpp"
 #include "sim/calib/independent.hpp"
 #include "sim/calib/vidur.hpp"
 #include "sim/cli/commands.hpp"
@@ -151,15 +153,65 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+std::set<std::string> split_set(const std::string& s) {
+  std::set<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.insert(item);
+  }
+  return out;
+}
+
+// `calibrate grouped-gemm RUN.json --hw PROFILE --fit-models a,b`: fits the profile's grouped-GEMM
+// table on some expert shapes of a measure.py run and prints it with every point's error (the
+// other shapes' points are held out).
+int cmd_calibrate_grouped(const std::vector<std::string>& args) {
+  const std::string cmd = "servesim calibrate grouped-gemm";
+  cxxopts::Options opts(cmd, "Fit the grouped (MoE) GEMM efficiency table of a hardware profile");
+  opts.add_options()("run", "calibrate/independent/measure.py output with a moe section", cxxopts::value<std::string>())(
+      "hw", "hardware profile the run was measured on", cxxopts::value<std::string>())(
+      "fit-models", "expert shapes the table is fitted on (the others are held out)", cxxopts::value<std::string>())(
+      "h,help", "show help");
+  opts.parse_positional({"run"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  for (const char* key : {"run", "hw", "fit-models"}) {
+    if (!p.count(key)) throw InputError(cmd, std::string("--") + key, "required");
+  }
+  const std::string run = p["run"].as<std::string>();
+  const nlohmann::json doc = load_json_file(run);
+  if (!doc.contains("sections") || !doc["sections"].contains("moe")) throw InputError(run, "sections.moe", "missing");
+  const auto points = grouped_gemm_points(doc["sections"]["moe"], run);
+  HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw"));
+  const std::set<std::string> fit_models = split_set(p["fit-models"].as<std::string>());
+  const auto table = fit_grouped_gemm_frac(points, fit_models, hw);
+  if (table.empty()) throw InputError(cmd, "--fit-models", "no grouped rows of these models in " + run);
+  std::cout << "\"frac_by_tokens_per_expert\": " << nlohmann::json(table).dump() << "\n";
+  hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(table);
+  std::printf("%-14s %-8s %8s %10s %10s %8s %s\n", "model", "proj", "tokens/e", "measured", "model", "error", "set");
+  for (const GroupedGemmPoint& g : points) {
+    const double m = grouped_gemm_model_s(g, hw);
+    std::printf("%-14s %-8s %8lld %9.4fms %9.4fms %+7.1f%% %s\n", g.model.c_str(), g.proj.c_str(),
+                static_cast<long long>(g.tokens_per_expert), 1e3 * g.measured_s, 1e3 * m, 100.0 * (m / g.measured_s - 1.0),
+                fit_models.count(g.model) ? "fit" : "held out");
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "vidur") return cmd_calibrate_vidur(args);
   if (!args.empty() && args[0] == "rewrite") return cmd_calibrate_rewrite(args);
+  if (!args.empty() && args[0] == "grouped-gemm") return cmd_calibrate_grouped(args);
   if (!args.empty() && args[0] == "independent") return cmd_calibrate_independent(args);
   if (args.empty() || args[0] != "fit") {
     throw InputError("servesim calibrate", "",
-                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ...)");
+                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ...)");
   }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(

@@ -278,7 +278,7 @@ bool same_kernel(const Op& a, const Op& b) {
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.comm_gpus == b.comm_gpus &&
-         a.groups == b.groups;
+         a.groups == b.groups && a.tile_padding == b.tile_padding;
 }
 }  // namespace
 

@@ -51,6 +51,9 @@ struct HwProfile {
   // the generic curves above for their op kind: see cost_model.cpp.
   std::array<GemmTable, kNumDtypes> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
   LogGrid2D attention_decode_frac;        // roofline fraction over (KV head-tokens per launch, context)
+  // Grouped (MoE) GEMMs: the measured kernel's speed relative to the dense-equivalent GEMM the
+  // cost model times it as (sim/hw/moe_cost.hpp), over tokens per active expert; may exceed 1.
+  EfficiencyTable grouped_gemm_frac_by_tokens_per_expert;
 
   // Measured tables of other attention kernel families (index: AttentionKernel; [standard] stays
   // empty, it is the tables above). An engine that runs such a family uses them when present and

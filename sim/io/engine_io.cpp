@@ -50,6 +50,8 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
       }
       if (!known) k.fail("attention_impl", "must be standard, sdpa or sdpa_packed, got '" + impl + "'");
     }
+    kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
+    kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
     k.finish();
   }
   {

@@ -159,6 +159,29 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
     }
     families->finish();
   }
+  if (auto g = r.object_if("grouped_gemm")) {
+    // Relative to the dense-equivalent model, so values above 1 are allowed (up to 4).
+    const auto& j = g->raw("frac_by_tokens_per_expert");
+    if (!j.is_array() || j.empty()) g->fail("frac_by_tokens_per_expert", "must be a non-empty array of [tokens, frac] pairs");
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string where = "frac_by_tokens_per_expert[" + std::to_string(i) + "]";
+      if (!j[i].is_array() || j[i].size() != 2 || !j[i][0].is_number() || !j[i][1].is_number()) {
+        g->fail(where, "must be a [tokens, frac] pair of numbers");
+      }
+      const double x = j[i][0].get<double>(), y = j[i][1].get<double>();
+      if (!(x > 0.0) || !std::isfinite(x)) g->fail(where, "tokens must be finite and > 0");
+      if (!(y > 0.0 && y <= 4.0)) g->fail(where, "frac must be in (0, 4]");
+      if (!points.empty() && x <= points.back().first) g->fail(where, "tokens must increase");
+      points.emplace_back(x, y);
+    }
+    g->accept("kernel");
+    g->accept("fitted_on");
+    g->accept("held_out");
+    g->accept("command");
+    g->finish();
+    hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(std::move(points));
+  }
   if (auto c = r.object_if("contention")) {
     hw.contention_copy_copy_slowdown = c->number_in("copy_copy_slowdown", 1.0, 100.0);
     hw.contention_gemm_copy_slowdown = c->number_in("gemm_copy_slowdown", 1.0, 100.0);

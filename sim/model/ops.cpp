@@ -298,8 +298,27 @@ double expected_distinct(double n, double draws) {
   return n <= 1.0 ? 1.0 : n * (1.0 - std::pow(1.0 - 1.0 / n, draws));
 }
 
+// Rows of the M tile grouped MoE kernels compute an expert's tokens in (vLLM fused_moe's largest
+// BLOCK_SIZE_M and CUTLASS sm90 grouped GEMM tiles are 128): an expert's last tile is partly empty.
+constexpr double kExpertTileRows = 128.0;
+
+// Expected rows a grouped kernel computes for an active expert whose token count is about
+// Poisson(mean) (uniform routing): whole tiles, sum over j of P(count > j tiles) in the normal
+// approximation, at least one tile.
+double padded_expert_rows(double mean) {
+  const double sd = std::sqrt(std::max(mean, 1.0));
+  double tiles = 1.0;
+  for (int j = 1; j < 1 << 16; ++j) {
+    const double p = 0.5 * std::erfc((j * kExpertTileRows - mean) / (sd * std::sqrt(2.0)));
+    if (p < 1e-6 && j * kExpertTileRows > mean) break;
+    tiles += p;
+  }
+  return tiles * kExpertTileRows;
+}
+
 // `assignments` token-expert pairs over experts of which `groups` have at least one token:
-// one launch that runs a GEMM of (assignments / groups) rows on each active expert's weights.
+// one launch that runs a GEMM of (assignments / groups) rows on each active expert's weights;
+// tile_padding: the padded tiles it computes over the useful rows.
 Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, double groups, std::int64_t n, std::int64_t k,
                    const Precision& p, QuantScheme q) {
   Op op{name, OpKind::grouped_gemm, layers, 1};
@@ -310,6 +329,8 @@ Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, do
   op.m = std::max<std::int64_t>(1, std::llround(assignments / std::max(1.0, groups)));
   const double nd = static_cast<double>(n), kd = static_cast<double>(k);
   const double in_b = w8a8_dtype(q) ? quant_input_bytes(q) : dtype_bytes(p.activations);
+  const double rows = std::max(1.0, groups) * padded_expert_rows(assignments / std::max(1.0, groups));
+  op.tile_padding = std::max(1.0, rows / std::max(1.0, assignments));
   op.flops = 2.0 * assignments * nd * kd;
   op.bytes = assignments * kd * in_b + groups * kd * nd * quant_weight_bytes(q, p.weights, p.group_size) +
              assignments * nd * std::max(2.0, dtype_bytes(p.activations));
@@ -348,7 +369,8 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   const double epd = static_cast<double>(ep);
   out.push_back(gemm_op("moe_router", 1, L, tokens, m.moe.num_experts, m.hidden_size, p, QuantScheme::none));
   // Scores in fp32, top-k, then the sort of token copies by expert (vLLM moe_align_block_size).
-  out.push_back(layer_op("moe_topk", OpKind::elementwise, 1, L, 1, true, 5.0 * t * experts, t * experts * 8.0 + t * top_k * 16.0));
+  out.push_back(layer_op("moe_topk", OpKind::elementwise, 1, L, plan.moe_route_kernels, false, 5.0 * t * experts,
+                         t * experts * 8.0 + t * top_k * 16.0));
   const double rank_tokens = t / epd;  // tokens each expert-parallel GPU dispatches
   // A token goes once to each GPU that holds one of its experts (DeepEP-style deduplication);
   // dispatch in the experts' input format (8-bit schemes send 8-bit activations), combine in 16 bits.
@@ -360,9 +382,15 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   const double copies = std::min(t * top_k, t * top_k / epd * std::max(1.0, routing.load_imbalance));
   const double active = expected_distinct(static_cast<double>(m.moe.local_experts()), copies);
   const double f = static_cast<double>(m.moe.expert_ffn_size);
+  if (plan.moe_permute_kernels > 0) {
+    // Gather the token copies into expert order before, and scale them by their router weights
+    // after, the expert GEMMs.
+    out.push_back(layer_op("moe_permute", OpKind::elementwise, 1, L, plan.moe_permute_kernels, false, copies * h,
+                           (rank_tokens + 3.0 * copies) * h * ab));
+  }
   out.push_back(grouped_gemm_op("experts_gate_up", L, copies, active, m.gated_width(m.moe.expert_ffn_size), m.hidden_size, p, q));
   if (plan.act_kernels > 0) {
-    out.push_back(layer_op("experts_act", OpKind::elementwise, 1, L, 1, true, 5.0 * copies * f, 3.0 * copies * f * ab));
+    out.push_back(layer_op("experts_act", OpKind::elementwise, 1, L, plan.act_kernels, true, 5.0 * copies * f, 3.0 * copies * f * ab));
   }
   out.push_back(grouped_gemm_op("experts_down", L, copies, active, m.hidden_size, m.moe.expert_ffn_size, p, q));
   if (ep > 1) out.push_back(comm_op("moe_combine", OpKind::all_to_all, L, 1, rank_tokens * dests * h * ab, ep, Placement::layer));
@@ -372,7 +400,7 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
     const std::int64_t shared = m.moe.shared_experts * m.moe.shared_expert_ffn_size;
     out.push_back(gemm_op("shared_experts_gate_up", 1, L, tokens, m.gated_width(shared), m.hidden_size, p, q));
     if (plan.act_kernels > 0) {
-      out.push_back(layer_op("shared_experts_act", OpKind::elementwise, 1, L, 1, true, 5.0 * t * static_cast<double>(shared),
+      out.push_back(layer_op("shared_experts_act", OpKind::elementwise, 1, L, plan.act_kernels, true, 5.0 * t * static_cast<double>(shared),
                              3.0 * t * static_cast<double>(shared) * ab));
     }
     out.push_back(gemm_op("shared_experts_down", 1, L, tokens, m.hidden_size, shared, p, q));

@@ -65,8 +65,11 @@ struct Op {
   // Communication ops: GPUs in the collective (bytes is the message size per GPU).
   int comm_gpus = 0;
   // grouped_gemm: experts with at least one token (m is then the tokens per such expert, n and k
-  // one expert's weight shape).
+  // one expert's weight shape), and the rows the kernel computes over the rows it is given (its
+  // last M tile per expert is partly empty when routing leaves uneven counts): FLOPs stay the
+  // useful ones, the compute time counts the padded tiles.
   std::int64_t groups = 0;
+  double tile_padding = 1.0;
   Placement placement = Placement::layer;
 };
 
@@ -125,6 +128,12 @@ struct KernelPlan {
   // causal flash kernel the SDPA prefill table measured; its compute rate as a fraction of that
   // table's (fitted to transformers' generate_batch prefill steps). 1: as the table.
   double packed_attention_compute_frac = 1.0;
+  // Mixture-of-experts layers: launches that score, select and sort the token copies (vLLM:
+  // topk_softmax and moe_align_block_size), and launches of an explicit permutation (0: the
+  // grouped GEMM reads its rows through the sorted ids, as vLLM's fused_moe; a plain PyTorch
+  // block gathers the copies and weights them in kernels of their own).
+  int moe_route_kernels = 2;
+  int moe_permute_kernels = 0;
 };
 
 // How the tokens of a mixture-of-experts layer spread over GPUs (ignored by dense models).

@@ -1,0 +1,65 @@
+// Grouped-GEMM calibration; see grouped_gemm_fit.hpp.
+#include "sim/calib/grouped_gemm_fit.hpp"
+
+#include <cmath>
+#include <map>
+
+#include "sim/calib/fit.hpp"
+#include "sim/core/error.hpp"
+#include "sim/hw/moe_cost.hpp"
+#include "sim/io/json_reader.hpp"
+
+namespace servesim {
+
+std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& section, const std::string& file) {
+  std::vector<GroupedGemmPoint> out;
+  if (!section.is_object() || !section.contains("grouped") || !section["grouped"].is_array()) {
+    throw InputError(file, "grouped", "must be an array of grouped GEMM rows (a measure.py moe section)");
+  }
+  const auto& rows = section["grouped"];
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    JsonReader r(rows[i], file, "grouped[" + std::to_string(i) + "]");
+    if (r.string_or("split", "balanced") != "balanced" || !r.has("grouped_s")) continue;  // skewed splits: not fitted
+    GroupedGemmPoint p;
+    p.model = r.string("model");
+    p.proj = r.string("proj");
+    p.experts = r.positive_integer("experts");
+    p.tokens_per_expert = r.positive_integer("tokens_per_expert");
+    p.n = r.positive_integer("n");
+    p.k = r.positive_integer("k");
+    p.measured_s = r.positive("grouped_s");
+    out.push_back(p);
+  }
+  return out;
+}
+
+double grouped_gemm_model_s(const GroupedGemmPoint& p, const HwProfile& hw) {
+  Op op{"grouped_gemm", OpKind::grouped_gemm};
+  const Precision bf16{};
+  op.m = p.tokens_per_expert;
+  op.n = p.n;
+  op.k = p.k;
+  op.groups = p.experts;
+  const double rows = static_cast<double>(p.experts * p.tokens_per_expert);
+  const double n = static_cast<double>(p.n), k = static_cast<double>(p.k), e = static_cast<double>(p.experts);
+  op.flops = 2.0 * rows * n * k;
+  op.bytes = (rows * k + e * k * n + rows * n) * dtype_bytes(bf16.activations);
+  return estimate_grouped_gemm(op, hw, Dtype::bf16).time_s;
+}
+
+std::vector<std::pair<double, double>> fit_grouped_gemm_frac(const std::vector<GroupedGemmPoint>& points,
+                                                             const std::set<std::string>& fit_models, HwProfile hw) {
+  hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
+  std::map<std::int64_t, std::vector<double>> ratios;
+  for (const GroupedGemmPoint& p : points) {
+    if (fit_models.count(p.model) == 0) continue;
+    const double model_busy = grouped_gemm_model_s(p, hw) - hw.kernel_overhead_s;
+    const double measured_busy = std::max(p.measured_s - hw.kernel_overhead_s, 0.5 * p.measured_s);
+    ratios[p.tokens_per_expert].push_back(model_busy / measured_busy);
+  }
+  std::vector<std::pair<double, double>> table;
+  for (auto& [t, r] : ratios) table.emplace_back(static_cast<double>(t), std::round(median(r) * 1000.0) / 1000.0);
+  return table;
+}
+
+}  // namespace servesim

@@ -1,0 +1,138 @@
+// Mixture-of-experts on the H200 (measured 2026-12-04, calibrate/results/h200/independent/run_b.json,
+// section moe; harness calibrate/independent/measure.py): grouped expert GEMMs (torch._grouped_mm)
+// over 1-4096 tokens per expert for the Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 expert shapes,
+// and a whole MoE FFN (router, top-k, sort, gather, grouped GEMMs, SiLU x up, weighted scatter) of
+// each shape over 1-8192 tokens, replayed from CUDA graphs.
+// The h200-sxm profile's grouped-GEMM table is fitted on the GEMM rows (servesim calibrate
+// grouped-gemm); the whole-layer block rows are held out of it, and the GEMM rows are checked shape
+// by shape against a table refitted without that shape. Target (the MoE issue): the
+// Mixtral-shaped layer within 15% median across token counts.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/calib/grouped_gemm_fit.hpp"
+#include "sim/hw/cost_model.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+
+using namespace servesim;
+
+namespace {
+
+const std::string kRun = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/independent/run_b.json";
+const std::set<std::string> kShapes = {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One MoE FFN layer of the block's shape, as servesim times it (CUDA graph: no launch gaps).
+double moe_layer_s(const nlohmann::json& row, const HwProfile& hw, const KernelPlan& plan) {
+  ModelSpec m;
+  m.name = row["model"].get<std::string>();
+  m.num_layers = 1;
+  m.hidden_size = row["hidden"].get<std::int64_t>();
+  m.num_attention_heads = m.num_kv_heads = 8;
+  m.head_dim = 128;
+  m.vocab_size = 1000;
+  m.max_context_tokens = 1 << 20;
+  m.ffn_size = m.moe.expert_ffn_size = row["expert_ffn"].get<std::int64_t>();
+  m.moe.num_experts = row["experts"].get<std::int64_t>();
+  m.moe.experts_per_token = row["top_k"].get<std::int64_t>();
+  BatchShape b;
+  b.add_prefill(row["tokens"].get<std::int64_t>(), 0, false);
+  std::vector<Op> ops;
+  build_iteration_ops(m, b, Precision{}, ops, plan);
+  double s = 0.0;
+  for (const Op& op : ops) {
+    const std::string name = op.name;
+    if (name.rfind("moe_", 0) == 0 || name.rfind("experts_", 0) == 0) s += static_cast<double>(op.count) * estimate(op, hw, Dtype::bf16).time_s;
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("H200 grouped expert GEMMs: the profile's table is the fit; each shape held out in turn") {
+  const auto doc = load_json_file(kRun);
+  const auto points = grouped_gemm_points(doc["sections"]["moe"], kRun);
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "", ""));
+  // The committed table is what the fit on every shape gives (rerunnable from the data).
+  const auto fitted = fit_grouped_gemm_frac(points, kShapes, hw);
+  REQUIRE(fitted.size() == hw.grouped_gemm_frac_by_tokens_per_expert.points().size());
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    CHECK(fitted[i].first == hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].first);
+    CHECK(fitted[i].second == doctest::Approx(hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].second).epsilon(1e-9));
+  }
+  HwProfile untabled = hw;
+  untabled.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
+  std::printf("grouped GEMMs on the H200 (torch._grouped_mm, bf16): measured vs servesim with the table refitted\n"
+              "without the row's shape (leave one shape out), and with no table (the dense-equivalent GEMM alone)\n");
+  std::printf("%-14s %-8s %8s %11s %11s %8s %10s\n", "shape", "proj", "tokens/e", "measured ms", "servesim ms", "error", "untabled");
+  for (const std::string& held : kShapes) {
+    std::set<std::string> others = kShapes;
+    others.erase(held);
+    HwProfile loso = hw;
+    loso.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(fit_grouped_gemm_frac(points, others, hw));
+    std::vector<double> err, raw_err;
+    for (const GroupedGemmPoint& p : points) {
+      if (p.model != held) continue;
+      const double predicted = grouped_gemm_model_s(p, loso), raw = grouped_gemm_model_s(p, untabled);
+      err.push_back(std::fabs(predicted / p.measured_s - 1.0));
+      raw_err.push_back(std::fabs(raw / p.measured_s - 1.0));
+      std::printf("%-14s %-8s %8lld %11.4f %11.4f %+7.1f%% %+9.1f%%\n", p.model.c_str(), p.proj.c_str(),
+                  static_cast<long long>(p.tokens_per_expert), 1e3 * p.measured_s, 1e3 * predicted,
+                  100 * (predicted / p.measured_s - 1.0), 100 * (raw / p.measured_s - 1.0));
+    }
+    const double worst = *std::max_element(err.begin(), err.end());
+    std::printf("%s held out (%zu points): median |error| %.1f%%, worst %.1f%%; with no table: median %.1f%%\n", held.c_str(),
+                err.size(), 100 * median_of(err), 100 * worst, 100 * median_of(raw_err));
+    CHECK(err.size() >= 20);
+    CHECK(median_of(err) <= 0.15);
+    CHECK(worst <= 0.30);
+  }
+}
+
+TEST_CASE("H200 MoE FFN block (router to weighted scatter) vs servesim's MoE layer, every shape held out") {
+  const auto doc = load_json_file(kRun);
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "", ""));
+  // The block is plain PyTorch in one CUDA graph: the torch-cudagraph engine's kernel plan.
+  const KernelPlan plan = load_engine_profile("torch-cudagraph", "test", "engine").kernels;
+  std::printf("MoE FFN block on the H200 (plain PyTorch, CUDA graph): measured vs servesim, one layer\n");
+  std::printf("%-14s %7s %9s %11s %11s %8s\n", "shape", "tokens", "tokens/e", "measured ms", "servesim ms", "error");
+  std::map<std::string, std::vector<double>> errors;
+  for (const auto& row : doc["sections"]["moe"]["block"]) {
+    const double measured = row["graph_s"].get<double>(), predicted = moe_layer_s(row, hw, plan);
+    const double err = predicted / measured - 1.0;
+    const std::string model = row["model"].get<std::string>();
+    errors[model].push_back(std::fabs(err));
+    const double per_expert = row["tokens"].get<double>() * row["top_k"].get<double>() / row["experts"].get<double>();
+    std::printf("%-14s %7lld %9.2f %11.4f %11.4f %+7.1f%%\n", model.c_str(), row["tokens"].get<long long>(), per_expert,
+                1e3 * measured, 1e3 * predicted, 100 * err);
+  }
+  for (const auto& [model, e] : errors) {
+    std::printf("%s: %zu token counts, median |error| %.1f%%, worst %.1f%%\n", model.c_str(), e.size(), 100 * median_of(e),
+                100 * *std::max_element(e.begin(), e.end()));
+  }
+  REQUIRE(errors["mixtral-8x7b"].size() == 8);
+  CHECK(median_of(errors["mixtral-8x7b"]) <= 0.15);  // the target
+  // The other shapes route each token to 8 small experts: the plain-PyTorch block's gather,
+  // weighting, index_add and sort kernels on 8 copies per token run far below the bandwidth the
+  // model gives elementwise kernels (the block minus its grouped GEMMs: 1.2 ms at 4096 tokens for
+  // Qwen3-30B-A3B, 0.25 ms modelled), so servesim under-predicts them; engines fuse these steps.
+  for (const auto& [model, e] : errors) {
+    CHECK(median_of(e) <= 0.40);
+    CHECK(*std::max_element(e.begin(), e.end()) <= 0.60);
+  }
+}
