@@ -153,16 +153,6 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-std::set<std::string> split_set(const std::string& s) {
-  std::set<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.insert(item);
-  }
-  return out;
-}
-
 // `calibrate grouped-gemm RUN.json --hw PROFILE --fit-models a,b`: fits the profile's grouped-GEMM
 // table on some expert shapes of a measure.py run and prints it with every point's error (the
 // other shapes' points are held out).
@@ -187,7 +177,8 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   if (!doc.contains("sections") || !doc["sections"].contains("moe")) throw InputError(run, "sections.moe", "missing");
   const auto points = grouped_gemm_points(doc["sections"]["moe"], run);
   HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw"));
-  const std::set<std::string> fit_models = split_set(p["fit-models"].as<std::string>());
+  const std::vector<std::string> models = split_commas(p["fit-models"].as<std::string>());
+  const std::set<std::string> fit_models(models.begin(), models.end());
   const auto table = fit_grouped_gemm_frac(points, fit_models, hw);
   if (table.empty()) throw InputError(cmd, "--fit-models", "no grouped rows of these models in " + run);
   std::cout << "\"frac_by_tokens_per_expert\": " << nlohmann::json(table).dump() << "\n";

@@ -29,15 +29,7 @@
 namespace servesim::cli {
 
 namespace {
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
+const auto split = split_commas;
 
 // hwprofiles/prices.json: {"schema", "read_on", "currency", "notes", "gpus": {name: {"usd_per_gpu_hour", "source", ...}}}
 std::map<std::string, double> load_prices(const std::string& path) {

@@ -1,4 +1,5 @@
 // See options.hpp.
+#include <algorithm>
 #include "sim/cli/options.hpp"
 
 #include "sim/core/error.hpp"
@@ -26,5 +27,16 @@ std::string join_args(const std::vector<std::string>& args) {
     s += (s.empty() ? "" : " ") + (quote ? "\"" + a + "\"" : a);
   }
   return s;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  while (begin <= s.size()) {
+    const std::size_t end = std::min(s.find(',', begin), s.size());
+    if (end > begin) out.push_back(s.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
 }
 }  // namespace servesim::cli

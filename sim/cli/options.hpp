@@ -18,4 +18,6 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std
 namespace servesim::cli {
 // The arguments as one line (for "reproduce with" notes in written tables).
 std::string join_args(const std::vector<std::string>& args);
+// The non-empty items of a comma-separated flag value ("--hw a,b").
+std::vector<std::string> split_commas(const std::string& s);
 }  // namespace servesim::cli

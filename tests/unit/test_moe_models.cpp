@@ -5,6 +5,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
 #include "sim/serve/memory_plan.hpp"
@@ -238,4 +239,36 @@ TEST_CASE("memory checks: DeepSeek-V3 in FP8 fits eight H200s, not eight H100s; 
   q["hardware"] = "h100-sxm";
   q["dtype"] = "bf16";
   CHECK(plan_memory(test::scenario_from(q)).kv_blocks > 0);
+}
+
+TEST_CASE("servesim run: DeepSeek-V3 with EP8 on eight H200s and Qwen3-30B-A3B on one H100; refusals exit 2 naming the key") {
+  auto ds = test::base_scenario();
+  ds["model"] = "deepseek-v3";
+  ds["hardware"] = "h200-sxm";
+  ds["dtype"] = "bf16";
+  ds["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "fp8"}};
+  ds["engine"] = {{"max_model_len", 16384}, {"max_num_seqs", 64}};
+  ds["parallel"] = {{"tensor_parallel_size", 8}, {"expert_parallel_size", 8}};
+  const std::string path = test::write_temp("ds_ep8.json", ds.dump());
+  const auto ok = test::run_cli("run " + path + " --out " + path + ".out --quiet --no-html --no-trace --no-csv");
+  INFO(ok.output);
+  REQUIRE(ok.exit_code == 0);
+  const auto report = load_json_file(path + ".out/report.json");
+  CHECK(report["requests"]["completed"] == 50);
+  CHECK(report["scenario"]["parallel"]["expert_parallel_size"] == 8);
+  CHECK(report["model"]["moe"]["num_experts"] == 256);
+  ds["hardware"] = "h100-sxm";
+  const std::string too_big = test::write_temp("ds_h100.json", ds.dump());
+  const auto refused = test::run_cli("run " + too_big + " --out " + too_big + ".out --quiet --no-html");
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.output.find("model: model deepseek-v3 does not fit on h100-sxm x8") != std::string::npos);
+
+  auto q = test::base_scenario();
+  q["model"] = "qwen3-30b-a3b";
+  q["hardware"] = "h100-sxm";
+  q["dtype"] = "bf16";
+  const std::string qpath = test::write_temp("qwen3_30b.json", q.dump());
+  const auto qrun = test::run_cli("run " + qpath + " --out " + qpath + ".out --quiet --no-html --no-trace --no-csv");
+  INFO(qrun.output);
+  CHECK(qrun.exit_code == 0);
 }
