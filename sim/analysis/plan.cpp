@@ -21,7 +21,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
   if (price != o.usd_per_gpu_hour.end()) row.usd_per_gpu_hour = price->second;
   SaturateResult sat;
   try {
-    make(opt, o.target_rate_per_s, seed);  // fits at all?
+    row.emulated = make(opt, o.target_rate_per_s, seed).quant_emulated;  // fits at all?
     row.fits = true;
     SaturateOptions so = o.saturate;
     so.progress = nullptr;  // the plan reports per option
@@ -87,21 +87,27 @@ PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactor
 
 Table plan_table(const PlanResult& r) {
   Table t;
-  // The ep column only when some option uses expert parallelism: dense plans keep their columns.
-  bool any_ep = false;
-  for (const PlanRow& row : r.rows) any_ep = any_ep || row.option.ep > 1;
+  // The ep and emulated columns only when some option uses expert parallelism or a format its GPU
+  // lacks: other plans keep their columns.
+  bool any_ep = false, any_emulated = false;
+  for (const PlanRow& row : r.rows) {
+    any_ep = any_ep || row.option.ep > 1;
+    any_emulated = any_emulated || row.emulated;
+  }
   // Columns in reading order, whatever the first row holds; the note last.
-  for (const char* c : {"cheapest", "hw", "quant", "tp", "ep", "fits", "meets_slo", "replicas", "gpus", "usd_per_hour",
-                        "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
+  for (const char* c : {"cheapest", "hw", "quant", "emulated", "tp", "ep", "fits", "meets_slo", "replicas", "gpus",
+                        "usd_per_hour", "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
                         "mean_output_tokens", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
                         "error_band_basis", "note"}) {
-    if (any_ep || std::string(c) != "ep") t.column(c);
+    const std::string name = c;
+    if ((any_ep || name != "ep") && (any_emulated || name != "emulated")) t.column(c);
   }
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const PlanRow& row = r.rows[i];
     t.set(i, "cheapest", r.cheapest == i);
     t.set(i, "hw", row.option.hw);
     t.set(i, "quant", row.option.quant);
+    if (any_emulated) t.set(i, "emulated", row.emulated);
     t.set(i, "tp", static_cast<std::int64_t>(row.option.tp));
     if (any_ep) t.set(i, "ep", static_cast<std::int64_t>(row.option.ep));
     t.set(i, "fits", row.fits);

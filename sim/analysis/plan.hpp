@@ -37,6 +37,7 @@ struct PlanRow {
   PlanOption option;
   bool fits = false;
   bool meets_slo = false;
+  bool emulated = false;  // the GPU lacks the quantization format: weights converted to 16 bits at run time
   std::string note;  // why it does not fit or meet the SLO, or what is missing (never a file name)
   double stable_qps_per_replica = 0.0;
   std::int64_t saturation_batch_size = 0, replicas = 0, gpus = 0;

@@ -107,7 +107,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   std::printf("cost:      GPUs x list price per GPU-hour (hwprofiles/prices.json or --prices); per million output tokens at %g req/s\n\n", rate);
   Table t;
   std::vector<std::string> notes;
-  bool any_ep = false;
+  bool any_ep = false, any_emulated = false;
   for (const PlanRow& row : r.rows) any_ep = any_ep || row.option.ep > 1;
   std::size_t n = 0;
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
@@ -120,7 +120,8 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
     }
     t.set(n, " ", std::string(r.cheapest == i ? "->" : ""));
     t.set(n, "gpu", row.option.hw);
-    t.set(n, "quant", row.option.quant);
+    t.set(n, "quant", row.option.quant + (row.emulated ? "*" : ""));
+    any_emulated = any_emulated || row.emulated;
     t.set(n, "tp", static_cast<std::int64_t>(row.option.tp));
     if (any_ep) t.set(n, "ep", static_cast<std::int64_t>(row.option.ep));
     t.set(n, "replicas", row.meets_slo ? Cell(row.replicas) : Cell(std::string("-")));
@@ -139,6 +140,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
     ++n;
   }
   if (n > 0) write_text(std::cout, t);
+  if (any_emulated) std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
   // The band is the median |error| of servesim against measurements of that GPU and engine it
   // was not fitted to; "?" says no such measurement exists, which is not the same as accurate.
   std::printf("\nerror +-: servesim's median (worst) |error| on measurements of that GPU and engine the fit never saw "

@@ -80,6 +80,8 @@ TEST_CASE("plan answers for an MoE model on H200 and B200 in FP8 and FP4, with e
     INFO(row.dump());
     CHECK(row["fits"].get<bool>());
     CHECK(row["stable_qps_per_replica"].get<double>() > 0.0);
+    // The H200 has no FP4 units: those rows run emulated and say so.
+    CHECK(row["emulated"].get<bool>() == (row["hw"] == "h200-sxm" && row["quant"] == "fp4"));
   }
   const auto bad = test::run_cli("plan --model qwen3-235b-a22b --hw b200 --quant fp3 --rate 2 --slo ttft=2s");
   CHECK(bad.exit_code == 2);
