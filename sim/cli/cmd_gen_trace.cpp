@@ -9,6 +9,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 #include "sim/workload/trace_io.hpp"
 #include "sim/workload/workload.hpp"

@@ -22,6 +22,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/describe.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 #include "sim/model/quant.hpp"
 #include "sim/serve/memory_plan.hpp"

@@ -15,6 +15,7 @@
 #include "sim/cli/query_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/describe.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 
 namespace servesim::cli {

@@ -4,9 +4,9 @@
 // Writes DIR/report.json, report.html, requests.csv and trace.json (see README "Outputs").
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "sim/analysis/summary.hpp"
 #include "sim/cli/analysis_common.hpp"
@@ -15,6 +15,7 @@
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/html_report.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/report_io.hpp"
 #include "sim/io/requests_csv.hpp"
 #include "sim/io/scenario_io.hpp"
@@ -28,16 +29,9 @@ namespace {
 // Writes `path` through a temporary and a rename, so an interrupted run never leaves half a file.
 template <typename Fn>
 void write_atomically(const std::filesystem::path& path, Fn&& fill) {
-  const auto tmp_path = std::filesystem::path(path.string() + ".tmp");
-  {
-    std::ofstream out(tmp_path);
-    if (!out) throw InputError(tmp_path.string(), "", "cannot write");
-    fill(out);
-    if (!out) throw InputError(tmp_path.string(), "", "write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp_path, path, ec);
-  if (ec) throw InputError(path.string(), "", "cannot write: " + ec.message());
+  std::ostringstream out;
+  fill(out);
+  write_file(path.string(), out.str());
 }
 
 // The outputs that observe the run as it goes: requests.csv and trace.json stream, the HTML

@@ -14,6 +14,7 @@
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 
 namespace servesim::cli {

@@ -18,6 +18,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 #include "sim/validate/independent_set.hpp"
 #include "sim/validate/published_set.hpp"

@@ -4,6 +4,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/output_file.hpp"
 
 namespace servesim::cli {
 
@@ -31,6 +32,33 @@ void usage(std::ostream& os) {
         "  list models|hardware|policies|engines|routers|cost-models|metrics|keys\n"
         "  version\n";
 }
+// The command's exit code; throws what the command throws.
+int run_command(const std::vector<std::string>& argv) {
+  const std::string cmd = argv[0];
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (cmd == "run") return cmd_run(rest);
+  if (cmd == "step") return cmd_step(rest);
+  if (cmd == "list") return cmd_list(rest);
+  if (cmd == "op") return cmd_op(rest);
+  if (cmd == "calibrate") return cmd_calibrate(rest);
+  if (cmd == "validate") return cmd_validate(rest);
+  if (cmd == "quant-table") return cmd_quant_table(rest);
+  if (cmd == "contention") return cmd_contention(rest);
+  if (cmd == "sweep") return cmd_sweep(rest);
+  if (cmd == "saturate") return cmd_saturate(rest);
+  if (cmd == "plan") return cmd_plan(rest);
+  if (cmd == "roofline") return cmd_roofline(rest);
+  if (cmd == "compare") return cmd_compare(rest);
+  if (cmd == "gen-trace") return cmd_gen_trace(rest);
+  if (cmd == "version" || cmd == "--version") {
+    std::cout << "servesim " << SERVESIM_VERSION << "\n";
+    return kExitOk;
+  }
+  std::cerr << "servesim: unknown command '" << cmd << "'\n";
+  usage(std::cerr);
+  return kExitBadInput;
+}
+
 }  // namespace
 
 int dispatch(const std::vector<std::string>& argv) {
@@ -38,30 +66,11 @@ int dispatch(const std::vector<std::string>& argv) {
     usage(argv.empty() ? std::cerr : std::cout);
     return argv.empty() ? kExitBadInput : kExitOk;
   }
-  const std::string cmd = argv[0];
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
   try {
-    if (cmd == "run") return cmd_run(rest);
-    if (cmd == "step") return cmd_step(rest);
-    if (cmd == "list") return cmd_list(rest);
-    if (cmd == "op") return cmd_op(rest);
-    if (cmd == "calibrate") return cmd_calibrate(rest);
-    if (cmd == "validate") return cmd_validate(rest);
-    if (cmd == "quant-table") return cmd_quant_table(rest);
-    if (cmd == "contention") return cmd_contention(rest);
-    if (cmd == "sweep") return cmd_sweep(rest);
-    if (cmd == "saturate") return cmd_saturate(rest);
-    if (cmd == "plan") return cmd_plan(rest);
-    if (cmd == "roofline") return cmd_roofline(rest);
-    if (cmd == "compare") return cmd_compare(rest);
-    if (cmd == "gen-trace") return cmd_gen_trace(rest);
-    if (cmd == "version" || cmd == "--version") {
-      std::cout << "servesim " << SERVESIM_VERSION << "\n";
-      return kExitOk;
-    }
-    std::cerr << "servesim: unknown command '" << cmd << "'\n";
-    usage(std::cerr);
-    return kExitBadInput;
+    const int code = run_command(argv);
+    // A command whose output was lost (stdout to a full disk or a closed pipe) has failed.
+    check_stdout();
+    return code;
   } catch (const InputError& e) {
     std::cerr << "servesim: error: " << e.what() << "\n";
     return kExitBadInput;

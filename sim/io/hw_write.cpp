@@ -10,6 +10,7 @@
 #include "sim/core/error.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 
 namespace fs = std::filesystem;

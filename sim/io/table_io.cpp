@@ -3,8 +3,6 @@
 #include "sim/io/table_io.hpp"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "sim/core/error.hpp"
@@ -85,21 +83,6 @@ void write_text(std::ostream& os, const Table& t) {
   };
   line([&](std::size_t i) { return t.columns[i]; });
   for (const auto& row : t.rows) line([&](std::size_t i) { return i < row.size() ? cell_text(row[i]) : std::string(); });
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  const std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(path, "", "cannot write");
-    out << text;
-    if (!out) throw InputError(path, "", "write failed");
-  }
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) throw InputError(path, "", "cannot write: " + ec.message());
 }
 
 }  // namespace servesim

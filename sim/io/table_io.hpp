@@ -13,7 +13,5 @@ nlohmann::json table_to_json(const Table& t);
 void write_csv(std::ostream& os, const Table& t);
 void write_markdown(std::ostream& os, const Table& t);
 void write_text(std::ostream& os, const Table& t);
-// Writes `text` to `path` through a temporary file; InputError when it cannot.
-void write_file(const std::string& path, const std::string& text);
 
 }  // namespace servesim
