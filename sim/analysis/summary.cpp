@@ -38,6 +38,33 @@ double metric(const Metrics& m, const std::string& name) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+std::string empty_run_reason(const Scenario& scenario, const SimResult& result) {
+  const WorkloadConfig& w = scenario.workload;
+  const RunMetrics& m = result.metrics;
+  if (m.arrived == 0) {
+    if (w.num_requests == 0) return "no requests: workload.num_requests is 0";
+    if (w.trace) {
+      std::string why = "no requests: trace " + w.trace->path + " has no rows";
+      if (m.trace_rows_skipped > 0) why += " with output tokens (" + std::to_string(m.trace_rows_skipped) + " rows of 0 output tokens skipped)";
+      return why + (w.duration_s > 0.0 ? " before workload.duration_s" : "");
+    }
+    return "no requests: none arrived before workload.duration_s";
+  }
+  for (std::size_t c = 0; c < m.classes.size() && c < w.classes.size(); ++c) {
+    const ClassMetrics& k = m.classes[c];
+    if (k.arrived == 0 || k.completed > 0) continue;
+    const std::string who = w.classes.size() > 1 ? "every request of class '" + w.classes[c].name + "'" : "every request";
+    std::string why = who + " (" + std::to_string(k.arrived) + ") was turned away:";
+    if (m.rejected_too_long > 0) why += " " + std::to_string(m.rejected_too_long) + " longer than the KV cache or engine.max_model_len;";
+    if (m.rejected_queue_full > 0) why += " " + std::to_string(m.rejected_queue_full) + " found the queue full (engine.scheduler.max_queue_size);";
+    if (m.rejected_timeout > 0) why += " " + std::to_string(m.rejected_timeout) + " waited past engine.scheduler.max_waiting_time_s;";
+    if (m.timed_out > 0) why += " " + std::to_string(m.timed_out) + " passed workload.request_timeout_s;";
+    why.pop_back();
+    return why;
+  }
+  return {};
+}
+
 Interval interval(const std::vector<double>& xs) {
   Interval iv;
   iv.n = static_cast<int>(xs.size());

@@ -21,6 +21,11 @@ double metric(const Metrics& m, const std::string& name);  // NaN when absent
 double mean_prompt_tokens(const RunMetrics& m);
 double mean_output_tokens(const RunMetrics& m);
 
+// Why a run's report would say nothing (no request arrived, or every request of a class was
+// turned away), naming the key to change; empty when the run served requests. `run` refuses such
+// a run rather than writing an empty report.
+std::string empty_run_reason(const Scenario& scenario, const SimResult& result);
+
 // Mean, sample standard deviation and the 95% confidence half-width (Student t) of a sample.
 struct Interval {
   double mean = 0.0, stddev = 0.0, ci95_half = 0.0, min = 0.0, max = 0.0;

@@ -74,6 +74,7 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
       scenarios.push_back(r == 0 ? first : make(assignments[c], static_cast<long long>(replication_seed(first.seed, r))));
     }
   }
+  if (o.before_runs) o.before_runs(scenarios);
   std::atomic<std::size_t> done{0};
   const std::vector<Metrics> results = run_all(scenarios, o.parallel, nullptr, [&] {
     const std::size_t n = ++done;

@@ -25,6 +25,9 @@ struct SweepOptions {
   std::vector<std::string> metrics;  // empty: a default selection
   // Optional: after each simulation, (simulations done, total), from the thread that ran it.
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // Optional: called with every simulation's scenario once all are built, before any runs (the
+  // place to refuse the work; see work_estimate.hpp).
+  std::function<void(const std::vector<Scenario>&)> before_runs;
 };
 
 // "key=v1,v2,..." -> GridAxis; InputError on a missing '=' or empty value list.

@@ -27,16 +27,19 @@ SloConfig parse_slo_flag(const std::string& text) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError("--slo", "", "expected key=value, got '" + item + "'");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key == "ttft") s.ttft_s = parse_duration_s(value, "ttft");
-    else if (key == "tpot") s.tpot_s = parse_duration_s(value, "tpot");
-    else if (key == "e2e") s.e2e_s = parse_duration_s(value, "e2e");
+    if (key == "ttft") s.ttft_s = parse_duration_s(value, "--slo", "ttft");
+    else if (key == "tpot") s.tpot_s = parse_duration_s(value, "--slo", "tpot");
+    else if (key == "e2e") s.e2e_s = parse_duration_s(value, "--slo", "e2e");
     else if (key == "p" || key == "percentile" || key == "success") {
       double v = 0.0;
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-      if (ec != std::errc() || ptr != value.data() + value.size() || !std::isfinite(v) || v <= 0.0 || v > 100.0) {
-        throw InputError("--slo", key, "must be a fraction in (0, 1] or a percentage, got '" + value + "'");
+      // A fraction (0.99) or a percentage (99); between 1 and 50 neither reading is a sensible SLO
+      // (p=1.5 would ask that 1.5% of requests meet it), so it is refused rather than guessed.
+      const bool fraction = v > 0.0 && v <= 1.0, percentage = v >= 50.0 && v <= 100.0;
+      if (ec != std::errc() || ptr != value.data() + value.size() || !std::isfinite(v) || !(fraction || percentage)) {
+        throw InputError("--slo", key, "must be a fraction in (0, 1] or a percentage in [50, 100], got '" + value + "'");
       }
-      if (v > 1.0) v /= 100.0;
+      if (percentage) v /= 100.0;
       (key == "success" ? s.min_success_frac : s.percentile) = v;
     } else {
       throw InputError("--slo", key, "unknown key (ttft, tpot, e2e, p, success)");

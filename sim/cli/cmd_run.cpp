@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sim/analysis/summary.hpp"
+#include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
@@ -129,6 +130,7 @@ int cmd_run(const std::vector<std::string>& args) {
       cxxopts::value<double>()->default_value("60"))(
       "replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
       cxxopts::value<int>()->default_value("1"))(
+      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")(
       "q,quiet", "print nothing on success, no progress bar")("h,help", "show help");
   add_scenario_flags(opts);
   opts.parse_positional({"scenario"});
@@ -147,6 +149,11 @@ int cmd_run(const std::vector<std::string>& args) {
   const bool quiet = parsed.count("quiet") > 0;
 
   const Scenario scenario = src.load();
+  // Before the other replications are built: each costs time and memory of its own.
+  if (!parsed.count("no-work-limit")) {
+    check_work({scenario}, static_cast<std::size_t>(reps), WorkBudget{}, path, "workload.num_requests (or duration_s) or --replications",
+               "--no-work-limit");
+  }
   // Replications 1..N-1: independent seeds spread over cores (TBB) without outputs; the report,
   // CSV, trace and HTML are seed 0's, run below with the observers.
   std::vector<Scenario> more;
@@ -169,6 +176,7 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   const SimResult result = simulate(scenario, hooks);
   bar.finish();
+  if (const std::string why = empty_run_reason(scenario, result); !why.empty()) throw InputError(path, "workload", why);
   nlohmann::json report = make_report(scenario, result);
   if (reps > 1) report["replications"] = replications_json(scenario, result, more, more_metrics);
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/analysis/sweep.hpp"
+#include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
@@ -17,7 +18,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "grid", "key.path=v1,v2,... (repeatable; every combination runs)", cxxopts::value<std::vector<std::string>>())(
       "replications", "seeds per combination (adds mean and 95% CI of P95/P99)", cxxopts::value<int>()->default_value("1"))(
       "metrics", "comma-separated report metrics for the columns (default: a summary)", cxxopts::value<std::string>())(
-      "serial", "run on one thread (same output)")("h,help", "show help");
+      "serial", "run on one thread (same output)")(
+      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")(
+      "h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
   opts.parse_positional({"scenario"});
@@ -45,6 +48,15 @@ int cmd_sweep(const std::vector<std::string>& args) {
       if (c == std::string::npos) break;
       start = c + 1;
     }
+  }
+  if (!p.count("no-work-limit")) {
+    // Estimated from the scenario as written before the combinations are built (50,000 of them
+    // take minutes to build), then again from each combination's own scenario.
+    std::size_t simulations = static_cast<std::size_t>(o.replications);
+    for (const auto& a : grid) simulations *= a.values.size();
+    const std::string levers = "workload.num_requests (or duration_s), the --grid values or --replications";
+    check_work({src.load()}, simulations, WorkBudget{}, src.path, levers, "--no-work-limit");
+    o.before_runs = [&src, levers](const std::vector<Scenario>& runs) { check_work(runs, 1, WorkBudget{}, src.path, levers, "--no-work-limit"); };
   }
   ProgressBar bar(true);
   o.progress = [&bar](std::size_t done, std::size_t total) {

@@ -37,18 +37,19 @@ StepAsked read_step(const cxxopts::ParseResult& p, const StepQuery& q, const std
   StepAsked s;
   s.phase = p["phase"].as<std::string>();
   s.batch = p["batch"].as<long long>();
-  if (s.batch <= 0) throw InputError(cmd, "--batch", "must be > 0");
+  // The scenario's engine.max_num_seqs range: a batch past it is no GPU's, and would be timed op by op.
+  if (s.batch <= 0 || s.batch > (1 << 20)) throw InputError(cmd, "--batch", "must be in [1, 1048576], got " + std::to_string(s.batch));
   if (s.phase != "decode" && s.phase != "prefill") throw InputError(cmd, "--phase", "must be decode or prefill, got '" + s.phase + "'");
   if (s.phase == "decode" && !p.count("context")) {
     throw InputError(cmd, "--context", "required for a decode step (tokens already in each sequence's KV cache, e.g. --context 2048)");
   }
   s.context = p.count("context") ? p["context"].as<long long>() : 0;
-  if (s.context < 0) throw InputError(cmd, "--context", "must be >= 0");
+  if (s.context < 0 || s.context > (1 << 24)) throw InputError(cmd, "--context", "must be in [0, 16777216], got " + std::to_string(s.context));
   long long per_seq = s.context + 1;
   if (s.phase == "prefill") {
     if (!p.count("prompt")) throw InputError(cmd, "--prompt", "required for --phase prefill");
     s.prompt = p["prompt"].as<long long>();
-    if (s.prompt <= 0) throw InputError(cmd, "--prompt", "must be > 0");
+    if (s.prompt <= 0 || s.prompt > (1 << 24)) throw InputError(cmd, "--prompt", "must be in [1, 16777216], got " + std::to_string(s.prompt));
     per_seq = s.context + s.prompt;
   }
   if (per_seq > q.model.max_context_tokens) {

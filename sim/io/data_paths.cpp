@@ -38,6 +38,8 @@ std::string resolve_data_ref(const std::string& subdir, const std::string& ref, 
   const bool looks_like_path = ref.find('/') != std::string::npos ||
                                (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0);
   if (looks_like_path || fs::is_regular_file(ref, ec)) {
+    if (fs::is_directory(ref, ec)) throw InputError(file, key, "is a directory, not a JSON file: " + ref);
+    if (fs::exists(ref, ec) && !fs::is_regular_file(ref, ec)) throw InputError(file, key, "not a regular file: " + ref);
     if (!fs::is_regular_file(ref, ec)) throw InputError(file, key, "file not found: " + ref);
     return ref;
   }

@@ -14,6 +14,14 @@
 
 namespace servesim {
 
+// Plausible hardware bounds, decades around every GPU profiled (a T4 to a GB200): a value outside
+// them is a typo or a unit slip (bytes for GB, ms for s), and would give finite nonsense (a TTFT
+// of 1 ns, a GPU busy 1e12 times over) rather than an error.
+constexpr double kMinFlopsPerS = 1e9, kMaxFlopsPerS = 1e18;        // also dequantised weights per s
+constexpr double kMinLinkBytesPerS = 1e8, kMaxLinkBytesPerS = 1e14;  // PCIe, NVLink, network
+constexpr double kMaxLinkLatencyS = 1e-2;
+constexpr double kMinLaunchS = 1e-9, kMaxLaunchS = 1e-3;  // per-kernel launch and overhead costs
+
 namespace {
 
 constexpr const char* kTablesSchema = "servesim-hwtables/1";
@@ -204,10 +212,10 @@ constexpr double kInterNodeBytesPerS = 20e9, kInterNodeLatencyS = 5e-5;
 
 LinkModel parse_link(JsonReader r, LinkModel d) {
   d.name = r.string_or("name", d.name);
-  d.bus_bandwidth_bytes_per_s = r.positive_or("bus_bandwidth_bytes_per_s", d.bus_bandwidth_bytes_per_s);
-  d.latency_s = r.number_in_or("latency_s", 0.0, 1.0, d.latency_s);
-  d.p2p_bandwidth_bytes_per_s = r.positive_or("p2p_bandwidth_bytes_per_s", d.p2p_bandwidth_bytes_per_s);
-  d.p2p_latency_s = r.number_in_or("p2p_latency_s", 0.0, 1.0, d.p2p_latency_s);
+  d.bus_bandwidth_bytes_per_s = r.number_in_or("bus_bandwidth_bytes_per_s", kMinLinkBytesPerS, kMaxLinkBytesPerS, d.bus_bandwidth_bytes_per_s);
+  d.latency_s = r.number_in_or("latency_s", 0.0, kMaxLinkLatencyS, d.latency_s);
+  d.p2p_bandwidth_bytes_per_s = r.number_in_or("p2p_bandwidth_bytes_per_s", kMinLinkBytesPerS, kMaxLinkBytesPerS, d.p2p_bandwidth_bytes_per_s);
+  d.p2p_latency_s = r.number_in_or("p2p_latency_s", 0.0, kMaxLinkLatencyS, d.p2p_latency_s);
   r.finish();
   return d;
 }
@@ -310,17 +318,16 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   hw.architecture = r.string("architecture");
   r.accept("compute_capability");
   hw.sm_count = static_cast<int>(r.integer_in("sm_count", 1, 1 << 20));
-  hw.memory_bytes = r.positive("memory_bytes");
-  // 10 TB: far above any GPU, and keeps the KV block count (and the allocator's tables) bounded.
-  if (hw.memory_bytes > 1e13) r.fail("memory_bytes", "must be <= 1e13 (10 TB)");
-  hw.hbm_bandwidth_bytes_per_s = r.positive("hbm_bandwidth_bytes_per_s");
-  hw.l2_bytes = r.positive("l2_bytes");
+  // 10 TB at most: far above any GPU, and keeps the KV block count (and the allocator's tables) bounded.
+  hw.memory_bytes = r.number_in("memory_bytes", 1e8, 1e13);
+  hw.hbm_bandwidth_bytes_per_s = r.number_in("hbm_bandwidth_bytes_per_s", 1e10, 1e15);
+  hw.l2_bytes = r.number_in("l2_bytes", 1e4, 1e10);
   {
     JsonReader peaks = r.object("peak_flops_per_s");
-    hw.vector_fp32_flops_per_s = peaks.positive("fp32_vector");
+    hw.vector_fp32_flops_per_s = peaks.number_in("fp32_vector", kMinFlopsPerS, kMaxFlopsPerS);
     for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8, Dtype::fp4}) {
       const std::string key = dtype_name(d);
-      hw.peak_flops_per_s[static_cast<std::size_t>(d)] = peaks.has(key) ? peaks.positive(key) : (peaks.accept(key), 0.0);
+      hw.peak_flops_per_s[static_cast<std::size_t>(d)] = peaks.number_in_or(key, kMinFlopsPerS, kMaxFlopsPerS, 0.0);
     }
     peaks.finish();
     if (!hw.supports(Dtype::fp16) && !hw.supports(Dtype::bf16)) r.fail("peak_flops_per_s", "needs fp16 or bf16");
@@ -329,12 +336,12 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   {
     JsonReader link = r.object("host_link");
     host_link_name = link.string_or("name", "PCIe");
-    hw.host_link_bytes_per_s = link.positive("bandwidth_bytes_per_s");
+    hw.host_link_bytes_per_s = link.number_in("bandwidth_bytes_per_s", kMinLinkBytesPerS, kMaxLinkBytesPerS);
     link.finish();
   }
   if (auto nvlink = r.object_if("nvlink")) {
     nvlink_name = nvlink->string_or("name", "NVLink");
-    hw.nvlink_bytes_per_s = nvlink->positive("bandwidth_bytes_per_s");
+    hw.nvlink_bytes_per_s = nvlink->number_in("bandwidth_bytes_per_s", kMinLinkBytesPerS, kMaxLinkBytesPerS);
     nvlink->finish();
   }
   if (auto ic = r.object_if("interconnect")) {
@@ -344,9 +351,9 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   }
   {
     JsonReader launch = r.object("launch");
-    hw.kernel_launch_s = launch.positive("kernel_launch_s");
-    hw.graph_launch_s = launch.positive("graph_launch_s");
-    hw.kernel_overhead_s = launch.positive("kernel_overhead_s");
+    hw.kernel_launch_s = launch.number_in("kernel_launch_s", kMinLaunchS, kMaxLaunchS);
+    hw.graph_launch_s = launch.number_in("graph_launch_s", kMinLaunchS, kMaxLaunchS);
+    hw.kernel_overhead_s = launch.number_in("kernel_overhead_s", kMinLaunchS, kMaxLaunchS);
     hw.dependent_kernel_gap_s = launch.number_in_or("dependent_kernel_gap_s", 0.0, 1e-4, 0.0);
     launch.finish();
   }
@@ -391,8 +398,8 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
     tables->finish();
   }
   if (auto qz = r.object_if("quantized")) {
-    hw.dequant_int4_weights_per_s = qz->positive_or("dequant_int4_weights_per_s", 0.0);
-    hw.dequant_int8_weights_per_s = qz->positive_or("dequant_int8_weights_per_s", 0.0);
+    hw.dequant_int4_weights_per_s = qz->number_in_or("dequant_int4_weights_per_s", kMinFlopsPerS, kMaxFlopsPerS, 0.0);
+    hw.dequant_int8_weights_per_s = qz->number_in_or("dequant_int8_weights_per_s", kMinFlopsPerS, kMaxFlopsPerS, 0.0);
     qz->finish();
   }
   hw.provenance = parse_provenance(r.object("provenance"));

@@ -2,7 +2,9 @@
 #include "sim/io/json_reader.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "sim/core/error.hpp"
@@ -10,16 +12,23 @@
 namespace servesim {
 
 nlohmann::json load_json_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) throw InputError(path, "", "is a directory, not a JSON file");
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) throw InputError(path, "", "is not a regular file");
   std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file");
+  if (!in) throw InputError(path, "", std::filesystem::exists(st) ? "cannot open file" : "file not found");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line ...".
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line ..."
+    // (out_of_range.406 for a number beyond the double range).
     std::string msg = e.what();
     const auto pos = msg.find("] ");
     if (pos != std::string::npos) msg = msg.substr(pos + 2);
     throw InputError(path, "", "invalid JSON: " + msg);
+  } catch (const std::ios_base::failure& e) {
+    throw InputError(path, "", "read error");
   }
 }
 
@@ -38,6 +47,8 @@ std::string show(const nlohmann::json& j) {
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
+// "an integer 12", "a string \"x\"", "null": the value as a message names it.
+std::string described(const nlohmann::json& j) { return j.is_null() ? "null" : type_name(j) + std::string(" ") + show(j); }
 std::string show(double v) {
   std::ostringstream os;
   os << v;
@@ -71,7 +82,7 @@ const nlohmann::json& JsonReader::raw(const std::string& key) { return need(key)
 
 double JsonReader::number(const std::string& key) {
   const auto& j = need(key);
-  if (!j.is_number()) fail(key, std::string("must be a number, got ") + type_name(j) + " " + show(j));
+  if (!j.is_number()) fail(key, std::string("must be a number, got ") + described(j));
   const double v = j.get<double>();
   if (!std::isfinite(v)) fail(key, "must be finite");
   return v;
@@ -96,12 +107,15 @@ double JsonReader::number_in_or(const std::string& key, double lo, double hi, do
 
 std::int64_t JsonReader::integer(const std::string& key) {
   const auto& j = need(key);
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    fail(key, "must be at most 9223372036854775807 (2^63 - 1), got " + show(j));
+  }
   if (j.is_number_integer()) return j.get<std::int64_t>();
   if (j.is_number_float()) {
     const double v = j.get<double>();
     if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<std::int64_t>(v);
   }
-  fail(key, std::string("must be an integer, got ") + type_name(j) + " " + show(j));
+  fail(key, std::string("must be an integer, got ") + described(j));
 }
 std::int64_t JsonReader::integer_or(const std::string& key, std::int64_t fallback) { return has(key) ? integer(key) : (accept(key), fallback); }
 
@@ -125,14 +139,14 @@ std::int64_t JsonReader::integer_in_or(const std::string& key, std::int64_t lo, 
 
 std::string JsonReader::string(const std::string& key) {
   const auto& j = need(key);
-  if (!j.is_string()) fail(key, std::string("must be a string, got ") + type_name(j) + " " + show(j));
+  if (!j.is_string()) fail(key, std::string("must be a string, got ") + described(j));
   return j.get<std::string>();
 }
 std::string JsonReader::string_or(const std::string& key, const std::string& fallback) { return has(key) ? string(key) : (accept(key), fallback); }
 
 bool JsonReader::boolean(const std::string& key) {
   const auto& j = need(key);
-  if (!j.is_boolean()) fail(key, std::string("must be true or false, got ") + type_name(j) + " " + show(j));
+  if (!j.is_boolean()) fail(key, std::string("must be true or false, got ") + described(j));
   return j.get<bool>();
 }
 bool JsonReader::boolean_or(const std::string& key, bool fallback) { return has(key) ? boolean(key) : (accept(key), fallback); }

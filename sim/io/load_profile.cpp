@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "sim/core/error.hpp"
 
@@ -15,25 +16,33 @@ std::string trim(const std::string& s) {
   const auto e = s.find_last_not_of(" \t");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
-double parse_positive(const std::string& text, const std::string& what) {
+// std::nullopt unless `text` is a finite number > 0.
+std::optional<double> positive_number(const std::string& text) {
   double v = 0.0;
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || p != end || !std::isfinite(v) || v <= 0.0) throw InputError("--load-profile", what, "must be a number > 0, got '" + text + "'");
+  if (ec != std::errc() || p != end || !std::isfinite(v) || v <= 0.0) return std::nullopt;
   return v;
+}
+double parse_positive(const std::string& text, const std::string& what) {
+  const auto v = positive_number(text);
+  if (!v) throw InputError("--load-profile", what, "must be a number > 0, got '" + text + "'");
+  return *v;
 }
 }  // namespace
 
-double parse_duration_s(const std::string& text, const std::string& what) {
-  static const std::pair<const char*, double> units[] = {{"ms", 1e-3}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}};
+double parse_duration_s(const std::string& text, const std::string& flag, const std::string& what) {
+  static const std::pair<const char*, double> units[] = {{"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}};
+  std::optional<double> v = positive_number(text);
   for (const auto& [suffix, scale] : units) {
     const std::string sfx = suffix;
-    if (text.size() > sfx.size() && text.compare(text.size() - sfx.size(), sfx.size(), sfx) == 0) {
-      const std::string num = text.substr(0, text.size() - sfx.size());
-      if (!num.empty() && (std::isdigit(static_cast<unsigned char>(num.back())) || num.back() == '.')) return parse_positive(num, what) * scale;
-    }
+    if (v || text.size() <= sfx.size() || text.compare(text.size() - sfx.size(), sfx.size(), sfx) != 0) continue;
+    const std::string num = text.substr(0, text.size() - sfx.size());
+    if (num.empty() || !(std::isdigit(static_cast<unsigned char>(num.back())) || num.back() == '.')) continue;
+    if (const auto n = positive_number(num)) v = *n * scale;
   }
-  return parse_positive(text, what);
+  if (!v) throw InputError(flag, what, "must be a duration > 0 (seconds, or a number with us, ms, s, m or h), got '" + text + "'");
+  return *v;
 }
 
 void apply_load_profile(nlohmann::json& doc, const std::string& profile) {
@@ -69,7 +78,7 @@ void apply_load_profile(nlohmann::json& doc, const std::string& profile) {
     w["arrival"] = a;
   }
   if (kv.count("duration")) {
-    w["duration_s"] = parse_duration_s(kv["duration"], "duration");
+    w["duration_s"] = parse_duration_s(kv["duration"], "--load-profile", "duration");
     if (!kv.count("requests")) w.erase("num_requests");  // the duration ends the workload
   }
   if (kv.count("requests")) {
@@ -77,7 +86,7 @@ void apply_load_profile(nlohmann::json& doc, const std::string& profile) {
     if (n != std::floor(n)) throw InputError("--load-profile", "requests", "must be an integer");
     w["num_requests"] = static_cast<std::int64_t>(n);
   }
-  if (kv.count("timeout")) w["request_timeout_s"] = parse_duration_s(kv["timeout"], "timeout");
+  if (kv.count("timeout")) w["request_timeout_s"] = parse_duration_s(kv["timeout"], "--load-profile", "timeout");
 }
 
 }  // namespace servesim

@@ -10,7 +10,8 @@ namespace servesim {
 // Rewrites doc's workload per the profile; InputError naming "--load-profile" on bad syntax.
 void apply_load_profile(nlohmann::json& doc, const std::string& profile);
 
-// "300s", "5m", "1.5h", "250ms", "300" (seconds) -> seconds; InputError otherwise.
-double parse_duration_s(const std::string& text, const std::string& what);
+// "300s", "5m", "1.5h", "250ms", "800us", "300" (seconds) -> seconds; otherwise InputError naming
+// `flag` (the option the text came from) and `what` (its key).
+double parse_duration_s(const std::string& text, const std::string& flag, const std::string& what);
 
 }  // namespace servesim

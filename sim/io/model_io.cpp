@@ -303,6 +303,9 @@ ModelSpec parse_hf(JsonReader& top, const std::string& file) {
 
 ModelSpec parse_model(const nlohmann::json& doc, const std::string& file) {
   JsonReader r(doc, file, "");
+  if (!r.has("model_type") && !r.has("name") && (r.has("num_hidden_layers") || r.has("architectures"))) {
+    r.fail("model_type", "missing: a Hugging Face config.json names its family in model_type (a model card names itself in name)");
+  }
   ModelSpec m = r.has("model_type") ? parse_hf(r, file) : parse_card(r);
   check_consistent(m, file);
   return m;

@@ -92,6 +92,15 @@ MemoryPlan plan_memory(const Scenario& s, std::int64_t tp, std::int64_t pp) {
   if (p.kv_blocks * p.kv_unit_tokens < s.engine.max_model_len) {
     throw InputError(s.file, "model", no_fit_message(s.model, s.hw, s.engine, p));
   }
+  // 2^24 blocks (16.7M) is 50 times a 125M-parameter model's on a 192 GB GPU; past it the
+  // allocator's tables alone take gigabytes (a config.json with hidden_size 8 asked for 148M).
+  constexpr std::int64_t kMaxKvBlocks = std::int64_t{1} << 24;
+  if (p.kv_blocks > kMaxKvBlocks) {
+    throw InputError(s.file, "model",
+                     s.model.name + " needs " + std::to_string(static_cast<long long>(p.kv_bytes_per_token)) + " bytes of KV cache per token, so " +
+                         s.hw.name + " would hold " + std::to_string(p.kv_blocks) + " KV blocks, more than the 16777216 (2^24) simulated: " +
+                         "check the model's sizes (hidden_size, num_key_value_heads, head_dim), or raise engine.block_size");
+  }
   return p;
 }
 

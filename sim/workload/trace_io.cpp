@@ -146,6 +146,7 @@ TraceReader::TraceReader(std::string path, std::string format, bool sort_arrival
   if (!std::getline(in_, header)) throw InputError(path_, "line 1", "empty trace file (expected a header)");
   line_ = 1;
   if (!header.empty() && header.back() == '\r') header.pop_back();
+  if (header.rfind("\xEF\xBB\xBF", 0) == 0) header.erase(0, 3);  // UTF-8 byte-order mark (Excel's CSV export)
   const auto names = split_csv(header);
   header_fields_ = names.size();
   for (const auto& want : f->columns) {

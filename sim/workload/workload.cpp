@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "sim/core/error.hpp"
 #include "sim/workload/trace_io.hpp"
@@ -122,7 +123,13 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
     weights.push_back(c.weight);
   }
   class_cdf_ = normalised_cdf(weights);
-  if (config_.trace) trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
+  if (config_.trace) {
+    if (config_.trace->loop && config_.num_requests < 0 && config_.duration_s <= 0.0) {
+      throw InputError(config_.trace->path, "workload.trace.loop",
+                       "a looping trace never ends: set workload.num_requests or workload.duration_s");
+    }
+    trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
+  }
   const std::int64_t turns = config_.sessions.turns;
   if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
   if (config_.priority_class_weights.size() > 1) priority_cdf_ = normalised_cdf(config_.priority_class_weights);
@@ -153,7 +160,13 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
     row = trace_->next();
     if (!row && config_.trace->loop && produced_ > 0) {
       // Times continue after the last row by the mean gap, so the loop seam is not a burst.
-      trace_offset_s_ = trace_last_s_ + trace_last_s_ / static_cast<double>(std::max<std::int64_t>(1, produced_));
+      const double next_offset_s = trace_last_s_ + trace_last_s_ / static_cast<double>(std::max<std::int64_t>(1, produced_));
+      if (config_.num_requests < 0 && !(next_offset_s > trace_offset_s_)) {
+        throw InputError(config_.trace->path, "workload.trace.loop",
+                         "every row arrives at the same time, so looping never advances the clock and "
+                         "workload.duration_s is never reached: set workload.num_requests");
+      }
+      trace_offset_s_ = next_offset_s;
       trace_skipped_before_ += trace_->skipped_rows();
       trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
       row = trace_->next();
@@ -169,6 +182,14 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
     if (trace_) trace_last_s_ = t_s;
   }
   if (config_.duration_s > 0.0 && t_s > config_.duration_s) return std::nullopt;
+  if (!(t_s <= kMaxSimulatedTimeS)) {
+    const std::string where = trace_ ? "line " + std::to_string(trace_->line()) : "workload.arrival";
+    char at[32];
+    std::snprintf(at, sizeof at, "%.3g", t_s);
+    throw InputError(trace_ ? config_.trace->path : std::string(), where,
+                     std::string("arrival at ") + at + " s" + (trace_ ? " (after workload.trace.time_scale)" : "") +
+                         " is past the simulated-time limit of 3.2e7 s (about a year)");
+  }
   RequestSpec r;
   r.arrival_ns = seconds_to_ns(t_s);
   r.cls = pick_class(row ? row->cls : std::string());

@@ -5,6 +5,77 @@
 # as a library or invariant message), msg_ (a message that named the wrong thing).
 # shellcheck shell=bash disable=SC2034
 
+# --- hang: refused with the estimate and the key or flag to change
+case_hang_trace_loop_at_t0() {
+  printf '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 5}\n%.0s' 1 2 3 >t0.jsonl
+  scenario s.json "$(trace_workload t0.jsonl jsonl '"duration_s": 10,' ', "loop": true')"
+  expect 2 "workload.trace.loop" -- run s.json --out out --quiet
+}
+case_hang_trace_loop_without_end() {
+  printf '{"arrival_s": %s, "prompt_tokens": 10, "output_tokens": 5}\n' 0 1 2 >t.jsonl
+  scenario s.json "$(trace_workload t.jsonl jsonl '' ', "loop": true')"
+  expect 2 "workload.trace.loop" -- run s.json --out out --quiet
+}
+case_hang_step_batch_1e10() {
+  expect 2 "--batch" -- step --model llama-3-8b --hw h100-sxm --batch 10000000000 --context 16
+}
+case_hang_run_replications() {
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 1000000}"
+  expect 2 "--replications" -- run s.json --out out --quiet --replications 1000
+  [ ! -e out/report.json ] || fail "a refused run wrote out/report.json"
+}
+case_hang_sweep_50000_combinations() {
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "--no-work-limit" -- sweep s.json --grid "seed=$(seq -s, 1 250)" --grid "engine.max_num_seqs=$(seq -s, 1 200)"
+}
+case_hang_all_at_once_huge() {
+  scenario s.json '{ "num_requests": 100000000, "arrival": { "impl": "all_at_once" },
+    "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
+  expect 2 "workload.num_requests" -- run s.json --out out --quiet
+}
+
+case_hang_tiny_model_kv_blocks() {
+  # hidden_size 8: 32 bytes of KV per token, so an H100 would hold 2.4e9 tokens of KV blocks.
+  echo '{"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 1, "num_key_value_heads": 1,
+    "intermediate_size": 16, "vocab_size": 100, "max_position_embeddings": 2048}' >tiny.json
+  HW=h100-sxm scenario s.json "$SMALL_WORKLOAD"
+  sed -i 's|"model": "llama-3-8b"|"model": "./tiny.json"|' s.json
+  expect 2 "s.json: model: " -- run s.json --out out --quiet
+}
+
+# --- empty: nothing to report is an error, with the reason
+case_empty_header_only_trace() {
+  echo "TIMESTAMP,ContextTokens,GeneratedTokens" >azure.csv
+  scenario s.json "$(trace_workload azure.csv azure)"
+  expect 2 "no requests" -- run s.json --out out --quiet
+  [ ! -e out/report.json ] || fail "an empty run wrote out/report.json"
+}
+case_empty_jsonl_trace() {
+  : >empty.jsonl
+  scenario s.json "$(trace_workload empty.jsonl jsonl)"
+  expect 2 "empty.jsonl has no rows" -- run s.json --out out --quiet
+}
+case_empty_burstgpt_all_failed() {
+  printf 'Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n' >b.csv
+  printf '%s,ChatGPT,100,0,100,Conversation log\n' 1 2 3 >>b.csv
+  scenario s.json "$(trace_workload b.csv burstgpt)"
+  expect 2 "0 output tokens" -- run s.json --out out --quiet
+}
+case_empty_zero_requests() {
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "workload.num_requests is 0" -- run s.json --out out --quiet --set workload.num_requests=0
+}
+case_empty_every_request_timed_out() {
+  # The client gives up after 1 ms, before any prefill ends.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "workload.request_timeout_s" -- run s.json --out out --quiet --set workload.request_timeout_s=0.001
+}
+case_empty_every_request_waited_too_long() {
+  # 1e10 s is past the int64 ns clock: it must not turn into "every request rejected".
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "max_waiting_time_s" -- run s.json --out out --quiet --set engine.scheduler.impl=continuous --set engine.scheduler.max_waiting_time_s=1e10
+}
+
 # --- write: a failed write exits non-zero naming the path, and leaves no output that looks complete
 case_write_out_dir_on_full_disk() {
   scenario s.json "$SMALL_WORKLOAD"
@@ -31,3 +102,78 @@ case_write_report_into_a_file() {
   expect 2 "plain" -- run s.json --out plain/sub --quiet
 }
 
+# --- range: physical ranges of hardware and model files
+hw_with() {  # hw_with FILE SED_EXPRESSION: the bundled L40S profile, edited
+  sed "$2" "$ROOT/hwprofiles/l40s.json" >"$1"
+  grep -q "$3" "$1" || fail "the edit did not apply"
+}
+case_range_hw_bandwidth_tiny() {
+  hw_with hw.json 's/"hbm_bandwidth_bytes_per_s": [0-9.e+]*/"hbm_bandwidth_bytes_per_s": 1e-300/' '1e-300'
+  HW=./hw.json scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "hw.json: hbm_bandwidth_bytes_per_s" -- run s.json --out out --quiet
+}
+case_range_hw_flops_tiny() {
+  hw_with hw.json 's/"bf16": [0-9.e+]*/"bf16": 1e-300/' '1e-300'
+  expect 2 "peak_flops_per_s.bf16" -- step --model llama-3-8b --hw ./hw.json --batch 1 --context 128
+}
+case_range_hw_launch_1e9() {
+  hw_with hw.json 's/"kernel_launch_s": [0-9.e+-]*/"kernel_launch_s": 1e9/' '1e9'
+  expect 2 "launch.kernel_launch_s" -- step --model llama-3-8b --hw ./hw.json --batch 1 --context 128
+}
+case_range_trace_arrival_1e12() {
+  printf '{"arrival_s": %s, "prompt_tokens": 10, "output_tokens": 5}\n' 0 1e12 >t.jsonl
+  scenario s.json "$(trace_workload t.jsonl jsonl)"
+  expect 2 "t.jsonl: line 2" -- run s.json --out out --quiet
+}
+case_range_trace_time_scale_1e300() {
+  printf '{"arrival_s": %s, "prompt_tokens": 10, "output_tokens": 5}\n' 0 1 >t.jsonl
+  scenario s.json "$(trace_workload t.jsonl jsonl '' ', "time_scale": 1e300')"
+  expect 2 "time_scale" -- run s.json --out out --quiet
+}
+case_range_slo_percentile_1_5() {
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "--slo: p" -- saturate s.json --slo ttft=1,p=1.5
+}
+
+# --- raw: library and invariant messages turned into one line naming file and key
+case_raw_json_number_overflow() {
+  scenario s.json "${SMALL_WORKLOAD/\"rate_per_s\": 6/\"rate_per_s\": 1e400}"
+  expect 2 "s.json: invalid JSON" -- run s.json --out out --quiet
+}
+case_raw_scenario_is_a_directory() {
+  mkdir d
+  expect 2 "d: is a directory" -- run d --out out --quiet
+}
+case_raw_integer_2pow63() {
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 9223372036854775808}"
+  expect 2 "workload.num_requests: must be at most 9223372036854775807" -- run s.json --out out --quiet
+}
+
+# --- msg: the message names the right thing
+case_msg_model_is_a_directory() {
+  mkdir m
+  expect 2 "is a directory" -- step --model ./m/ --hw h100-sxm --batch 1 --context 16
+}
+case_msg_hardware_is_a_device() {
+  expect 2 "not a regular file: /dev/null" -- step --model llama-3-8b --hw /dev/null --batch 1 --context 16
+}
+case_msg_slo_unknown_unit() {
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "--slo: ttft" -- run s.json --out out --quiet --slo ttft=1ns
+}
+case_msg_null_value() {
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": null}"
+  expect 2 "workload.num_requests" -- run s.json --out out --quiet
+  ! grep -q "null null" "$WORK/stderr" || fail "says 'null null'"
+}
+case_msg_hf_config_without_model_type() {
+  echo '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32}' >config.json
+  expect 2 "config.json: model_type" -- step --model ./config.json --hw h100-sxm --batch 1 --context 16
+}
+case_msg_csv_with_byte_order_mark() {
+  # Accepted: a UTF-8 byte-order mark (Excel's CSV export) is not part of the first column's name.
+  printf '\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n2023-11-16 18:15:47.0,200,20\n' >azure.csv
+  scenario s.json "$(trace_workload azure.csv azure)"
+  expect 0 "" -- run s.json --out out --quiet
+  [ -s out/report.json ] || fail "no report.json"
+}

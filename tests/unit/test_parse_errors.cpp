@@ -68,7 +68,7 @@ TEST_CASE("a model that does not fit in GPU memory is bad input") {
 TEST_CASE("CLI: missing file, bad JSON, bad --set: exit 2 with one line") {
   auto r = run_cli("run /nonexistent/scenario.json");
   CHECK(r.exit_code == 2);
-  CHECK(r.output == "servesim: error: /nonexistent/scenario.json: cannot open file\n");
+  CHECK(r.output == "servesim: error: /nonexistent/scenario.json: file not found\n");
 
   r = run_cli("run " + write_temp("broken.json", "{\"name\": ") + " --out /tmp/servesim_test_out");
   CHECK(r.exit_code == 2);
@@ -84,7 +84,7 @@ TEST_CASE("CLI: missing file, bad JSON, bad --set: exit 2 with one line") {
 
   r = run_cli("step --model llama-2-7b --hw a100-80gb-sxm --batch -4");
   CHECK(r.exit_code == 2);
-  CHECK(contains(r.output, "--batch: must be > 0"));
+  CHECK(contains(r.output, "--batch: must be in [1, 1048576]"));
 
   r = run_cli("frobnicate");
   CHECK(r.exit_code == 2);

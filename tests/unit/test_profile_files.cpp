@@ -108,7 +108,7 @@ TEST_CASE("profile tables: strict, and each table in one place") {
 
   auto missing = doc;
   missing["tables"] = "tables/no-such-file.json";
-  CHECK(load_error(missing, path).find("no-such-file.json: cannot open file") != std::string::npos);
+  CHECK(load_error(missing, path).find("no-such-file.json: file not found") != std::string::npos);
 
   auto legacy = doc;
   legacy["calibration"] = nlohmann::json::object();

@@ -212,8 +212,16 @@ TEST_CASE("load profile: rps and duration replace the arrival and end the worklo
   }
   CHECK(last <= 30.0);
   CHECK(std::abs(n - 1500) < 5 * std::sqrt(1500.0));
-  CHECK(parse_duration_s("250ms", "d") == doctest::Approx(0.25));
-  CHECK(parse_duration_s("2m", "d") == 120.0);
+  CHECK(parse_duration_s("250ms", "--f", "d") == doctest::Approx(0.25));
+  CHECK(parse_duration_s("2m", "--f", "d") == 120.0);
+  CHECK(parse_duration_s("800us", "--f", "d") == doctest::Approx(8e-4));
+  // A unit it does not know names the flag the text came from, not another one.
+  try {
+    parse_duration_s("1ns", "--slo", "ttft");
+    FAIL("1ns accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).rfind("--slo: ttft: ", 0) == 0);
+  }
   CHECK_THROWS_AS(apply_load_profile(doc, "rps=-1"), InputError);
   CHECK_THROWS_AS(apply_load_profile(doc, "qps=3"), InputError);
   CHECK_THROWS_AS(apply_load_profile(doc, "rps=3, duration=abc"), InputError);

@@ -1,0 +1,121 @@
+// See work_estimate.hpp.
+#include "sim/analysis/work_estimate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <thread>
+
+#include "sim/core/error.hpp"
+
+namespace servesim {
+
+namespace {
+
+// Measured on scenarios/default.json (Release build, one core): an all_at_once run of 1e6
+// requests peaks 157 MB above a 1-request run and simulates 4.5e7 sequence-steps/s; each extra
+// replication costs about 0.1 s and 1 MB (the scenario with its hardware profile and tables,
+// built before the runs start).
+constexpr double kBytesPerRequest = 200.0;
+constexpr double kBytesPerScenario = 1e6;
+constexpr double kSetupSequenceSteps = 4e6;  // 0.1 s of set-up, in sequence-steps
+// Assumed output length of trace rows (not read ahead of the run).
+constexpr double kTraceOutputTokens = 512.0;
+
+double mean_tokens(const LengthDist& d) {
+  using K = LengthDist::Kind;
+  const double hi = d.max_tokens > 0 ? static_cast<double>(d.max_tokens) : std::numeric_limits<double>::infinity();
+  switch (d.kind) {
+    case K::fixed: return static_cast<double>(d.value_tokens);
+    case K::normal:
+    case K::lognormal: return std::clamp(d.mean_tokens, static_cast<double>(d.min_tokens), hi);
+    case K::uniform:
+    case K::zipf: return 0.5 * static_cast<double>(d.min_tokens + d.max_tokens);
+    case K::empirical: {
+      double sum = 0.0, w = 0.0;
+      for (std::size_t i = 0; i < d.tokens.size() && i < d.weights.size(); ++i) {
+        sum += static_cast<double>(d.tokens[i]) * d.weights[i];
+        w += d.weights[i];
+      }
+      return w > 0.0 ? sum / w : 0.0;
+    }
+    case K::trace: return kTraceOutputTokens;
+  }
+  return 0.0;
+}
+
+// Mean arrival rate (requests/s); 0 when the arrivals have none (trace, all_at_once).
+double mean_rate_per_s(const ArrivalConfig& a) {
+  using K = ArrivalConfig::Kind;
+  switch (a.kind) {
+    case K::poisson:
+    case K::gamma:
+    case K::constant: return a.rate_per_s;
+    case K::on_off: return a.on_s + a.off_s > 0.0 ? a.rate_per_s * a.on_s / (a.on_s + a.off_s) : a.rate_per_s;
+    case K::ramp: return std::max(a.start_rate_per_s, a.end_rate_per_s);
+    case K::trace:
+    case K::all_at_once: return 0.0;
+  }
+  return 0.0;
+}
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+}  // namespace
+
+WorkEstimate estimate_work(const Scenario& s) {
+  const WorkloadConfig& w = s.workload;
+  WorkEstimate e;
+  double requests = w.num_requests >= 0 ? static_cast<double>(w.num_requests) : std::numeric_limits<double>::infinity();
+  const double rate = mean_rate_per_s(w.arrival);
+  if (w.duration_s > 0.0 && rate > 0.0) requests = std::min(requests, rate * w.duration_s);
+  if (!(requests < std::numeric_limits<double>::infinity())) {
+    e.bounded = false;  // a trace read to its end: as long as the file
+    return e;
+  }
+  double weight = 0.0, output = 0.0;
+  for (const RequestClass& c : w.classes) {
+    weight += c.weight;
+    output += c.weight * mean_tokens(c.output_tokens);
+  }
+  const double mean_output = weight > 0.0 ? output / weight : 0.0;
+  e.requests = requests;
+  e.sequence_steps = requests * (mean_output + 1.0);
+  e.peak_bytes = requests * kBytesPerRequest;
+  return e;
+}
+
+void check_work(const std::vector<Scenario>& runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
+                const std::string& levers, const std::string& override_flag) {
+  double steps = 0.0, request_bytes = 0.0, requests = 0.0;
+  const double n = static_cast<double>(copies);
+  for (const Scenario& s : runs) {
+    const WorkEstimate e = estimate_work(s);
+    steps += n * (e.sequence_steps + kSetupSequenceSteps);
+    requests += n * e.requests;
+    request_bytes = std::max(request_bytes, e.peak_bytes);
+  }
+  const std::size_t simulations = runs.size() * copies;
+  // Every scenario is built before the runs; the runs go in parallel, one per core, and that many
+  // hold their requests at once.
+  const double bytes = kBytesPerScenario * static_cast<double>(simulations) +
+                       request_bytes * static_cast<double>(std::min<std::size_t>(simulations, std::max(1u, std::thread::hardware_concurrency())));
+  const std::string what = std::to_string(simulations) + (simulations == 1 ? " simulation" : " simulations") + " of about " +
+                           sci(requests) + " requests in all";
+  if (steps > budget.max_sequence_steps) {
+    throw InputError(where, "", what + " would take about " + sci(steps) + " sequence-steps (requests x output tokens, and 4e6 per simulation for its set-up), past the limit of " +
+                                            sci(budget.max_sequence_steps) + " (about a minute on one core): lower " + levers +
+                                            ", or pass " + override_flag + " to run it anyway");
+  }
+  if (bytes > budget.max_bytes) {
+    throw InputError(where, "", what + " would hold about " + sci(bytes / 1e9) + " GB at once, past the limit of " +
+                                            sci(budget.max_bytes / 1e9) + " GB: lower " + levers + ", or pass " + override_flag +
+                                            " to run it anyway");
+  }
+}
+
+}  // namespace servesim

@@ -1,0 +1,37 @@
+// Work estimates before work: the requests, sequence-steps and memory a set of simulations would
+// take, from the scenarios alone, and the refusal of a set past a budget (a run that would take
+// hours or exhaust memory fails in a moment, saying what to change).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario.hpp"
+
+namespace servesim {
+
+struct WorkEstimate {
+  double requests = 0.0;        // requests generated
+  double sequence_steps = 0.0;  // (sequence, iteration) visits: about requests x output tokens
+  double peak_bytes = 0.0;      // memory its requests hold at once
+  bool bounded = true;          // false: a trace read to its end, which the estimate does not read
+};
+
+// One simulation of `s`. Upper-leaning: lengths at their clamped means, every request in memory at
+// once (as with all_at_once arrivals or a queue that never drains).
+WorkEstimate estimate_work(const Scenario& s);
+
+// Defaults: about a minute of simulation on one core (20 s on a few), and half a typical
+// workstation's memory. Bigger studies pass the command's override flag.
+struct WorkBudget {
+  double max_sequence_steps = 2e9;
+  double max_bytes = 8e9;
+};
+
+// Throws InputError naming `where` (the scenario file) when the simulations (each of `runs`,
+// `copies` times: replications) together exceed `budget`: the estimate, the limit, the keys or
+// flags that size the work (`levers`, e.g. "workload.num_requests or --replications") and
+// `override_flag`, which lifts the limit.
+void check_work(const std::vector<Scenario>& runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
+                const std::string& levers, const std::string& override_flag);
+
+}  // namespace servesim
