@@ -53,8 +53,8 @@ namespace {
 // Ranges, by what a key measures.
 KeyRange closed(double lo, double hi) { return {lo, hi, false, false}; }
 KeyRange above(double lo, double hi) { return {lo, hi, true, false}; }  // (lo, hi]
-const KeyRange kTime = closed(0.0, kMaxTimeS);          // seconds, 0 allowed (usually "none")
-const KeyRange kPositiveTime = above(0.0, kMaxTimeS);   // seconds, > 0
+const KeyRange kTime = closed(0.0, kMaxSimulatedTimeS);         // seconds, 0 allowed (usually "none")
+const KeyRange kPositiveTime = above(0.0, kMaxSimulatedTimeS);  // seconds, > 0
 const KeyRange kFraction = closed(0.0, 1.0);
 const KeyRange kPercentile = {0.0, 1.0, true, true};
 const KeyRange kTokens = closed(1.0, kMaxTokens);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/core/time.hpp"
 
 namespace servesim {
 
@@ -30,8 +31,8 @@ struct KeyRange {
   std::string text() const;  // "[0, 3.2e+07]", "(0, 1)"
 };
 
-// Time keys may reach about a year of simulated time; counts stay within what fits in memory.
-inline constexpr double kMaxTimeS = 3.2e7;
+// Time keys may reach kMaxSimulatedTimeS (core/time.hpp, about a year); counts stay within what
+// fits in memory.
 inline constexpr double kMaxTokens = 1 << 24;  // request lengths are int32 token counts
 
 // Scheduler keys name the SchedulerConfig field they fill: the parser reads and echoes them

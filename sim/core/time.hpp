@@ -7,8 +7,13 @@ namespace servesim {
 
 using TimeNs = std::int64_t;
 
-// About a year: the longest simulated time an input may ask for (time keys, trace arrivals after
-// time_scale). Far inside the int64 ns range (292 years), so the clock never overflows.
+// The longest simulated time an input may ask for, the one limit for every time key of a scenario
+// (durations, timeouts, SLO targets) and for trace arrivals after time_scale. Why 3.2e7 s: it is a
+// year (3.16e7 s) rounded up, longer than any serving study needs, so no honest input meets it;
+// and it sits far inside the clock's int64 nanoseconds (9.2e9 s, 292 years), so an arrival plus
+// the deadlines and the rest of the run added to it never overflows, and a double holding such a
+// time still resolves about 4 ns. A larger value (e.g. 1e10 s) wraps the clock and surfaces as
+// "time went backwards" or a request that waits forever.
 inline constexpr double kMaxSimulatedTimeS = 3.2e7;
 
 inline TimeNs seconds_to_ns(double seconds) { return static_cast<TimeNs>(std::llround(seconds * 1e9)); }

@@ -184,11 +184,12 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
   if (config_.duration_s > 0.0 && t_s > config_.duration_s) return std::nullopt;
   if (!(t_s <= kMaxSimulatedTimeS)) {
     const std::string where = trace_ ? "line " + std::to_string(trace_->line()) : "workload.arrival";
-    char at[32];
+    char at[32], limit[32];
     std::snprintf(at, sizeof at, "%.3g", t_s);
+    std::snprintf(limit, sizeof limit, "%.3g", kMaxSimulatedTimeS);
     throw InputError(trace_ ? config_.trace->path : std::string(), where,
                      std::string("arrival at ") + at + " s" + (trace_ ? " (after workload.trace.time_scale)" : "") +
-                         " is past the simulated-time limit of 3.2e7 s (about a year)");
+                         " is past the simulated-time limit of " + limit + " s (about a year)");
   }
   RequestSpec r;
   r.arrival_ns = seconds_to_ns(t_s);
