@@ -32,6 +32,11 @@ SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, do
   return p;
 }
 bool passes(const SaturateProbe& p) { return 2 * p.passed > p.runs; }
+constexpr double kBracketingProbesGuess = 4.0;  // the bracket's end is unknown until it is found
+// Geometric bisection steps that shrink [lo, hi] to hi / lo - 1 <= rel_tolerance.
+double bisection_probes(double hi_over_lo, double rel_tolerance) {
+  return hi_over_lo - 1.0 > rel_tolerance ? std::ceil(std::log2(std::log(hi_over_lo) / std::log1p(rel_tolerance))) : 0.0;
+}
 }  // namespace
 
 void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_capacity_tokens, SaturateResult& out) {
@@ -41,11 +46,13 @@ void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_ca
   out.saturation_batch_size = decode_saturation(s, static_cast<double>(ctx)).batch_size;
 }
 
+int expected_probes(const SaturateOptions& o) {
+  return static_cast<int>(std::min<double>(o.max_probes, kBracketingProbesGuess + bisection_probes(2.0, o.rel_tolerance)));
+}
+
 double SaturateProgress::fraction() const {
-  double remaining = 4.0;
-  if (lo > 0.0 && hi > 0.0) {
-    remaining = hi / lo - 1.0 > rel_tolerance ? std::ceil(std::log2(std::log(hi / lo) / std::log1p(rel_tolerance))) : 0.0;
-  }
+  double remaining = kBracketingProbesGuess;
+  if (lo > 0.0 && hi > 0.0) remaining = bisection_probes(hi / lo, rel_tolerance);
   const double done = static_cast<double>(probes_done);
   return done / (done + std::max(1.0, remaining));
 }

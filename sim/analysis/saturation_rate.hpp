@@ -60,6 +60,11 @@ struct SaturateResult {
 
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& options);
 
+// Probes a search is expected to take, for work estimates before it starts: the same guess of 4
+// while bracketing as SaturateProgress::fraction, then bisection from a factor-2 bracket to the
+// tolerance (11 at 1%; measured 9 to 15 on scenarios/plan-chat.json across GPUs).
+int expected_probes(const SaturateOptions& options);
+
 // saturation_batch_size and max_batch_size for a scenario at a mean context.
 void saturation_batch(const Scenario& s, double mean_context_tokens, std::int64_t kv_capacity_tokens, SaturateResult& out);
 

@@ -2,6 +2,7 @@
 // take, from the scenarios alone, and the refusal of a set past a budget (a run that would take
 // hours or exhaust memory fails in a moment, saying what to change).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,13 @@ struct WorkBudget {
 };
 
 // Throws InputError naming `where` (the scenario file) when the simulations (each of `runs`,
-// `copies` times: replications) together exceed `budget`: the estimate, the limit, the keys or
-// flags that size the work (`levers`, e.g. "workload.num_requests or --replications") and
-// `override_flag`, which lifts the limit.
+// `copies` times: replications, or a search's probes times its replications) together exceed
+// `budget`: the estimate, the limit, the keys or flags that size the work (`levers`, e.g.
+// "workload.num_requests or --replications") and `override_flag`, which lifts the limit.
+// `built_at_once`: how many simulations' scenarios exist at the same time; by default all of them
+// (run and sweep build every scenario before the first run; saturate and plan build one probe's).
 void check_work(const std::vector<Scenario>& runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
-                const std::string& levers, const std::string& override_flag);
+                const std::string& levers, const std::string& override_flag,
+                std::optional<std::size_t> built_at_once = std::nullopt);
 
 }  // namespace servesim

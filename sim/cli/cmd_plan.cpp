@@ -9,10 +9,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/analysis/plan.hpp"
+#include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
@@ -169,7 +171,8 @@ int cmd_plan(const std::vector<std::string>& args) {
       "workload", "scenario whose workload and engine settings are used", cxxopts::value<std::string>()->default_value("plan-chat"))(
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
       "replications", "seeds per probed rate", cxxopts::value<int>()->default_value("3"))(
-      "tolerance", "saturate's relative tolerance", cxxopts::value<double>()->default_value("0.02"))("h,help", "show help");
+      "tolerance", "saturate's relative tolerance", cxxopts::value<double>()->default_value("0.02"))(
+      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")("h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
   const auto p = parse_args(opts, args);
@@ -259,6 +262,18 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
   o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);
+  char rate_key[80];
+  std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", rate);
+  const Scenario assumed = src.load({"model=\"" + model + "\"", rate_key});
+  if (!p.count("no-work-limit")) {
+    // Every option runs a search (its expected probes, each R replications) and one run at the
+    // stable rate, at the target rate's workload; the options run in parallel, one probe each.
+    const auto reps = static_cast<std::size_t>(o.saturate.replications);
+    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    check_work({assumed}, options.size() * (reps * static_cast<std::size_t>(expected_probes(o.saturate)) + 1), WorkBudget{},
+               "servesim plan", "--hw, --quant, --tp, --ep (" + std::to_string(options.size()) + " options), --replications or the --workload's num_requests",
+               "--no-work-limit", std::min(options.size(), cores) * reps);
+  }
   ProgressBar bar(true);
   o.progress = [&bar](std::size_t done, std::size_t total) {
     bar.update(static_cast<double>(done) / static_cast<double>(total), std::to_string(done) + "/" + std::to_string(total) + " options");
@@ -275,9 +290,6 @@ int cmd_plan(const std::vector<std::string>& args) {
     write_markdown(os, t);
     write_file(p["md"].as<std::string>(), os.str());
   }
-  char rate_key[80];
-  std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", rate);
-  const Scenario assumed = src.load({"model=\"" + model + "\"", rate_key});
   if (p.count("json")) {
     const RequestClass& c = assumed.workload.classes.front();
     nlohmann::json j = {{"target_rate_per_s", rate},

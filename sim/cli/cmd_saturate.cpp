@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/analysis/saturation_rate.hpp"
+#include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
@@ -39,7 +40,8 @@ int cmd_saturate(const std::vector<std::string>& args) {
       "replications", "seeds per probed rate (majority must pass)", cxxopts::value<int>()->default_value("3"))(
       "start-rate", "first rate probed, req/s", cxxopts::value<double>()->default_value("1"))(
       "tolerance", "stop when the bracket is this tight (relative)", cxxopts::value<double>()->default_value("0.01"))(
-      "serial", "run on one thread (same output)")("h,help", "show help");
+      "serial", "run on one thread (same output)")(
+      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")("h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
   opts.parse_positional({"scenario"});
@@ -60,6 +62,14 @@ int cmd_saturate(const std::vector<std::string>& args) {
   if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
   if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
   if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
+  const bool work_limit = !p.count("no-work-limit");
+  if (work_limit) {
+    // The search's expected probes, each R replications of the scenario; the scenarios of one
+    // probe exist at a time.
+    const auto reps = static_cast<std::size_t>(o.replications);
+    check_work({base}, reps * static_cast<std::size_t>(expected_probes(o)), WorkBudget{}, src.path,
+               "workload.num_requests (or duration_s), --replications or --tolerance", "--no-work-limit", reps);
+  }
   ProgressBar bar(true);
   o.progress = [&bar](const SaturateProgress& s) {
     char detail[96];
@@ -70,7 +80,14 @@ int cmd_saturate(const std::vector<std::string>& args) {
       [&](double rate, std::uint64_t seed) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", rate);
-        return src.load({buf}, static_cast<long long>(seed));
+        Scenario s = src.load({buf}, static_cast<long long>(seed));
+        // A workload bounded by duration_s grows with the rate: each probe is checked again.
+        if (work_limit) {
+          char levers[128];
+          std::snprintf(levers, sizeof levers, "workload.duration_s (the probe at %.4g req/s is one of many) or --replications", rate);
+          check_work({s}, static_cast<std::size_t>(o.replications), WorkBudget{}, src.path, levers, "--no-work-limit");
+        }
+        return s;
       },
       base.seed, o);
   bar.finish();

@@ -28,6 +28,24 @@ case_hang_sweep_50000_combinations() {
   scenario s.json "$SMALL_WORKLOAD"
   expect 2 "--no-work-limit" -- sweep s.json --grid "seed=$(seq -s, 1 250)" --grid "engine.max_num_seqs=$(seq -s, 1 200)"
 }
+case_hang_saturate_huge_workload() {
+  # 11 expected probes x 3 replications of 1e6 requests: hours.
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 1000000}"
+  expect 2 "--no-work-limit" -- saturate s.json --slo ttft=1s
+  grep -qF "workload.num_requests" "$WORK/stderr" || fail "does not name workload.num_requests"
+}
+case_hang_saturate_probe_grows_with_rate() {
+  # A workload bounded by duration_s: the first probe alone, at 1000 req/s for 30,000 s, is 3e7
+  # requests per replication (the estimate at the file's 6 req/s passes).
+  scenario s.json '{ "duration_s": 30000, "arrival": { "impl": "poisson", "rate_per_s": 6 },
+    "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
+  expect 2 "workload.duration_s (the probe at 1000 req/s" -- saturate s.json --slo ttft=1s --start-rate 1000
+}
+case_hang_plan_many_options() {
+  # Every bundled GPU (88 options with 11 GPUs, 2 precisions and 4 TP sizes), each a search of 100 replications.
+  expect 2 "--no-work-limit" -- plan --model llama-3-8b --rate 5 --slo ttft=2s,tpot=100ms --quant bf16,fp8 --replications 100
+  grep -qF -- "--replications" "$WORK/stderr" || fail "does not name --replications"
+}
 case_hang_all_at_once_huge() {
   scenario s.json '{ "num_requests": 100000000, "arrival": { "impl": "all_at_once" },
     "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
