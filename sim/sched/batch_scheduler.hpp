@@ -23,6 +23,12 @@ class BatchScheduler {
   // decode_all (or after close_decode_window); if not, the replica keeps them lazily in the
   // decode window (ReplicaState::lazy_computed).
   virtual bool reads_running_tokens() const { return true; }
+  // Whether schedule() in `state` would only run decode_all (admit, drop, swap and preempt
+  // nothing else) and would keep doing so while nothing happens but decode steps (no arrival,
+  // no sequence finishing, free blocks only shrinking). The replica then advances such steps
+  // in a quiet decode run (Replica::advance_decode_run) without calling schedule(). Policies
+  // that look at the batch every step answer false (the default) and are stepped one by one.
+  virtual bool decodes_only(const ReplicaState& /*state*/) const { return false; }
 };
 
 struct PolicyParam {

@@ -19,10 +19,7 @@ void ContinuousScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
       const Sequence& head = st.waiting.front();
       const PrefixProbe probe = st.probe_prefix(head);
       const std::int64_t tokens = head.target_tokens - probe.hit_blocks * st.kv.block_size_tokens();
-      if (tokens > budget) break;
-      if (static_cast<std::int64_t>(st.running.size()) >= cfg.max_num_seqs) break;
-      if (!st.fits_with_watermark(st.admission_blocks(head, probe, tokens))) break;
-      if (!admit_ok(st, head)) break;
+      if (!head_fits(st, head, probe, tokens, budget) || !admit_ok(st, head)) break;
       const std::size_t index = st.admit_front(probe, tokens);
       plan.add_prefill(index, tokens, st.running[index]);
       budget -= tokens;
@@ -32,6 +29,23 @@ void ContinuousScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
 
   // 2. Decode: each running sequence appends one token, oldest first.
   st.decode_all(plan);
+}
+
+bool ContinuousScheduler::head_fits(const ReplicaState& st, const Sequence& head, const PrefixProbe& probe,
+                                    std::int64_t tokens, std::int64_t budget) {
+  return tokens <= budget && static_cast<std::int64_t>(st.running.size()) < st.config.max_num_seqs &&
+         st.fits_with_watermark(st.admission_blocks(head, probe, tokens));
+}
+
+bool ContinuousScheduler::decodes_only(const ReplicaState& st) const {
+  if (!st.swapped.empty()) return false;
+  if (st.waiting.empty()) return true;
+  if (st.config.scheduler.max_waiting_time_s > 0.0) return false;
+  // schedule()'s first admission test, which fails alike at every step of the run.
+  const Sequence& head = st.waiting.front();
+  const PrefixProbe probe = st.probe_prefix(head);
+  return !head_fits(st, head, probe, head.target_tokens - probe.hit_blocks * st.kv.block_size_tokens(),
+                    st.config.max_num_batched_tokens);
 }
 
 }  // namespace servesim

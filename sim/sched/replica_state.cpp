@@ -6,17 +6,20 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "sim/kv/prefix_hash.hpp"
 
 namespace servesim {
 
-Sequence& WaitQueue::front() {
-  for (auto& q : queues_) {
+const Sequence& WaitQueue::front() const {
+  for (const auto& q : queues_) {
     if (!q.empty()) return q.front();
   }
   throw std::logic_error("WaitQueue::front on an empty queue");
 }
+
+Sequence& WaitQueue::front() { return const_cast<Sequence&>(std::as_const(*this).front()); }
 
 void WaitQueue::pop_front() {
   for (auto& q : queues_) {

@@ -23,6 +23,7 @@ class WaitQueue {
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   Sequence& front();
+  const Sequence& front() const;
   void pop_front();
   void push_back(const Sequence& s, std::size_t cls);
   void push_front(const Sequence& s, std::size_t cls);

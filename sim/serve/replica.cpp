@@ -254,6 +254,55 @@ inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double
   return duration_ns;
 }
 
+bool Replica::quiet_decode() const {
+  const ReplicaState& st = state_;
+  // lazy_computed: the window's bookkeeping knows each sequence's finish step and new blocks
+  // without visiting it; every running sequence must be in the window.
+  return !busy_ && st.lazy_computed && gpu_share_ == nullptr && !check_every_iteration_ &&
+         scenario_.workload.request_timeout_s <= 0.0 && !st.running.empty() &&
+         st.lazy_members == static_cast<std::int64_t>(st.running.size()) && st.migrated.empty() &&
+         scheduler_->decodes_only(st);
+}
+
+std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
+  if (!quiet_decode()) return 0;
+  ReplicaState& st = state_;
+  const auto n = static_cast<std::int64_t>(st.running.size());
+  const std::int64_t block = st.kv.block_size_tokens();
+  const auto phase_mask = static_cast<std::uint64_t>(block - 1);
+  // The plan decode_all makes for this batch; only its context grows from step to step.
+  plan_.clear();
+  plan_.all_running_decode = true;
+  plan_.all_running_seqs = st.running.size();
+  plan_.shape.decode_seqs = n;
+  std::int64_t steps = 0;
+  for (;; ++steps) {
+    if (st.finish_slot(st.window_steps + 1) != 0) break;  // a sequence finishes in this step
+    const std::vector<std::uint32_t>& opening = st.phase_slots[static_cast<std::uint64_t>(st.window_steps) & phase_mask];
+    const auto fresh = static_cast<std::int64_t>(opening.size());
+    if (st.kv.free_blocks() < fresh) break;  // decode_all would preempt
+    // decode_all: every sequence's context grows by one (lazy_computed_sum + members).
+    plan_.shape.decode_kv_tokens = static_cast<double>(st.lazy_computed_sum + n);
+    const StepTime step = cost_->step_time(plan_.shape);
+    const TimeNs end = now + std::max<TimeNs>(1, seconds_to_ns(step.time_s + 0.0));
+    if (end >= horizon_ns) break;  // another event comes first (or at the same instant)
+    // start_iteration: decode_lazy's new blocks, then account_plan and record_iteration.
+    for (const std::uint32_t slot : opening) st.kv.append_free_block(slot);
+    st.frag_slots += fresh * block - n;
+    st.now_ns = now;
+    note_kv_usage(now);
+    record_iteration(now, step, 0.0);
+    // finish_iteration: commit_decode_all's window step, one inter-token gap per sequence.
+    busy_ = false;
+    const TimeNs gap_ns = end - st.window_last_ns;
+    st.advance_window(end);
+    metrics_.itl_s.add_repeated(ns_to_seconds(gap_ns), n);
+    note_kv_usage(end);
+    now = end;
+  }
+  return steps;
+}
+
 void Replica::emit_token(Request& r, TimeNs now) {
   r.generated_tokens += 1;
   if (r.first_token_ns < 0) {

@@ -83,6 +83,16 @@ class Replica {
   // tokens to generate are appended to `handoffs`.
   void finish_iteration(TimeNs now, std::vector<Handoff>& handoffs);
   const std::vector<std::uint32_t>& completed() const { return completed_; }
+  // Quiet decode run (the engine's fast-forward): while the policy would only decode the whole
+  // batch (BatchScheduler::decodes_only), no sequence finishes, the free blocks cover the step's
+  // new blocks and the step would end before `horizon_ns` (the next queued event), runs the step
+  // at `now` and commits it at its end, as start_iteration and finish_iteration would: the same
+  // step time (the cost model is evaluated per step: durations are rounded to whole ns and the
+  // attention tables interpolate in log space, so k steps have no exact closed-form sum), the
+  // same metrics and KV accounting in the same order, the same observer calls; only the policy,
+  // the plan and the per-sequence commit are skipped (O(new blocks) per step, not O(batch)).
+  // Moves `now` to the end of the last step and returns how many ran (0: not quiet).
+  std::int64_t advance_decode_run(TimeNs& now, TimeNs horizon_ns);
   // Copies the scheduler's counters into the metrics and closes the time integrals at `end`.
   void finish_run(TimeNs end);
 
@@ -112,6 +122,8 @@ class Replica {
   bool account_plan(TimeNs now);
   TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s);
   void note_kv_usage(TimeNs now);
+  // advance_decode_run's preconditions that hold for the whole run.
+  bool quiet_decode() const;
   void note_waiting(TimeNs now, std::int64_t delta);
   // Aborts requests older than workload.request_timeout_s (counted as timed out).
   void expire(TimeNs now);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -173,6 +174,7 @@ class Engine {
     result.kv_transfer_s = kv_transfer_s_;
     result.kv_transfer_link = scenario_.disaggregation.enabled ? link_scope_name(transfer_scope_) : "";
     result.events = events_;
+    result.decode_run_steps = decode_run_steps_;
     check_end_of_run(result);
     result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return result;
@@ -233,10 +235,20 @@ class Engine {
   // Starts replica r's next iteration. Fast-forward: while the iteration would end before every
   // other queued event, its completion is the next event the loop would pop, so it is handled
   // here at once and the next iteration planned, without the queue round trip: same events in
-  // the same order, same report (SimHooks::fast_forward off gives the per-event loop).
+  // the same order, same report (SimHooks::fast_forward off gives the per-event loop). Runs of
+  // quiet decode steps (the whole batch decodes, nobody finishes) skip the policy and the
+  // per-sequence commit too (Replica::advance_decode_run).
   void start(std::uint32_t r) {
     Replica& replica = *replicas_[r];
     for (;;) {
+      if (fast_forward_) {
+        // Quiet decode steps before the next queued event: committed by the replica in one
+        // run, each counted as the chained iteration it stands for.
+        const TimeNs horizon = queue_.empty() ? std::numeric_limits<TimeNs>::max() : queue_.top().time_ns;
+        const std::int64_t steps = replica.advance_decode_run(now_, horizon);
+        decode_run_steps_ += static_cast<std::uint64_t>(steps);
+        for (std::int64_t k = 0; k < steps; ++k) count_event();
+      }
       const std::optional<TimeNs> duration = replica.start_iteration(now_);
       if (!duration) {
         if (const TimeNs wake = replica.wake_at_ns(); wake > now_ && wake != wake_pending_ns_[r]) {
@@ -399,7 +411,7 @@ class Engine {
   double kv_transfer_bytes_ = 0.0, kv_transfer_s_ = 0.0;
   bool sessions_ = scenario_.workload.sessions.turns > 1;
   std::vector<TimeNs> wake_pending_ns_;
-  std::uint64_t events_ = 0;
+  std::uint64_t events_ = 0, decode_run_steps_ = 0;
   bool fast_forward_ = hooks_.fast_forward && !hooks_.reference_path;
 };
 

@@ -39,6 +39,7 @@ struct SimResult {
   double kv_transfer_s = 0.0;  // summed transfer durations (not counting waits for the link)
   std::string kv_transfer_link;
   std::uint64_t events = 0;
+  std::uint64_t decode_run_steps = 0;  // of those, iterations committed in quiet decode runs (not in the report)
   double wall_s = 0.0;
   Saturation saturation;
   RunAccounting accounting;
@@ -61,7 +62,8 @@ struct SimHooks {
   bool reference_path = false;
   // Fast-forward (on unless reference_path): a replica's iterations that end before any other
   // event are chained without the event queue (Engine::start). Off: one queue event per
-  // iteration, the per-step loop the tests compare it with.
+  // iteration, the per-step loop the tests compare it with. Also runs of quiet decode steps
+  // (Replica::advance_decode_run) are committed without the policy or per-sequence work.
   bool fast_forward = true;
   // O(KV capacity) allocator checks and the decode window's bookkeeping checks after every
   // iteration. On by default when built with SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap

@@ -1,6 +1,9 @@
-// Fast-forward (iterations that end before any other event chained without the event queue)
-// against the per-event loop (SimHooks::fast_forward off): the same report and event count on
-// every bundled scenario and under every batch policy, cut to a few hundred requests.
+// Fast-forward (iterations that end before any other event chained without the event queue, and
+// runs of quiet decode steps committed without the policy: Replica::advance_decode_run) against
+// the per-event loop (SimHooks::fast_forward off): the same report and event count on every
+// bundled scenario and under every batch policy, cut to a few hundred requests. The reports
+// are compared byte for byte: the quiet runs price every step with the same cost model calls
+// and add to every sum in the same order, so no tolerance is needed.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,8 +25,8 @@ namespace {
 
 const std::filesystem::path kRepo = std::filesystem::path(SERVESIM_TEST_DATA_DIR).parent_path();
 
-// Runs `s` both ways and returns the events the fast-forward run handled.
-std::uint64_t check_same_report(const Scenario& s, const std::string& label) {
+// Runs `s` both ways and returns the fast-forward run.
+SimResult check_same_report(const Scenario& s, const std::string& label) {
   SimHooks per_step;
   per_step.fast_forward = false;
   const SimResult a = simulate(s);
@@ -31,13 +34,15 @@ std::uint64_t check_same_report(const Scenario& s, const std::string& label) {
   auto ja = make_report(s, a), jb = make_report(s, b);
   ja["sim"].erase("wall_s");
   jb["sim"].erase("wall_s");
-  std::printf("fast-forward vs per-step, %s: %llu events, %lld completed, %s\n", label.c_str(),
-              static_cast<unsigned long long>(a.events), static_cast<long long>(a.metrics.completed),
+  std::printf("fast-forward vs per-step, %s: %llu events (%llu in quiet decode runs), %lld completed, %s\n",
+              label.c_str(), static_cast<unsigned long long>(a.events),
+              static_cast<unsigned long long>(a.decode_run_steps), static_cast<long long>(a.metrics.completed),
               ja == jb ? "identical reports" : "REPORTS DIFFER");
   INFO(label);
   CHECK(ja.dump() == jb.dump());
   CHECK(a.events == b.events);
-  return a.events;
+  CHECK(b.decode_run_steps == 0);
+  return a;
 }
 
 std::vector<std::filesystem::path> bundled_scenarios() {
@@ -56,13 +61,24 @@ std::vector<std::filesystem::path> bundled_scenarios() {
 TEST_CASE("fast-forward and per-step loop agree on every bundled scenario") {
   const auto paths = bundled_scenarios();
   REQUIRE(paths.size() >= 5);
+  std::uint64_t quiet_steps = 0;
   for (const auto& p : paths) {
     // A trace-driven scenario ends with its trace; the rest are cut to 300 requests.
     const Scenario full = load_scenario(p.string(), {});
     std::vector<std::string> overrides;
     if (full.workload.num_requests > 300) overrides.push_back("workload.num_requests=300");
-    check_same_report(load_scenario(p.string(), overrides), p.filename().string());
+    const SimResult fast = check_same_report(load_scenario(p.string(), overrides), p.filename().string());
+    quiet_steps += fast.decode_run_steps;
+    if (p.filename() == "default.json") CHECK(fast.decode_run_steps > fast.metrics.iterations / 4);
   }
+  CHECK(quiet_steps > 0);
+}
+
+TEST_CASE("quiet decode runs: vidur's scenario (equal lengths, one arrival a second) is mostly quiet steps") {
+  // The bench scenario cut to 300 requests: long runs of steps between arrivals and finishes.
+  const Scenario s = load_scenario((kRepo / "bench/vidur.json").string(), {"workload.num_requests=300"});
+  const SimResult fast = check_same_report(s, "bench/vidur.json");
+  CHECK(fast.decode_run_steps > fast.metrics.iterations / 2);
 }
 
 TEST_CASE("fast-forward and per-step loop agree under every batch policy") {
@@ -71,7 +87,10 @@ TEST_CASE("fast-forward and per-step loop agree under every batch policy") {
     for (const char* preemption : {"recompute", "swap"}) {
       const Scenario s = load_scenario(policies, {"workload.num_requests=300", "engine.scheduler.impl=" + policy.name,
                                                   std::string("engine.preemption_mode=") + preemption});
-      check_same_report(s, policy.name + ", " + preemption);
+      const SimResult fast = check_same_report(s, policy.name + ", " + preemption);
+      // Only continuous batching (and token-level admission on it) says when its steps are quiet;
+      // the others look at the batch every step and are stepped one by one.
+      if (policy.name != "continuous" && policy.name != "token-level") CHECK(fast.decode_run_steps == 0);
     }
   }
 }
@@ -104,6 +123,7 @@ TEST_CASE("fast-forward: observers see every iteration and transition as in the 
   per_step.fast_forward = false;
   const SimResult a = simulate(s, fast), b = simulate(s, per_step);
   CHECK(a.events == b.events);
+  CHECK(a.decode_run_steps > a.metrics.iterations / 2);  // most iterations come from quiet runs
   CHECK(a.metrics.iterations > 1000);  // decode runs long enough to chain
   CHECK(fast_log.text.size() > 10000);
   CHECK(fast_log.text == step_log.text);
