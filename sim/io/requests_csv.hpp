@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/io/output_file.hpp"
 #include "sim/metrics/run_observer.hpp"
@@ -18,14 +19,20 @@ class RequestsCsvWriter final : public RunObserver {
   explicit RequestsCsvWriter(const std::string& path);
   void on_rejected(std::uint32_t id, const Request& r, TimeNs now) override { row(id, r, "rejected", now); }
   void on_finished(std::uint32_t id, const Request& r, TimeNs now) override { row(id, r, "completed", now); }
-  // Renames the finished file into place.
-  void commit() { file_.commit(); }
+  // Writes the rows still in the block and renames the finished file into place.
+  void commit();
   std::int64_t rows() const { return rows_; }
 
  private:
   void row(std::uint32_t id, const Request& r, const char* status, TimeNs now);
+  void write_block();
   OutputFile file_;
   std::int64_t rows_ = 0;
+  // Rows are formatted straight into this block and handed to the file a block at a time (one
+  // fwrite per ~500 rows instead of one per row: 1M-request runs write 130 MB of rows).
+  static constexpr std::size_t kBlockBytes = 1 << 16, kMaxRowBytes = 512;
+  std::vector<char> block_ = std::vector<char>(kBlockBytes);
+  std::size_t used_ = 0;
 };
 
 }  // namespace servesim
