@@ -362,7 +362,7 @@ std::vector<ValidationSummary> summarize(const std::vector<ValidationRow>& rows,
       return s.group == r.group && s.engine == r.engine && s.phase == r.phase;
     });
     if (it == out.end()) {
-      out.push_back(ValidationSummary{r.group, r.engine, r.phase, 0, 0.0, 0.0, nullptr, {}});
+      out.push_back(ValidationSummary{r.group, r.engine, r.phase, 0, 0.0, 0.0, std::nullopt, {}});
       groups.emplace_back();
       it = out.end() - 1;
     }
@@ -378,7 +378,7 @@ std::vector<ValidationSummary> summarize(const std::vector<ValidationRow>& rows,
     std::sort(g.begin(), g.end(), [](const ValidationRow& a, const ValidationRow& b) { return std::abs(a.error()) > std::abs(b.error()); });
     out[i].worst_rows.assign(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(3, g.size())));
     for (const auto& b : bounds) {
-      if (b.group == out[i].group && b.engine == out[i].engine && b.phase == out[i].phase) out[i].bound = &b;
+      if (b.group == out[i].group && b.engine == out[i].engine && b.phase == out[i].phase) out[i].bound = b;
     }
   }
   return out;

@@ -5,6 +5,7 @@
 // out-of-sample error. The shipped profiles are the same fits over every row.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,9 @@ struct ValidationSummary {
   std::string group, engine, phase;
   std::size_t n = 0;
   double median_abs = 0.0, worst_abs = 0.0;
-  const ValidationBound* bound = nullptr;  // into validation_bounds()'s result, or null
+  // A copy, not a pointer into the bounds given: callers pass temporaries (summarize(rows,
+  // published_bounds()) in a range-for), which die before the loop body reads the bound.
+  std::optional<ValidationBound> bound;  // empty when no bound is stated for this group
   std::vector<ValidationRow> worst_rows;   // up to 3, largest |error| first
   bool holds() const { return !bound || (median_abs <= bound->median && worst_abs <= bound->worst); }
 };

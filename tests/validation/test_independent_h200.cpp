@@ -27,7 +27,7 @@ void check_suite(const ValidationResult& res, const char* title) {
     CAPTURE(s.group);
     CAPTURE(s.engine);
     CAPTURE(s.phase);
-    REQUIRE(s.bound != nullptr);  // every reported group has a stated bound
+    REQUIRE(s.bound.has_value());  // every reported group has a stated bound
     CHECK(s.n > 0);
     CHECK(s.median_abs <= s.bound->median);
     CHECK(s.worst_abs <= s.bound->worst);

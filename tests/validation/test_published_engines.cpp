@@ -39,7 +39,7 @@ TEST_CASE("published engine tables: simulated runs against the published figures
     CAPTURE(s.engine);
     CAPTURE(s.phase);
     if (s.phase == "all") {
-      REQUIRE(s.bound != nullptr);  // every engine label has a stated bound over all its rows
+      REQUIRE(s.bound.has_value());  // every engine label has a stated bound over all its rows
       ++bounded_engines;
     }
     if (!s.bound) continue;
