@@ -199,7 +199,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                                       cxxopts::value<std::string>()->default_value("h200-sxm"))(
       "cases", "published cases file for --suite public (default: the bundled data/validation/public_cases.json)",
       cxxopts::value<std::string>())(
-      "bands", "also write the error bands plan shows (data/validation/error_bands.json) to this path",
+      "bands", "also write the error bands plan shows (data/validation/error_bands.json) to this path: the independent suite's and the published tables' (runs those too)",
       cxxopts::value<std::string>())(
       "published", "published engine rows for --suite published (default: tests/validation/published_engines.json)",
       cxxopts::value<std::string>())(
@@ -242,8 +242,14 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   if (p.count("bands")) {
     if (suite != "independent") throw InputError("servesim validate", "--bands", "needs the whole independent suite (--suite independent)");
+    // The independent set's bands (kernels to engines on its GPU), then the published tables'
+    // whole-engine throughput bands, so plan can speak for the engines people deploy.
+    std::vector<ErrorBand> bands = error_bands(res, hw.name);
+    const std::string published = default_published_file();
+    const std::vector<ErrorBand> engine_bands = published_error_bands(validate_published(load_json_file(published), published, {}));
+    bands.insert(bands.end(), engine_bands.begin(), engine_bands.end());
     write_file(p["bands"].as<std::string>(),
-               error_bands_to_json(error_bands(res, hw.name), "servesim validate --bands " + portable_path(p["bands"].as<std::string>())).dump(2) + "\n");
+               error_bands_to_json(bands, "servesim validate --bands " + portable_path(p["bands"].as<std::string>())).dump(2) + "\n");
   }
   if (p.count("json")) {
     nlohmann::json out = {{"files", files}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};

@@ -1,7 +1,7 @@
 // Every key a scenario file may hold, declared once: name, type, default, physical range, help.
 // The parser (io/scenario_io) reads each key through its declaration (type and range checks,
 // unknown-key suggestions), `servesim list policies` prints the scheduler's keys from it, and
-// `servesim keys` writes the reference (docs/scenario-keys.md; a test fails when it is stale).
+// `servesim list keys` writes the reference (docs/scenario-keys.md; a test fails when it is stale).
 // A default comes from the config struct's initializer (config/scenario.hpp) wherever it is a
 // plain value, so it is written once.
 #pragma once

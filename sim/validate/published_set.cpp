@@ -6,10 +6,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include <tbb/parallel_for.h>
 
+#include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
@@ -380,6 +384,30 @@ std::vector<PublishedRow> validate_published(const nlohmann::json& doc, const st
     if (!scenarios[i]) return;
     out[i].predicted = metric_of(inputs[i], simulate(*scenarios[i]));
   });
+  return out;
+}
+
+std::vector<ErrorBand> published_error_bands(const std::vector<PublishedRow>& rows) {
+  struct Group {
+    std::vector<double> abs_errors;
+    std::set<std::string> labels;  // the release labels behind the band, for its source line
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;  // (profile, gpu)
+  for (const PublishedRow& r : rows) {
+    if (!r.skip.empty() || r.metric.find("throughput") == std::string::npos) continue;
+    Group& g = groups[{r.profile, r.gpu}];
+    g.abs_errors.push_back(std::abs(r.error()));
+    g.labels.insert(r.engine);
+  }
+  std::vector<ErrorBand> out;
+  for (const auto& [key, g] : groups) {
+    std::string labels;
+    for (const std::string& l : g.labels) labels += (labels.empty() ? "" : ", ") + l;
+    out.push_back({key.second, key.first, "throughput", g.abs_errors.size(), median(g.abs_errors),
+                   *std::max_element(g.abs_errors.begin(), g.abs_errors.end()),
+                   "published engine tables (tests/validation/published_engines.json: " + labels +
+                       "), whole-engine throughput, nothing fitted to them"});
+  }
   return out;
 }
 

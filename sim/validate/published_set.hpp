@@ -55,6 +55,12 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 std::vector<ValidationBound> published_bounds();
 constexpr double kPublishedMedianTarget = 0.10;
 
+// The error bands `plan` shows for whole-engine answers: one per (GPU, servesim engine profile),
+// phase "throughput", over the simulated rows whose metric is an output or input throughput
+// (time-to-first-token and inter-token rows are left out: a throughput band must not mix them).
+// Ordered by profile, then GPU, so the committed file diffs cleanly.
+std::vector<ErrorBand> published_error_bands(const std::vector<PublishedRow>& rows);
+
 // tests/validation/published_engines.json in the data directory.
 std::string default_published_file();
 

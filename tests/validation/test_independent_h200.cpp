@@ -12,6 +12,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/validate/independent_set.hpp"
+#include "tests/validation/band_check.hpp"
 
 using namespace servesim;
 
@@ -71,17 +72,8 @@ TEST_CASE("the committed error bands (data/validation/error_bands.json) are what
   const ValidationResult engines = validate_engines(set, hw);
   res.rows.insert(res.rows.end(), engines.rows.begin(), engines.rows.end());
   const std::vector<ErrorBand> now = error_bands(res, hw.name);
-  const std::vector<ErrorBand> committed = load_error_bands(default_error_bands_path());
-  REQUIRE(now.size() == committed.size());
-  for (std::size_t i = 0; i < now.size(); ++i) {
-    CAPTURE(now[i].engine);
-    CAPTURE(now[i].phase);
-    CHECK(committed[i].engine == now[i].engine);
-    CHECK(committed[i].phase == now[i].phase);
-    CHECK(committed[i].n == now[i].n);
-    CHECK(committed[i].median_abs == doctest::Approx(now[i].median_abs).epsilon(1e-9));
-    CHECK(committed[i].worst_abs == doctest::Approx(now[i].worst_abs).epsilon(1e-9));
-  }
+  const std::vector<ErrorBand> committed = test::committed_bands(test::kPublishedBandSource, true);
+  test::check_bands_equal(now, committed);
   const auto band = serving_band(committed, "h200-sxm", "hf-transformers-cb");
   REQUIRE(band.has_value());
   CHECK(band->phase == "e2e-p50");  // the whole-request phase speaks for a serving answer

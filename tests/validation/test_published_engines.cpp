@@ -16,6 +16,7 @@
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/validate/published_set.hpp"
+#include "tests/validation/band_check.hpp"
 
 using namespace servesim;
 
@@ -70,6 +71,13 @@ TEST_CASE("published engine tables: simulated runs against the published figures
               100 * kPublishedMedianTarget, overall <= kPublishedMedianTarget ? "met" : "not met");
   // The rows servesim runs today (141): a mapping change that silently stops simulating rows fails.
   CHECK(simulated >= 141);
+  // plan's per-(GPU, engine) throughput bands come from these rows and are committed.
+  const std::vector<ErrorBand> bands = published_error_bands(rows);
+  test::check_bands_equal(bands, test::committed_bands(test::kPublishedBandSource, false));
+  for (const ErrorBand& b : bands) CHECK(b.source.rfind(test::kPublishedBandSource, 0) == 0);
+  const auto h200 = serving_band(bands, "h200-sxm", "tensorrt-llm-pytorch");
+  REQUIRE(h200.has_value());
+  CHECK(h200->phase == "throughput");
 }
 
 TEST_CASE("published engine tables: bad input names the file and key") {
