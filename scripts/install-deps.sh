@@ -2,7 +2,9 @@
 # Installs the Debian packages servesim builds against, only those missing (needs root or sudo).
 set -euo pipefail
 # --sanitizers adds clang and its sanitizer/libFuzzer runtimes (scripts/sanitize.sh, fuzz/run.sh).
-pkgs=(cmake g++ make libeigen3-dev nlohmann-json3-dev libtbb-dev libcxxopts-dev doctest-dev)
+# Open MPI (libopenmpi-dev, openmpi-bin) is optional for the build (`--mpi`; CMake builds without it)
+# but installed here so that CI builds and tests the MPI path.
+pkgs=(cmake g++ make libeigen3-dev nlohmann-json3-dev libtbb-dev libcxxopts-dev doctest-dev libopenmpi-dev openmpi-bin)
 [ "${1:-}" = "--sanitizers" ] && pkgs+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

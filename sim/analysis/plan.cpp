@@ -1,13 +1,12 @@
-// See plan.hpp. Options are independent, so they run across cores (each saturate also spreads its
-// replications); the result is sorted afterwards, so it does not depend on thread timing.
+// See plan.hpp. Options are independent, so they run across cores and processes (run_jobs.hpp;
+// each saturate also spreads its replications over cores); the result is sorted afterwards, so it
+// does not depend on timing.
 #include "sim/analysis/plan.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
-#include <tbb/parallel_for.h>
-
+#include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
 
 namespace servesim {
@@ -25,6 +24,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     row.fits = true;
     SaturateOptions so = o.saturate;
     so.progress = nullptr;  // the plan reports per option
+    so.split = nullptr;     // the options are what processes share
     sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s); }, seed, so);
     // Mean output length from a run at the stable rate (the workload's, not the GPU's, property).
     if (sat.stable_qps > 0.0) {
@@ -54,6 +54,44 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
   return row;
 }
 
+// A row as it crosses processes (run_jobs.hpp); the option is the job's own, the band is set later.
+nlohmann::json optional_number(const std::optional<double>& x) { return x ? exact_number(*x) : nlohmann::json(nullptr); }
+std::optional<double> optional_number(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(exact_number(j));
+}
+
+nlohmann::json row_to_json(const PlanRow& r) {
+  return {{"fits", r.fits},
+          {"meets_slo", r.meets_slo},
+          {"emulated", r.emulated},
+          {"note", r.note},
+          {"stable_qps_per_replica", exact_number(r.stable_qps_per_replica)},
+          {"saturation_batch_size", r.saturation_batch_size},
+          {"replicas", r.replicas},
+          {"gpus", r.gpus},
+          {"mean_output_tokens", exact_number(r.mean_output_tokens)},
+          {"usd_per_gpu_hour", optional_number(r.usd_per_gpu_hour)},
+          {"usd_per_hour", optional_number(r.usd_per_hour)},
+          {"usd_per_million_output_tokens", optional_number(r.usd_per_million_output_tokens)}};
+}
+
+PlanRow row_from_json(const nlohmann::json& j) {
+  PlanRow r;
+  r.fits = j.at("fits").get<bool>();
+  r.meets_slo = j.at("meets_slo").get<bool>();
+  r.emulated = j.at("emulated").get<bool>();
+  r.note = j.at("note").get<std::string>();
+  r.stable_qps_per_replica = exact_number(j.at("stable_qps_per_replica"));
+  r.saturation_batch_size = j.at("saturation_batch_size").get<std::int64_t>();
+  r.replicas = j.at("replicas").get<std::int64_t>();
+  r.gpus = j.at("gpus").get<std::int64_t>();
+  r.mean_output_tokens = exact_number(j.at("mean_output_tokens"));
+  r.usd_per_gpu_hour = optional_number(j.at("usd_per_gpu_hour"));
+  r.usd_per_hour = optional_number(j.at("usd_per_hour"));
+  r.usd_per_million_output_tokens = optional_number(j.at("usd_per_million_output_tokens"));
+  return r;
+}
+
 // Sort key: meeting the SLO and priced, cheapest first; then meeting without a price; then
 // missing the SLO; then not fitting.
 int rank(const PlanRow& r) {
@@ -65,13 +103,10 @@ int rank(const PlanRow& r) {
 
 PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
   PlanResult out;
-  out.rows.resize(options.size());
-  std::atomic<std::size_t> done{0};
-  tbb::parallel_for(std::size_t{0}, options.size(), [&](std::size_t i) {
-    out.rows[i] = evaluate(options[i], make, seed, o);
-    const std::size_t n = ++done;
-    if (o.progress) o.progress(n, options.size());
-  });
+  const JobCodec<PlanRow> codec = {row_to_json, row_from_json};
+  out.rows = run_jobs<PlanRow>(
+      options.size(), [&](std::size_t i) { return evaluate(options[i], make, seed, o); }, true, o.split, codec, o.progress);
+  for (std::size_t i = 0; i < options.size(); ++i) out.rows[i].option = options[i];
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const PlanRow& a, const PlanRow& b) {
     if (rank(a) != rank(b)) return rank(a) < rank(b);
     if (rank(a) != 0) return false;

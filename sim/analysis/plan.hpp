@@ -31,6 +31,8 @@ struct PlanOptions {
   std::map<std::string, double> usd_per_gpu_hour;  // by hardware profile name
   // Optional: after each option's search, (options done, total), from the thread that ran it.
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // Optional: other processes evaluate part of the options (--mpi, --shard); null: all run here.
+  JobSplit* split = nullptr;
 };
 
 struct PlanRow {

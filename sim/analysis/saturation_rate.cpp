@@ -4,31 +4,61 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/analysis/run_jobs.hpp"
 #include "sim/metrics/slo.hpp"
 #include "sim/serve/saturation_batch.hpp"
 
 namespace servesim {
 
 namespace {
+// What a probe needs from one replication: computed where it ran (another process with --mpi).
+struct ReplicationOutcome {
+  bool met = false;
+  double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0, mean_context_tokens = 0.0;
+  std::int64_t kv_capacity_tokens = 0;
+};
+
+ReplicationOutcome replicate(const Scenario& s) {
+  const SimResult r = simulate(s);
+  const Metrics m = summarize_run(s, r);
+  ReplicationOutcome out;
+  // Pass/fail from the SLO evaluation itself: without a latency target the report's slo.met is
+  // null, and a probe passes when enough requests complete (min_success_frac).
+  out.met = evaluate_slo(s.workload, r.metrics).met;
+  out.goodput_requests_per_s = metric(m, "slo.goodput_requests_per_s");
+  out.success_frac = metric(m, "slo.success_frac");
+  out.mean_batch = metric(m, "batch.mean_size");
+  out.mean_context_tokens = mean_prompt_tokens(r.metrics) + 0.5 * mean_output_tokens(r.metrics);
+  out.kv_capacity_tokens = static_cast<std::int64_t>(metric(m, "kv_cache.capacity_tokens"));
+  return out;
+}
+
+const JobCodec<ReplicationOutcome> replication_codec = {
+    [](const ReplicationOutcome& o) {
+      return nlohmann::json::array({o.met, exact_number(o.goodput_requests_per_s), exact_number(o.success_frac),
+                                    exact_number(o.mean_batch), exact_number(o.mean_context_tokens), o.kv_capacity_tokens});
+    },
+    [](const nlohmann::json& j) {
+      return ReplicationOutcome{j.at(0).get<bool>(), exact_number(j.at(1)), exact_number(j.at(2)),
+                                exact_number(j.at(3)), exact_number(j.at(4)), j.at(5).get<std::int64_t>()};
+    }};
+
 SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, const SaturateOptions& o) {
   std::vector<Scenario> runs;
   for (int i = 0; i < o.replications; ++i) runs.push_back(make(rate, replication_seed(base_seed, i)));
-  std::vector<SimResult> kept;
-  const auto results = run_all(runs, o.parallel, &kept);
+  const auto results = run_jobs<ReplicationOutcome>(
+      runs.size(), [&](std::size_t i) { return replicate(runs[i]); }, o.parallel, o.split, replication_codec);
   SaturateProbe p;
   p.rate_per_s = rate;
   p.runs = o.replications;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    // Pass/fail from the SLO evaluation itself: without a latency target the report's slo.met is
-    // null, and a probe passes when enough requests complete (min_success_frac).
-    if (evaluate_slo(runs[i].workload, kept[i].metrics).met) ++p.passed;
-    const Metrics& m = results[i];
-    p.goodput_requests_per_s += metric(m, "slo.goodput_requests_per_s") / p.runs;
-    p.success_frac += metric(m, "slo.success_frac") / p.runs;
-    p.mean_batch += metric(m, "batch.mean_size") / p.runs;
+  for (const ReplicationOutcome& r : results) {
+    if (r.met) ++p.passed;
+    p.goodput_requests_per_s += r.goodput_requests_per_s / p.runs;
+    p.success_frac += r.success_frac / p.runs;
+    p.mean_batch += r.mean_batch / p.runs;
   }
-  p.mean_context_tokens = mean_prompt_tokens(kept[0].metrics) + 0.5 * mean_output_tokens(kept[0].metrics);
-  p.kv_capacity_tokens = static_cast<std::int64_t>(metric(results[0], "kv_cache.capacity_tokens"));
+  p.mean_context_tokens = results[0].mean_context_tokens;
+  p.kv_capacity_tokens = results[0].kv_capacity_tokens;
   return p;
 }
 bool passes(const SaturateProbe& p) { return 2 * p.passed > p.runs; }

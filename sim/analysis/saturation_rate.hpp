@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/analysis/summary.hpp"
+#include "sim/dist/job_split.hpp"
 
 namespace servesim {
 
@@ -34,6 +35,9 @@ struct SaturateOptions {
   int max_probes = 40;
   bool parallel = true;
   std::function<void(const SaturateProgress&)> progress;  // optional; called before each probe
+  // Optional: a probe's replications spread over processes (--mpi); every process takes the same
+  // path through the search, since each gets every replication's outcome.
+  JobSplit* split = nullptr;
 };
 
 struct SaturateProbe {

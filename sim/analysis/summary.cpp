@@ -8,6 +8,7 @@
 #include <tbb/parallel_for.h>
 
 #include "sim/core/rng.hpp"
+#include "sim/dist/job_split.hpp"
 #include "sim/io/report_io.hpp"
 #include "sim/io/report_metrics.hpp"
 
@@ -116,6 +117,18 @@ std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parall
     for (std::size_t i = 0; i < scenarios.size(); ++i) one(i);
   }
   return out;
+}
+
+nlohmann::json metrics_to_json(const Metrics& m) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [name, value] : m) j.push_back(nlohmann::json::array({name, exact_number(value)}));
+  return j;
+}
+
+Metrics metrics_from_json(const nlohmann::json& j) {
+  Metrics m;
+  for (const auto& item : j) m.emplace_back(item.at(0).get<std::string>(), exact_number(item.at(1)));
+  return m;
 }
 
 }  // namespace servesim

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/config/scenario.hpp"
 #include "sim/serve/simulation.hpp"
 
@@ -44,5 +46,9 @@ const std::vector<std::string>& replicated_metrics();
 // is called after each simulation, from the thread that ran it.
 std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep = nullptr,
                              const std::function<void()>& on_done = {});
+
+// Metrics as they cross processes (run_jobs.hpp): [[name, value], ...], values exact.
+nlohmann::json metrics_to_json(const Metrics& m);
+Metrics metrics_from_json(const nlohmann::json& j);
 
 }  // namespace servesim

@@ -2,9 +2,9 @@
 #include "sim/analysis/sweep.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
+#include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/report_metrics.hpp"
 
@@ -75,11 +75,9 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
     }
   }
   if (o.before_runs) o.before_runs(scenarios);
-  std::atomic<std::size_t> done{0};
-  const std::vector<Metrics> results = run_all(scenarios, o.parallel, nullptr, [&] {
-    const std::size_t n = ++done;
-    if (o.progress) o.progress(n, scenarios.size());
-  });
+  const std::vector<Metrics> results = run_jobs<Metrics>(
+      scenarios.size(), [&](std::size_t i) { return summarize_run(scenarios[i], simulate(scenarios[i])); }, o.parallel, o.split,
+      {metrics_to_json, metrics_from_json}, o.progress);
   const auto& names = o.metrics.empty() ? default_metrics() : o.metrics;
   Table t;
   for (const auto& a : grid) t.column(a.key);

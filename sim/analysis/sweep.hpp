@@ -1,11 +1,13 @@
 // sweep: every combination of grid values, one row each (grid values then the run's metrics),
-// simulations spread across cores with TBB, rows in grid order whatever the thread timing.
+// simulations spread across cores with TBB (and processes: run_jobs.hpp), rows in grid order
+// whatever the timing.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "sim/analysis/summary.hpp"
+#include "sim/dist/job_split.hpp"
 #include "sim/io/table.hpp"
 
 namespace servesim {
@@ -23,8 +25,11 @@ struct SweepOptions {
   int replications = 1;
   bool parallel = true;
   std::vector<std::string> metrics;  // empty: a default selection
-  // Optional: after each simulation, (simulations done, total), from the thread that ran it.
+  // Optional: after each simulation, (simulations done, total), from the thread that ran it
+  // (with a split: those of this process).
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // Optional: other processes run part of the simulations (--mpi, --shard); null: all run here.
+  JobSplit* split = nullptr;
   // Optional: called with every simulation's scenario once all are built, before any runs (the
   // place to refuse the work; see work_estimate.hpp).
   std::function<void(const std::vector<Scenario>&)> before_runs;

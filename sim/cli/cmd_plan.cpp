@@ -1,5 +1,6 @@
 // `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp8,w4a16-awq,...]
-//  [--tp 1,2,4,8|auto] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]`:
+//  [--tp 1,2,4,8|auto] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]
+//  [--mpi | --shard K/N]`:
 // for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
 // needed for rate R under the SLO and the cost. The text answer's first line names the cheapest
 // configuration that meets the SLO; then the assumptions (workload, SLO, prices) and the table.
@@ -17,6 +18,7 @@
 #include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/distribute.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
@@ -175,6 +177,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")("h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
+  add_distribution_flags(opts, true);
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
@@ -254,8 +257,10 @@ int cmd_plan(const std::vector<std::string>& args) {
       for (int ep : eps_for(chosen.tp)) options.push_back({hw, q, chosen.tp, ep});
     }
   }
+  const Distribution dist = distribution(p, "plan", args);
   PlanOptions o;
   o.target_rate_per_s = rate;
+  o.split = dist.split.get();
   o.saturate.replications = p["replications"].as<int>();
   o.saturate.rel_tolerance = p["tolerance"].as<double>();
   if (o.saturate.replications < 1 || o.saturate.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
@@ -282,11 +287,12 @@ int cmd_plan(const std::vector<std::string>& args) {
   const std::vector<ErrorBand> bands = load_error_bands(default_error_bands_path());
   for (PlanRow& row : result.rows) row.band = serving_band(bands, row.option.hw, base.engine.profile.name);
   bar.finish();
+  if (!dist.writes_output()) return kExitOk;
   const Table t = plan_table(result);
   write_csv_if_asked(p, t);
   if (p.count("md")) {
     std::ostringstream os;
-    os << "# plan\n\n`servesim plan " << join_args(args) << "`\n\n";
+    os << "# plan\n\n`servesim plan " << join_args(dist.args) << "`\n\n";
     write_markdown(os, t);
     write_file(p["md"].as<std::string>(), os.str());
   }

@@ -1,5 +1,5 @@
 // `servesim saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R]
-//  [--start-rate R] [--tolerance F] [--json] [--csv FILE] [--md FILE]`: the highest arrival rate
+//  [--start-rate R] [--tolerance F] [--json] [--csv FILE] [--md FILE] [--mpi]`: the highest arrival rate
 // meeting the SLO (stable_qps) and the saturation batch size.
 #include <cmath>
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/distribute.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
@@ -44,6 +45,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
       "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")("h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
+  add_distribution_flags(opts, false);  // probes depend on the previous ones: no shards
   opts.parse_positional({"scenario"});
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
@@ -54,11 +56,13 @@ int cmd_saturate(const std::vector<std::string>& args) {
   const ScenarioSource src = scenario_source(p, p["scenario"].as<std::string>());
   const Scenario base = src.load();
   check_saturable(base);
+  const Distribution dist = distribution(p, "saturate", args);
   SaturateOptions o;
   o.replications = p["replications"].as<int>();
   o.start_rate_per_s = p["start-rate"].as<double>();
   o.rel_tolerance = p["tolerance"].as<double>();
   o.parallel = !p.count("serial");
+  o.split = dist.split.get();
   if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
   if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
   if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
@@ -91,6 +95,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
       },
       base.seed, o);
   bar.finish();
+  if (!dist.writes_output()) return kExitOk;
   Table t;
   for (std::size_t i = 0; i < r.probes.size(); ++i) {
     const auto& pr = r.probes[i];
@@ -102,7 +107,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
     t.set(i, "goodput_requests_per_s", pr.goodput_requests_per_s);
     t.set(i, "mean_batch_size", pr.mean_batch);
   }
-  const std::string title = "# saturate\n\n`servesim saturate " + join_args(args) + "`";
+  const std::string title = "# saturate\n\n`servesim saturate " + join_args(dist.args) + "`";
   if (p.count("json")) {
     nlohmann::json j = {{"stable_qps", r.stable_qps},
                         {"first_failing_qps", r.first_failing_qps},

@@ -1,11 +1,13 @@
 // `servesim sweep SCENARIO.json --grid key=v1,v2 [--grid ...] [--replications N] [--metrics a,b]
-//  [--serial] [--json] [--csv FILE] [--md FILE]`: every combination of the grid, one row each.
+//  [--serial] [--json] [--csv FILE] [--md FILE] [--mpi | --shard K/N]`: every combination of the grid,
+// one row each.
 #include <iostream>
 
 #include "sim/analysis/sweep.hpp"
 #include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/distribute.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
@@ -23,6 +25,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
+  add_distribution_flags(opts, true);
   opts.parse_positional({"scenario"});
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
@@ -31,6 +34,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   if (!p.count("scenario")) throw InputError("servesim sweep", "", "missing SCENARIO.json (see --help)");
   const ScenarioSource src = scenario_source(p, p["scenario"].as<std::string>());
+  const Distribution dist = distribution(p, "sweep", args);
   std::vector<GridAxis> grid;
   if (p.count("grid")) {
     for (const auto& g : p["grid"].as<std::vector<std::string>>()) grid.push_back(parse_grid(g));
@@ -39,6 +43,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   o.replications = p["replications"].as<int>();
   if (o.replications < 1 || o.replications > 1000) throw InputError("--replications", "", "must be in [1, 1000]");
   o.parallel = !p.count("serial");
+  o.split = dist.split.get();
   if (p.count("metrics")) {
     std::string m = p["metrics"].as<std::string>();
     std::size_t start = 0;
@@ -49,14 +54,29 @@ int cmd_sweep(const std::vector<std::string>& args) {
       start = c + 1;
     }
   }
-  if (!p.count("no-work-limit")) {
+  // The limits guard what this process runs: a shard its share, a merge nothing. Under MPI every
+  // rank checks the whole sweep, so that all take the same decision (a rank that stopped alone
+  // would leave the others waiting for its results).
+  if (!p.count("no-work-limit") && dist.kind != Distribution::Kind::merge) {
+    const bool share_only = dist.kind == Distribution::Kind::shard;
     // Estimated from the scenario as written before the combinations are built (50,000 of them
     // take minutes to build), then again from each combination's own scenario.
     std::size_t simulations = static_cast<std::size_t>(o.replications);
     for (const auto& a : grid) simulations *= a.values.size();
+    if (share_only) simulations = dist.split->share(simulations);
     const std::string levers = "workload.num_requests (or duration_s), the --grid values or --replications";
     check_work({src.load()}, simulations, WorkBudget{}, src.path, levers, "--no-work-limit");
-    o.before_runs = [&src, levers](const std::vector<Scenario>& runs) { check_work(runs, 1, WorkBudget{}, src.path, levers, "--no-work-limit"); };
+    o.before_runs = [&src, &dist, share_only, levers](const std::vector<Scenario>& runs) {
+      if (!share_only) {
+        check_work(runs, 1, WorkBudget{}, src.path, levers, "--no-work-limit");
+        return;
+      }
+      std::vector<Scenario> mine;
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (dist.split->owns(i)) mine.push_back(runs[i]);
+      }
+      check_work(mine, 1, WorkBudget{}, src.path, levers, "--no-work-limit");
+    };
   }
   ProgressBar bar(true);
   o.progress = [&bar](std::size_t done, std::size_t total) {
@@ -64,7 +84,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   };
   const Table t = run_sweep([&](const std::vector<std::string>& ov, long long seed) { return src.load(ov, seed); }, grid, o);
   bar.finish();
-  emit_table(p, t, "# sweep\n\n`servesim sweep " + join_args(args) + "`");
+  if (!dist.writes_output()) return kExitOk;
+  emit_table(p, t, "# sweep\n\n`servesim sweep " + join_args(dist.args) + "`");
   return kExitOk;
 }
 

@@ -20,6 +20,7 @@ int cmd_plan(const std::vector<std::string>& args);
 int cmd_roofline(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);  // exit 3 when drift crosses a threshold
 int cmd_gen_trace(const std::vector<std::string>& args);
+int cmd_merge(const std::vector<std::string>& args);  // joins the partial files of sweep/plan --shard
 
 // Runs a subcommand by name with error handling (used by main and by tests).
 int dispatch(const std::vector<std::string>& argv);

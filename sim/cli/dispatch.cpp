@@ -4,6 +4,7 @@
 
 #include "sim/cli/commands.hpp"
 #include "sim/core/error.hpp"
+#include "sim/dist/job_split.hpp"
 #include "sim/io/output_file.hpp"
 
 namespace servesim::cli {
@@ -17,6 +18,8 @@ void usage(std::ostream& os) {
         "  sweep SCENARIO.json --grid key=v1,v2 [--grid ...] [--replications N] [--json] [--csv F] [--md F]\n"
         "  saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R] [--json]\n"
         "  plan --model M --rate R --slo ... [--hw all] [--quant bf16,fp16] [--tp 1] [--prices FILE] [--json]\n"
+        "      sweep, plan and saturate: [--mpi] under mpirun; sweep and plan: [--shard K/N [--partial F]]\n"
+        "  merge PARTIAL.json...   (joins the --shard files into the whole run's output)\n"
         "  roofline --model M --hw H --batch B --context C [--phase decode|prefill] [--json]\n"
         "  compare BASE.json NEW.json [--threshold X] [--threshold metric=X ...] [--json]   (exit 3 on drift)\n"
         "  gen-trace SCENARIO.json --format azure|burstgpt|splitwise|jsonl --out FILE\n"
@@ -50,6 +53,7 @@ int run_command(const std::vector<std::string>& argv) {
   if (cmd == "roofline") return cmd_roofline(rest);
   if (cmd == "compare") return cmd_compare(rest);
   if (cmd == "gen-trace") return cmd_gen_trace(rest);
+  if (cmd == "merge") return cmd_merge(rest);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "servesim " << SERVESIM_VERSION << "\n";
     return kExitOk;
@@ -71,6 +75,9 @@ int dispatch(const std::vector<std::string>& argv) {
     // A command whose output was lost (stdout to a full disk or a closed pipe) has failed.
     check_stdout();
     return code;
+  } catch (const PartialWritten& w) {  // a shard of sweep or plan stops once its file is written
+    std::cerr << "servesim: " << w.message << "\n";
+    return kExitOk;
   } catch (const InputError& e) {
     std::cerr << "servesim: error: " << e.what() << "\n";
     return kExitBadInput;
