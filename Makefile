@@ -23,10 +23,12 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Speed and memory (bench/million.sh: 1M and 10M requests on one core) and the 200-scenario sweep
-# on 1 vs 2 threads. Minutes, not seconds: never part of `make test`.
+# on 1 vs 2 threads, then on 1 vs 2 MPI ranks where mpirun exists. Minutes, not seconds: never
+# part of `make test`.
 bench: build
 	./bench/million.sh 1000000 10000000
 	./bench/sweep200.sh
+	if command -v mpirun >/dev/null; then ./bench/sweep200_mpi.sh; fi
 
 clean:
 	rm -rf $(BUILD) $(OUT)

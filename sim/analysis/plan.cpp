@@ -104,8 +104,10 @@ int rank(const PlanRow& r) {
 PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
   PlanResult out;
   const JobCodec<PlanRow> codec = {row_to_json, row_from_json};
+  JobHooks hooks;
+  hooks.progress = o.progress;
   out.rows = run_jobs<PlanRow>(
-      options.size(), [&](std::size_t i) { return evaluate(options[i], make, seed, o); }, true, o.split, codec, o.progress);
+      options.size(), [&](std::size_t i) { return evaluate(options[i], make, seed, o); }, true, o.split, codec, hooks);
   for (std::size_t i = 0; i < options.size(); ++i) out.rows[i].option = options[i];
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const PlanRow& a, const PlanRow& b) {
     if (rank(a) != rank(b)) return rank(a) < rank(b);

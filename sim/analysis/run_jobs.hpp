@@ -3,7 +3,8 @@
 // JobSplit (sim/dist/job_split.hpp) when there is one, and every result back in job order. With a
 // split, results cross processes as JSON (`encode`/`decode`, numbers exact), and every process
 // decodes them all, its own included, so a split run and a single process build their rows from
-// the same values.
+// the same values. Whatever a process throws before the exchange (a bad value while preparing, a
+// work limit, a failed run) reaches every process through it: none is left waiting.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -16,42 +17,51 @@
 
 namespace servesim {
 
-// Calls run(i) for each i with mine(i) (all when `mine` is empty), across cores when `parallel`.
-// `progress(done, total)` after each, total = the jobs run here. Exceptions propagate.
-void for_each_job(std::size_t n, bool parallel, const std::function<bool(std::size_t)>& mine,
-                  const std::function<void(std::size_t)>& run, const std::function<void(std::size_t, std::size_t)>& progress);
-
-// The failure a job threw, as it crosses processes.
-JobFailure job_failure(const std::exception& e);
-// `decode` of every result; a result that does not read back (an edited partial file) is InputError.
-void decode_results(const std::vector<nlohmann::json>& results, const std::function<void(std::size_t, const nlohmann::json&)>& decode);
-
 template <class T>
 struct JobCodec {
   std::function<nlohmann::json(const T&)> encode;
   std::function<T(const nlohmann::json&)> decode;
 };
 
+// Optional steps around the jobs this process runs.
+struct JobHooks {
+  // Called for each job run here, one after another in job order, before any job runs (a sweep
+  // builds and checks its scenarios here, so a bad value fails before any simulation).
+  std::function<void(std::size_t job)> prepare;
+  // After every prepare, before the first job (the place to refuse the work).
+  std::function<void()> before_runs;
+  // After each job, (jobs done, jobs run here), from the thread that ran it.
+  std::function<void(std::size_t done, std::size_t total)> progress;
+};
+
+// The jobs of 0..n-1 that run here (all when split is null), ascending.
+std::vector<std::size_t> jobs_here(std::size_t n, const JobSplit* split);
+// Runs prepare, before_runs and then run(job) for each of `jobs` (across cores when `parallel`).
+// Exceptions propagate; JobFailure's job says which job threw (jobs.size() past the end for
+// before_runs), so that processes report the same first failure as one process would.
+void run_here(const std::vector<std::size_t>& jobs, bool parallel, const std::function<void(std::size_t)>& run, const JobHooks& hooks,
+              JobFailure* failure);
+// `decode` of every result; a result that does not read back (an edited partial file) is InputError.
+void decode_results(const std::vector<nlohmann::json>& results, const std::function<void(std::size_t, const nlohmann::json&)>& decode);
+
 // job(i) for i in [0, n), results in job order. `split` null: every job here.
 template <class T>
 std::vector<T> run_jobs(std::size_t n, const std::function<T(std::size_t)>& job, bool parallel, JobSplit* split,
-                        const JobCodec<T>& codec, const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+                        const JobCodec<T>& codec, const JobHooks& hooks = {}) {
   std::vector<T> out(n);
+  const std::vector<std::size_t> mine = jobs_here(n, split);
   if (!split) {
-    for_each_job(n, parallel, {}, [&](std::size_t i) { out[i] = job(i); }, progress);
+    run_here(mine, parallel, [&](std::size_t i) { out[i] = job(i); }, hooks, nullptr);
     return out;
   }
   std::vector<std::optional<nlohmann::json>> encoded(n);
   JobShare share;
-  try {
-    for_each_job(n, parallel, [&](std::size_t i) { return split->owns(i); }, [&](std::size_t i) { encoded[i] = codec.encode(job(i)); },
-                 progress);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (encoded[i]) share.results.emplace_back(i, std::move(*encoded[i]));
-    }
-  } catch (const std::exception& e) {
-    share.results.clear();
-    share.failure = job_failure(e);  // every process stops with it, after the exchange
+  JobFailure failure;
+  run_here(mine, parallel, [&](std::size_t i) { encoded[i] = codec.encode(job(i)); }, hooks, &failure);
+  if (!failure.what.empty()) {
+    share.failure = failure;  // every process stops with the first one, after the exchange
+  } else {
+    for (std::size_t i : mine) share.results.emplace_back(i, std::move(*encoded[i]));
   }
   const std::vector<nlohmann::json> all = split->exchange(n, std::move(share));
   decode_results(all, [&](std::size_t i, const nlohmann::json& j) { out[i] = codec.decode(j); });

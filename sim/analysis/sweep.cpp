@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
@@ -53,14 +54,24 @@ void add_replication_columns(Table& t, std::size_t row, const std::vector<Metric
   }
 }
 
+namespace {
+// One simulation's figures and its seed (the table's seed column), as they cross processes.
+struct SweepRun {
+  std::uint64_t seed = 0;
+  Metrics metrics;
+};
+const JobCodec<SweepRun> sweep_run_codec = {
+    [](const SweepRun& r) { return nlohmann::json::array({r.seed, metrics_to_json(r.metrics)}); },
+    [](const nlohmann::json& j) { return SweepRun{j.at(0).get<std::uint64_t>(), metrics_from_json(j.at(1))}; }};
+}  // namespace
+
 Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, const SweepOptions& o) {
   check_report_metrics(o.metrics, "--metrics");  // before any scenario is built or run
   // Combinations in odometer order: the last axis varies fastest.
   std::size_t combos = 1;
   for (const auto& a : grid) combos *= a.values.size();
-  const int reps = std::max(1, o.replications);
+  const std::size_t reps = static_cast<std::size_t>(std::max(1, o.replications));
   std::vector<std::vector<std::string>> assignments(combos);
-  std::vector<Scenario> scenarios;
   for (std::size_t c = 0; c < combos; ++c) {
     std::size_t rest = c;
     for (std::size_t i = grid.size(); i-- > 0;) {
@@ -68,16 +79,34 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
       assignments[c].insert(assignments[c].begin(), a.key + "=" + a.values[rest % a.values.size()]);
       rest /= a.values.size();
     }
-    // Scenarios are built (and validated) up front, serially, so a bad value fails before any run.
-    const Scenario first = make(assignments[c], -1);
-    for (int r = 0; r < reps; ++r) {
-      scenarios.push_back(r == 0 ? first : make(assignments[c], static_cast<long long>(replication_seed(first.seed, r))));
-    }
   }
-  if (o.before_runs) o.before_runs(scenarios);
-  const std::vector<Metrics> results = run_jobs<Metrics>(
-      scenarios.size(), [&](std::size_t i) { return summarize_run(scenarios[i], simulate(scenarios[i])); }, o.parallel, o.split,
-      {metrics_to_json, metrics_from_json}, o.progress);
+  // Simulation c * reps + r is replication r of combination c. Its scenario is built (and
+  // validated) up front, serially, so a bad value fails before any run; with a split, only the
+  // simulations this process runs (building takes as long as a short simulation).
+  std::vector<Scenario> scenarios;
+  std::vector<std::size_t> slot(combos * reps);  // simulation -> its scenario in `scenarios`
+  std::optional<Scenario> first;                 // replication 0 of the combination being built
+  std::size_t first_of = combos;
+  const auto build = [&](std::size_t i) {
+    const std::size_t c = i / reps, r = i % reps;
+    if (first_of != c) {
+      first = make(assignments[c], -1);
+      first_of = c;
+    }
+    slot[i] = scenarios.size();
+    scenarios.push_back(r == 0 ? *first : make(assignments[c], static_cast<long long>(replication_seed(first->seed, static_cast<int>(r)))));
+  };
+  JobHooks hooks;
+  hooks.prepare = build;
+  if (o.before_runs) hooks.before_runs = [&] { o.before_runs(scenarios); };
+  hooks.progress = o.progress;
+  const std::vector<SweepRun> results = run_jobs<SweepRun>(
+      combos * reps,
+      [&](std::size_t i) {
+        const Scenario& s = scenarios[slot[i]];
+        return SweepRun{s.seed, summarize_run(s, simulate(s))};
+      },
+      o.parallel, o.split, sweep_run_codec, hooks);
   const auto& names = o.metrics.empty() ? default_metrics() : o.metrics;
   Table t;
   for (const auto& a : grid) t.column(a.key);
@@ -86,8 +115,8 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
       const std::string& as = assignments[c][i];
       t.set(c, grid[i].key, as.substr(as.find('=') + 1));
     }
-    t.set(c, "seed", static_cast<std::int64_t>(scenarios[c * reps].seed));
-    const Metrics& m = results[c * reps];
+    t.set(c, "seed", static_cast<std::int64_t>(results[c * reps].seed));
+    const Metrics& m = results[c * reps].metrics;
     for (const auto& n : names) {
       const double v = metric(m, n);
       if (std::isnan(v)) {
@@ -100,8 +129,9 @@ Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, 
     }
     if (reps > 1) {
       t.set(c, "replications", static_cast<std::int64_t>(reps));
-      add_replication_columns(t, c, std::vector<Metrics>(results.begin() + static_cast<long>(c * reps),
-                                                         results.begin() + static_cast<long>((c + 1) * reps)));
+      std::vector<Metrics> reps_metrics;
+      for (std::size_t r = 0; r < reps; ++r) reps_metrics.push_back(results[c * reps + r].metrics);
+      add_replication_columns(t, c, reps_metrics);
     }
   }
   return t;

@@ -31,7 +31,7 @@ struct SweepOptions {
   // Optional: other processes run part of the simulations (--mpi, --shard); null: all run here.
   JobSplit* split = nullptr;
   // Optional: called with every simulation's scenario once all are built, before any runs (the
-  // place to refuse the work; see work_estimate.hpp).
+  // place to refuse the work; see work_estimate.hpp). With a split, those this process runs.
   std::function<void(const std::vector<Scenario>&)> before_runs;
 };
 

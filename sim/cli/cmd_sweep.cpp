@@ -54,29 +54,18 @@ int cmd_sweep(const std::vector<std::string>& args) {
       start = c + 1;
     }
   }
-  // The limits guard what this process runs: a shard its share, a merge nothing. Under MPI every
-  // rank checks the whole sweep, so that all take the same decision (a rank that stopped alone
-  // would leave the others waiting for its results).
-  if (!p.count("no-work-limit") && dist.kind != Distribution::Kind::merge) {
-    const bool share_only = dist.kind == Distribution::Kind::shard;
+  // The limits guard what one process runs: with --mpi or --shard, the busiest process's share
+  // (the same decision on every MPI rank), then each process's own scenarios (a refusal reaches
+  // every rank through the exchange); a merge runs nothing.
+  if (!p.count("no-work-limit")) {
     // Estimated from the scenario as written before the combinations are built (50,000 of them
     // take minutes to build), then again from each combination's own scenario.
     std::size_t simulations = static_cast<std::size_t>(o.replications);
     for (const auto& a : grid) simulations *= a.values.size();
-    if (share_only) simulations = dist.split->share(simulations);
+    if (dist.split) simulations = dist.split->busiest_share(simulations);
     const std::string levers = "workload.num_requests (or duration_s), the --grid values or --replications";
     check_work({src.load()}, simulations, WorkBudget{}, src.path, levers, "--no-work-limit");
-    o.before_runs = [&src, &dist, share_only, levers](const std::vector<Scenario>& runs) {
-      if (!share_only) {
-        check_work(runs, 1, WorkBudget{}, src.path, levers, "--no-work-limit");
-        return;
-      }
-      std::vector<Scenario> mine;
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (dist.split->owns(i)) mine.push_back(runs[i]);
-      }
-      check_work(mine, 1, WorkBudget{}, src.path, levers, "--no-work-limit");
-    };
+    o.before_runs = [&src, levers](const std::vector<Scenario>& runs) { check_work(runs, 1, WorkBudget{}, src.path, levers, "--no-work-limit"); };
   }
   ProgressBar bar(true);
   o.progress = [&bar](std::size_t done, std::size_t total) {

@@ -58,19 +58,14 @@ Distribution distribution(const cxxopts::ParseResult& p, const std::string& comm
   Distribution d;
   d.args = without_distribution_flags(args);
   if (active_merge) {
-    d.kind = Distribution::Kind::merge;
     d.split = merged_split(*active_merge);
     return d;
   }
   const bool shard = p.count("shard") > 0;
   if (p.count("partial") && !shard) throw InputError("--partial", "", "only with --shard K/N");
   if (p.count("mpi") && shard) throw InputError("--shard", "", "either --mpi or --shard, not both");
-  if (p.count("mpi")) {
-    d.kind = Distribution::Kind::mpi;
-    d.split = mpi_split("--mpi");
-  }
+  if (p.count("mpi")) d.split = mpi_split("--mpi");
   if (shard) {
-    d.kind = Distribution::Kind::shard;
     const auto [k, n] = parse_shard(p["shard"].as<std::string>());
     const std::string path = p.count("partial") ? p["partial"].as<std::string>()
                                                 : "servesim-" + command + "-shard-" + std::to_string(k) + "-of-" + std::to_string(n) + ".json";

@@ -12,9 +12,7 @@
 namespace servesim::cli {
 
 struct Distribution {
-  enum class Kind { local, mpi, shard, merge };
-  Kind kind = Kind::local;
-  std::unique_ptr<JobSplit> split;  // null (local): every run here
+  std::unique_ptr<JobSplit> split;  // null: every run here
   // The command's arguments without --mpi, --shard and --partial (the line a written table
   // quotes, so a split run's files equal a single process's).
   std::vector<std::string> args;

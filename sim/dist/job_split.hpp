@@ -23,11 +23,12 @@
 
 namespace servesim {
 
-// A job that threw on some process: every process rethrows it (InputError when bad_input), so
-// all of them exit with the same code and message.
+// A job that threw on some process: every process rethrows the one of the lowest job (InputError
+// when bad_input), so all of them exit with the code and message one process would.
 struct JobFailure {
   bool bad_input = false;
   std::string what;
+  std::size_t job = 0;
 };
 
 // This process's share: (job index, result) for the jobs it ran, or the failure that stopped it.
@@ -48,6 +49,8 @@ class JobSplit {
     const auto part = static_cast<std::size_t>(part_), parts = static_cast<std::size_t>(parts_);
     return parts == 0 || jobs <= part ? 0 : (jobs - part + parts - 1) / parts;
   }
+  // The most any process of the split runs (part 0's share; the same number on every process).
+  std::size_t busiest_share(std::size_t jobs) const { return parts_ == 0 ? 0 : (jobs + static_cast<std::size_t>(parts_) - 1) / static_cast<std::size_t>(parts_); }
   // Every job's result in job order, given this process's share of `jobs` jobs. Throws the first
   // failure any process reported; InputError when a result is missing or does not fit.
   virtual std::vector<nlohmann::json> exchange(std::size_t jobs, JobShare mine) = 0;

@@ -3,6 +3,7 @@
 // calls MPI (the exchange runs after the parallel part), so MPI_THREAD_FUNNELED suffices.
 #include "sim/dist/job_split.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include "sim/core/error.hpp"
@@ -62,14 +63,14 @@ class MpiSplit final : public JobSplit {
   std::vector<nlohmann::json> exchange(std::size_t jobs, JobShare mine) override {
     nlohmann::json blob;
     if (mine.failure) {
-      blob["failure"] = {{"bad_input", mine.failure->bad_input}, {"what", mine.failure->what}};
+      blob["failure"] = {{"bad_input", mine.failure->bad_input}, {"what", mine.failure->what}, {"job", mine.failure->job}};
     } else {
       blob["results"] = nlohmann::json::array();
       for (auto& [i, r] : mine.results) blob["results"].push_back(nlohmann::json::array({i, std::move(r)}));
     }
     std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(blob);
     if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {  // reported through the exchange, so no rank waits
-      bytes = nlohmann::json::to_cbor({{"failure", {{"bad_input", false}, {"what", "MPI exchange: one rank's results exceed 2 GB"}}}});
+      bytes = nlohmann::json::to_cbor({{"failure", {{"bad_input", false}, {"what", "MPI exchange: one rank's results exceed 2 GB"}, {"job", jobs}}}});
     }
     int length = static_cast<int>(bytes.size());
     std::vector<int> lengths(static_cast<std::size_t>(parts_)), offsets(static_cast<std::size_t>(parts_));
@@ -85,14 +86,20 @@ class MpiSplit final : public JobSplit {
           "Allgatherv");
     std::vector<nlohmann::json> out(jobs);
     std::vector<bool> have(jobs, false);
+    std::vector<nlohmann::json> parts;
+    std::optional<nlohmann::json> first_failure;  // of the lowest job, whichever rank had it
     for (int r = 0; r < parts_; ++r) {
       const auto begin = all.begin() + offsets[static_cast<std::size_t>(r)];
-      const nlohmann::json part = nlohmann::json::from_cbor(begin, begin + lengths[static_cast<std::size_t>(r)]);
-      if (part.contains("failure")) {  // the lowest failing rank's error, on every rank
-        const std::string what = part["failure"]["what"].get<std::string>();
-        if (part["failure"]["bad_input"].get<bool>()) throw InputError(what);
-        throw std::runtime_error(what);
-      }
+      parts.push_back(nlohmann::json::from_cbor(begin, begin + lengths[static_cast<std::size_t>(r)]));
+      const nlohmann::json& part = parts.back();
+      if (part.contains("failure") && (!first_failure || part["failure"]["job"] < (*first_failure)["job"])) first_failure = part["failure"];
+    }
+    if (first_failure) {
+      const std::string what = (*first_failure)["what"].get<std::string>();
+      if ((*first_failure)["bad_input"].get<bool>()) throw InputError(what);
+      throw std::runtime_error(what);
+    }
+    for (const nlohmann::json& part : parts) {
       for (const auto& item : part["results"]) {
         const auto i = item[0].get<std::size_t>();
         if (i >= jobs || have[i]) throw std::runtime_error("MPI exchange: job " + std::to_string(i) + " out of range or twice");
