@@ -273,11 +273,13 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (!p.count("no-work-limit")) {
     // Every option runs a search (its expected probes, each R replications) and one run at the
     // stable rate, at the target rate's workload; the options run in parallel, one probe each.
+    // With --mpi or --shard, the options of the busiest process (the same on every rank).
     const auto reps = static_cast<std::size_t>(o.saturate.replications);
     const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    check_work({assumed}, options.size() * (reps * static_cast<std::size_t>(expected_probes(o.saturate)) + 1), WorkBudget{},
+    const std::size_t here = dist.split ? dist.split->busiest_share(options.size()) : options.size();
+    check_work({assumed}, here * (reps * static_cast<std::size_t>(expected_probes(o.saturate)) + 1), WorkBudget{},
                "servesim plan", "--hw, --quant, --tp, --ep (" + std::to_string(options.size()) + " options), --replications or the --workload's num_requests",
-               "--no-work-limit", std::min(options.size(), cores) * reps);
+               "--no-work-limit", std::min(here, cores) * reps);
   }
   ProgressBar bar(true);
   o.progress = [&bar](std::size_t done, std::size_t total) {
