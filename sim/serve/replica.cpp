@@ -131,11 +131,20 @@ void Replica::expire(TimeNs now) {
   }
 }
 
+namespace {
+bool same_shape(const BatchShape& a, const BatchShape& b) {
+  return a.prefill_seqs == b.prefill_seqs && a.prefill_tokens == b.prefill_tokens && a.prefill_attn_pairs == b.prefill_attn_pairs &&
+         a.prefill_kv_tokens == b.prefill_kv_tokens && a.prefill_sampled == b.prefill_sampled && a.decode_seqs == b.decode_seqs &&
+         a.decode_kv_tokens == b.decode_kv_tokens;
+}
+}  // namespace
+
 std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
   run_policy(now);
   if (!account_plan(now)) return std::nullopt;
-  StepTime step = cost_->step_time(plan_.shape);
+  StepTime step = have_priced_ && same_shape(priced_shape_, plan_.shape) ? priced_step_ : cost_->step_time(plan_.shape);
+  have_priced_ = false;
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
@@ -285,7 +294,12 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
     plan_.shape.decode_kv_tokens = static_cast<double>(st.lazy_computed_sum + n);
     const StepTime step = cost_->step_time(plan_.shape);
     const TimeNs end = now + std::max<TimeNs>(1, seconds_to_ns(step.time_s + 0.0));
-    if (end >= horizon_ns) break;  // another event comes first (or at the same instant)
+    if (end >= horizon_ns) {  // another event comes first (or at the same instant)
+      priced_shape_ = plan_.shape;
+      priced_step_ = step;
+      have_priced_ = true;
+      break;
+    }
     // start_iteration: decode_lazy's new blocks, then account_plan and record_iteration.
     for (const std::uint32_t slot : opening) st.kv.append_free_block(slot);
     st.frag_slots += fresh * block - n;

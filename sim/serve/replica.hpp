@@ -144,6 +144,12 @@ class Replica {
   FleetKv& fleet_kv_;
   IterationPlan plan_;
   std::unique_ptr<StepCostModel> cost_;  // prices plan_ (serve/step_cost.hpp)
+  // The step a quiet decode run priced but did not run (the next event came first): the
+  // iteration start_iteration plans next has that shape, and the cost model is a pure function
+  // of it, so it is not priced twice.
+  BatchShape priced_shape_;
+  StepTime priced_step_;
+  bool have_priced_ = false;
   bool use_decode_window_ = true;
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;
