@@ -2,7 +2,8 @@
 # Vidur's published scenario side by side: Llama-2-70B, TP2 on A100 80GB SXM, vLLM scheduler
 # (128 sequences, 4096 batched tokens, block 16), 100,000 requests of 1024 prompt / 256 output
 # tokens, Poisson 1 req/s (bench/vidur.json). Times `servesim run` pinned to one core with the
-# outputs off (and once more with requests.csv on): wall time and peak RSS, median of RUNS.
+# outputs off (and once more with requests.csv on): wall time, CPU time (user + sys) and peak RSS,
+# medians of RUNS.
 # Usage: bench/vidur_side_by_side.sh [REQUESTS.csv]
 #   REQUESTS.csv: the request list vidur simulated (its trace format: arrived_at,
 #   num_prefill_tokens,num_decode_tokens), replayed as is; without it the generator draws the
@@ -30,7 +31,7 @@ echo "host: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (a sha
 time_runs() {  # label, extra run flags...
   local label=$1
   shift
-  local walls=() rss=()
+  local walls=() rss=() cpus=()
   for ((run = 0; run < RUNS; run++)); do
     out=$(mktemp -d)
     /usr/bin/time -v -o "$out/time.txt" taskset -c "$CPU" "$BIN" run bench/vidur.json --quiet --out "$out" \
@@ -38,12 +39,16 @@ time_runs() {  # label, extra run flags...
     walls+=("$(sed -nE 's/.*Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (([0-9]+):)?([0-9.]+)$/\2 \3/p' "$out/time.txt" |
                awk '{print ($2 == "" ? $1 : $1 * 60 + $2)}')")
     rss+=("$(sed -nE 's/.*Maximum resident set size \(kbytes\): ([0-9]+)/\1/p' "$out/time.txt")")
+    # user + sys: what the run cost its core (on a loaded host wall time also counts waiting for it)
+    cpus+=("$(awk -F': ' '/User time \(seconds\)|System time \(seconds\)/ {s += $2} END {print s}' "$out/time.txt")")
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['requests']['completed'] > 0" "$out/report.json"
     rm -rf "$out"
   done
-  printf '%s\n' "${walls[@]}" | sort -g | awk -v label="$label" -v rss="$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)" \
-    '{w[NR] = $1} END {printf "%-22s median_wall_s %.3f  min_wall_s %.3f  peak_rss_MB %.1f  runs %d\n", label,
-      (NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2), w[1], rss / 1024, NR}'
+  local cpu_median
+  cpu_median=$(printf '%s\n' "${cpus[@]}" | sort -g | awk '{c[NR] = $1} END {printf "%.3f", NR % 2 ? c[(NR + 1) / 2] : (c[NR / 2] + c[NR / 2 + 1]) / 2}')
+  printf '%s\n' "${walls[@]}" | sort -g | awk -v label="$label" -v cpu="$cpu_median" -v rss="$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)" \
+    '{w[NR] = $1} END {printf "%-22s median_wall_s %.3f  min_wall_s %.3f  median_cpu_s %s  peak_rss_MB %.1f  runs %d\n", label,
+      (NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2), w[1], cpu, rss / 1024, NR}'
 }
 time_runs "outputs off" --no-csv
 time_runs "requests.csv on"
