@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "sim/cli/failure.hpp"
 #include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
@@ -66,6 +67,7 @@ Scenario ScenarioSource::load(const std::vector<std::string>& extra, long long s
   if (slo) {
     for (auto& c : s.workload.classes) c.slo = *slo;
   }
+  remember_scenario(s);  // for a bug report, should one come
   return s;
 }
 

@@ -1,5 +1,6 @@
 // Subcommands of the servesim CLI. Each takes the arguments after its name and returns the exit
-// code (0 ok, 1 internal failure, 2 bad input). Errors are thrown; main maps them to codes.
+// code (0 ok, 2 bad input, 3 drift past a threshold). Errors are thrown; dispatch maps them to codes
+// (cli/failure.hpp: 2 for bad input, 70 for a bug).
 #pragma once
 #include <string>
 #include <vector>

@@ -1,8 +1,9 @@
-// Subcommand dispatch and the mapping from errors to exit codes: bad input prints one line and
-// exits 2; anything unexpected exits 1.
+// Subcommand dispatch and the mapping from errors to exit codes (cli/failure.hpp): bad input
+// prints one line and exits 2; anything unexpected is reported as a bug and exits 70.
 #include <iostream>
 
 #include "sim/cli/commands.hpp"
+#include "sim/cli/failure.hpp"
 #include "sim/core/error.hpp"
 #include "sim/dist/job_split.hpp"
 #include "sim/io/output_file.hpp"
@@ -78,12 +79,8 @@ int dispatch(const std::vector<std::string>& argv) {
   } catch (const PartialWritten& w) {  // a shard of sweep or plan stops once its file is written
     std::cerr << "servesim: " << w.message << "\n";
     return kExitOk;
-  } catch (const InputError& e) {
-    std::cerr << "servesim: error: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "servesim: internal error: " << e.what() << "\n";
-    return kExitInternal;
+  } catch (...) {
+    return report_failure(std::cerr);
   }
 }
 

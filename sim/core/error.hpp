@@ -1,5 +1,6 @@
 // Error types and the exit codes they map to: bad input (2) names the file and JSON path;
-// anything else is an internal failure (1).
+// anything else is a bug in servesim (70, sysexits.h's EX_SOFTWARE: distinct from every exit
+// code a command returns on purpose; cli/failure.hpp prints it).
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -7,7 +8,7 @@
 namespace servesim {
 
 constexpr int kExitOk = 0;
-constexpr int kExitInternal = 1;
+constexpr int kExitInternal = 70;
 constexpr int kExitBadInput = 2;
 
 // Bad user input. what() is one line: "<file>: <json.path>: <message>".
