@@ -1,10 +1,12 @@
 // `servesim gen-trace SCENARIO.json --format azure|burstgpt|splitwise|jsonl --out FILE`: writes the
 // scenario's request stream (arrivals, lengths, classes) as a trace in one of the formats the
 // readers take. The project's sample traces in scenarios/traces/ are made this way.
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "sim/analysis/work_estimate.hpp"
 #include "sim/cli/analysis_common.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
@@ -35,7 +37,18 @@ int cmd_gen_trace(const std::vector<std::string>& args) {
   bool known = false;
   for (const auto& f : trace_formats()) known = known || f == format;
   if (!known) throw InputError("servesim gen-trace", "--format", "unknown format '" + format + "'");
-  const Scenario s = scenario_source(p, p["scenario"].as<std::string>()).load();
+  const std::string path = p["scenario"].as<std::string>();
+  const Scenario s = scenario_source(p, path).load();
+  // The trace is built in memory and written at the end (a failed run leaves no half-written
+  // file): 1e7 rows are about 600 MB. Refused before generating when the scenario says how many;
+  // a trace-driven workload (not counted ahead) is stopped at the limit.
+  constexpr double kMaxRows = 1e7;
+  if (const WorkEstimate e = estimate_work(s); e.bounded && e.requests > kMaxRows) {
+    char asked[32];
+    std::snprintf(asked, sizeof asked, "%.2g", e.requests);
+    throw InputError(path, "workload.num_requests", std::string("gen-trace writes at most 1e7 requests; the workload has about ") + asked +
+                                                        " (workload.num_requests, or duration_s x arrival rate)");
+  }
   WorkloadGenerator gen(s.workload, s.seed);
   std::ostringstream os;
   if (format != "jsonl") os << trace_header_line(format) << "\n";
@@ -52,7 +65,7 @@ int cmd_gen_trace(const std::vector<std::string>& args) {
       rec.prefix_id = rec.cls + "/system";
     }
     os << trace_row_line(format, rec) << "\n";
-    if (++n > 10'000'000) throw InputError("servesim gen-trace", "", "more than 1e7 requests: set workload.num_requests");
+    if (static_cast<double>(++n) > kMaxRows) throw InputError(path, "workload.num_requests", "gen-trace writes at most 1e7 requests: set workload.num_requests");
   }
   write_file(p["out"].as<std::string>(), os.str());
   std::cout << "wrote " << n << " requests to " << p["out"].as<std::string>() << "\n";

@@ -6,12 +6,31 @@
 
 namespace servesim::cli {
 
+namespace {
+// The flag whose value cxxopts could not parse ("Argument 'abc' failed to parse" names only the
+// value): the first --flag=VALUE or --flag VALUE whose VALUE the message quotes; "" if none.
+std::string flag_of_bad_value(const std::vector<std::string>& args, const std::string& message) {
+  const auto quoted = [&message](const std::string& v) {
+    return message.find("\u2018" + v + "\u2019") != std::string::npos || message.find("'" + v + "'") != std::string::npos;
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-') continue;
+    const auto eq = a.find('=');
+    if (eq != std::string::npos ? quoted(a.substr(eq + 1)) : i + 1 < args.size() && quoted(args[i + 1])) return a.substr(0, eq);
+  }
+  return "";
+}
+}  // namespace
+
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   argv.push_back(options.program().c_str());
   for (const auto& a : args) argv.push_back(a.c_str());
   try {
     return options.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    throw InputError(options.program(), flag_of_bad_value(args, e.what()), e.what());
   } catch (const cxxopts::exceptions::exception& e) {
     throw InputError(options.program(), "", e.what());
   }

@@ -46,6 +46,12 @@ case_hang_plan_many_options() {
   expect 2 "--no-work-limit" -- plan --model llama-3-8b --rate 5 --slo ttft=2s,tpot=100ms --quant bf16,fp8 --replications 100
   grep -qF -- "--replications" "$WORK/stderr" || fail "does not name --replications"
 }
+case_hang_gen_trace_1e8_requests() {
+  # Refused before generating (the limit used to fire only after 1e7 rows were built in memory).
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 100000000}"
+  expect 2 "s.json: workload.num_requests" -- gen-trace s.json --format jsonl --out t.jsonl
+  [ ! -e t.jsonl ] || fail "a refused gen-trace wrote t.jsonl"
+}
 case_hang_all_at_once_huge() {
   scenario s.json '{ "num_requests": 100000000, "arrival": { "impl": "all_at_once" },
     "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
@@ -183,6 +189,11 @@ case_msg_null_value() {
   scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": null}"
   expect 2 "workload.num_requests" -- run s.json --out out --quiet
   ! grep -q "null null" "$WORK/stderr" || fail "says 'null null'"
+}
+case_msg_flag_value_not_a_number() {
+  # cxxopts' own message ("Argument 'abc' failed to parse") names the value, not the flag.
+  expect 2 "servesim plan: --rate: " -- plan --model llama-3-8b --rate abc --slo ttft=1s
+  expect 2 "servesim run: --replications: " -- run s.json --replications=1e3
 }
 case_msg_hf_config_without_model_type() {
   echo '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32}' >config.json
