@@ -84,8 +84,6 @@ std::string config_name(const PlanRow& r) {
   return s + ", " + std::to_string(r.replicas) + (r.replicas == 1 ? " replica)" : " replicas)");
 }
 
-// The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
-// below the table, why the others were left out.
 // The pairs the bands file covers, for the legend under the table.
 std::string validated_pairs(const std::vector<ErrorBand>& bands) {
   std::set<std::string> pairs;
@@ -95,6 +93,8 @@ std::string validated_pairs(const std::vector<ErrorBand>& bands) {
   return out;
 }
 
+// The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
+// below the table, why the others were left out.
 void print_plan(const PlanResult& r, const Scenario& workload, double rate, const std::string& workload_name,
                 const std::vector<ErrorBand>& bands) {
   if (r.cheapest) {
@@ -156,9 +156,14 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
     for (const auto& note : notes) std::printf("  %s\n", note.c_str());
   }
 }
-}  // namespace
+// The scenario key for an arrival rate, printed so that it reads back as the same double.
+std::string rate_assignment(double rate_per_s) {
+  char key[80];
+  std::snprintf(key, sizeof key, "workload.arrival.rate_per_s=%.17g", rate_per_s);
+  return key;
+}
 
-int cmd_plan(const std::vector<std::string>& args) {
+cxxopts::Options plan_flags() {
   cxxopts::Options opts("servesim plan", "The cheapest GPUs to serve a rate under an SLO: GPUs, replicas and cost per option");
   opts.add_options()("model", "model name or path", cxxopts::value<std::string>())(
       "rate", "target arrival rate, req/s", cxxopts::value<double>())(
@@ -178,6 +183,123 @@ int cmd_plan(const std::vector<std::string>& args) {
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, true);
+  return opts;
+}
+
+// --tp and --ep: GPU counts of 1, 2, 4 or 8 (`word` is the flag's other accepted value).
+std::vector<int> parallel_sizes(const std::vector<std::string>& sizes, const std::string& flag, const std::string& word) {
+  std::vector<int> out;
+  for (const auto& s : sizes) {
+    if (s != "1" && s != "2" && s != "4" && s != "8") throw InputError("servesim plan", flag, "sizes are 1, 2, 4 or 8 (or " + word + "), got '" + s + "'");
+    out.push_back(std::stoi(s));
+  }
+  return out;
+}
+
+// The tensor- and expert-parallel sizes to try.
+struct ParallelChoice {
+  bool auto_tp = false;  // only the smallest TP that fits each GPU and precision
+  std::vector<int> tps;
+  bool ep_is_tp = false;  // expert parallelism over the whole TP group
+  std::vector<int> eps;
+
+  // The expert-parallel sizes that go with a TP size: those that divide it.
+  std::vector<int> eps_for(int tp) const {
+    if (ep_is_tp) return {tp};
+    std::vector<int> out;
+    for (int e : eps) {
+      if (tp % e == 0) out.push_back(e);
+    }
+    return out;
+  }
+};
+
+ParallelChoice parallel_choice(const cxxopts::ParseResult& p) {
+  ParallelChoice c;
+  c.auto_tp = p["tp"].as<std::string>() == "auto";
+  c.tps = parallel_sizes(c.auto_tp ? std::vector<std::string>{"1", "2", "4", "8"} : split(p["tp"].as<std::string>()), "--tp", "auto");
+  c.ep_is_tp = p["ep"].as<std::string>() == "tp";
+  c.eps = parallel_sizes(c.ep_is_tp ? std::vector<std::string>{} : split(p["ep"].as<std::string>()), "--ep", "tp");
+  return c;
+}
+
+// One replica of `opt` at `rate_per_s`: the workload scenario with the option's keys set. Loading
+// checks the dtype, the TP split of the heads and (plan_memory) that the model fits.
+Scenario option_scenario(const ScenarioSource& src, const std::string& model, const PlanOption& opt, double rate_per_s,
+                         std::uint64_t seed) {
+  std::vector<std::string> keys = {"model=\"" + model + "\"", "hardware=\"" + opt.hw + "\"", rate_assignment(rate_per_s),
+                                   "parallel.tensor_parallel_size=" + std::to_string(opt.tp)};
+  if (opt.ep > 1) keys.push_back("parallel.expert_parallel_size=" + std::to_string(opt.ep));
+  if (opt.quant == "bf16" || opt.quant == "fp16") {
+    keys.push_back("dtype=\"" + opt.quant + "\"");
+  } else {
+    keys.push_back("quantization.method=\"" + opt.quant + "\"");
+  }
+  Scenario s = src.load(keys, static_cast<long long>(seed));
+  plan_memory(s);  // throws InputError when the model does not fit
+  return s;
+}
+
+// Every (GPU, precision, TP, EP) to plan. With --tp auto, the smallest TP that loads; when none
+// does, TP 1 is listed and plan reports why it does not fit.
+std::vector<PlanOption> plan_options(const std::vector<std::string>& hws, const std::vector<std::string>& quants,
+                                     const ParallelChoice& sizes, const PlanScenarioFactory& make, double rate_per_s) {
+  std::vector<PlanOption> options;
+  for (const auto& hw : hws) {
+    for (const auto& q : quants) {
+      if (!sizes.auto_tp) {
+        for (int tp : sizes.tps) {
+          for (int ep : sizes.eps_for(tp)) options.push_back({hw, q, tp, ep});
+        }
+        continue;
+      }
+      PlanOption chosen{hw, q, 1};
+      for (int tp : sizes.tps) {
+        try {
+          make({hw, q, tp}, rate_per_s, 0);
+          chosen.tp = tp;
+          break;
+        } catch (const InputError&) {
+        }
+      }
+      for (int ep : sizes.eps_for(chosen.tp)) options.push_back({hw, q, chosen.tp, ep});
+    }
+  }
+  return options;
+}
+
+// Every option runs a search (its expected probes, each R replications) and one run at the
+// stable rate, at the target rate's workload; the options run in parallel, one probe each.
+// With --mpi or --shard, the options of the busiest process (the same on every rank).
+void check_plan_work(const Scenario& assumed, std::size_t options, const Distribution& dist, const SaturateOptions& s) {
+  const auto reps = static_cast<std::size_t>(s.replications);
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t here = dist.split ? dist.split->busiest_share(options) : options;
+  check_work({assumed}, here * (reps * static_cast<std::size_t>(expected_probes(s)) + 1), WorkBudget{}, "servesim plan",
+             "--hw, --quant, --tp, --ep (" + std::to_string(options) + " options), --replications or the --workload's num_requests",
+             "--no-work-limit", std::min(here, cores) * reps);
+}
+
+// --json: the assumptions, the cheapest row (null when none meets the SLO) and every row.
+nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenario& assumed, double rate,
+                         const std::string& workload_ref) {
+  const RequestClass& c = assumed.workload.classes.front();
+  nlohmann::json j = {{"target_rate_per_s", rate},
+                      {"workload", {{"scenario", workload_ref},
+                                    {"arrival", describe_arrival(assumed.workload.arrival)},
+                                    {"prompt_tokens", describe_lengths(c.prompt_tokens)},
+                                    {"output_tokens", describe_lengths(c.output_tokens)}}},
+                      {"slo", {{"ttft_s", c.slo.ttft_s}, {"tpot_s", c.slo.tpot_s}, {"e2e_s", c.slo.e2e_s},
+                               {"percentile", c.slo.percentile}, {"min_success_frac", c.slo.min_success_frac}}},
+                      {"cheapest", nullptr},
+                      {"rows", table_to_json(t)}};
+  if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
+  return j;
+}
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& args) {
+  cxxopts::Options opts = plan_flags();
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
@@ -197,66 +319,12 @@ int cmd_plan(const std::vector<std::string>& args) {
   for (const auto& hw : hws) resolve_data_ref("hwprofiles", hw, "servesim plan", "--hw");
   const std::vector<std::string> quants = split(p["quant"].as<std::string>());
   for (const auto& q : quants) check_quant(q);
-  const bool auto_tp = p["tp"].as<std::string>() == "auto";
-  std::vector<int> tps;
-  for (const auto& t : auto_tp ? std::vector<std::string>{"1", "2", "4", "8"} : split(p["tp"].as<std::string>())) {
-    if (t != "1" && t != "2" && t != "4" && t != "8") throw InputError("servesim plan", "--tp", "sizes are 1, 2, 4 or 8 (or auto), got '" + t + "'");
-    tps.push_back(std::stoi(t));
-  }
-  const bool ep_is_tp = p["ep"].as<std::string>() == "tp";
-  std::vector<int> eps;
-  for (const auto& e : ep_is_tp ? std::vector<std::string>{} : split(p["ep"].as<std::string>())) {
-    if (e != "1" && e != "2" && e != "4" && e != "8") throw InputError("servesim plan", "--ep", "sizes are 1, 2, 4 or 8 (or tp), got '" + e + "'");
-    eps.push_back(std::stoi(e));
-  }
-  // The expert-parallel sizes that go with a TP size: those that divide it.
-  const auto eps_for = [&](int tp) {
-    if (ep_is_tp) return std::vector<int>{tp};
-    std::vector<int> out;
-    for (int e : eps) {
-      if (tp % e == 0) out.push_back(e);
-    }
-    return out;
+  const ParallelChoice sizes = parallel_choice(p);
+  const PlanScenarioFactory make = [&](const PlanOption& opt, double r, std::uint64_t seed) {
+    return option_scenario(src, model, opt, r, seed);
   };
-  // One replica of `opt` at `r` req/s: the workload scenario with the option's keys set. Loading
-  // checks the dtype, the TP split of the heads and (plan_memory) that the model fits.
-  const auto make = [&](const PlanOption& opt, double r, std::uint64_t seed) -> Scenario {
-    char rate_key[80];
-    std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", r);
-    std::vector<std::string> keys = {"model=\"" + model + "\"", "hardware=\"" + opt.hw + "\"", rate_key,
-                                     "parallel.tensor_parallel_size=" + std::to_string(opt.tp)};
-    if (opt.ep > 1) keys.push_back("parallel.expert_parallel_size=" + std::to_string(opt.ep));
-    if (opt.quant == "bf16" || opt.quant == "fp16") {
-      keys.push_back("dtype=\"" + opt.quant + "\"");
-    } else {
-      keys.push_back("quantization.method=\"" + opt.quant + "\"");
-    }
-    Scenario s = src.load(keys, static_cast<long long>(seed));
-    plan_memory(s);  // throws InputError when the model does not fit
-    return s;
-  };
-  std::vector<PlanOption> options;
-  for (const auto& hw : hws) {
-    for (const auto& q : quants) {
-      if (!auto_tp) {
-        for (int tp : tps) {
-          for (int ep : eps_for(tp)) options.push_back({hw, q, tp, ep});
-        }
-        continue;
-      }
-      // auto: the smallest TP that fits; when none fits, TP 1 is listed with the reason.
-      PlanOption chosen{hw, q, 1};
-      for (int tp : tps) {
-        try {
-          make({hw, q, tp}, rate, 0);
-          chosen.tp = tp;
-          break;
-        } catch (const InputError&) {
-        }
-      }
-      for (int ep : eps_for(chosen.tp)) options.push_back({hw, q, chosen.tp, ep});
-    }
-  }
+  const std::vector<PlanOption> options = plan_options(hws, quants, sizes, make, rate);
+
   const Distribution dist = distribution(p, "plan", args);
   PlanOptions o;
   o.target_rate_per_s = rate;
@@ -267,20 +335,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
   o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);
-  char rate_key[80];
-  std::snprintf(rate_key, sizeof rate_key, "workload.arrival.rate_per_s=%.17g", rate);
-  const Scenario assumed = src.load({"model=\"" + model + "\"", rate_key});
-  if (!p.count("no-work-limit")) {
-    // Every option runs a search (its expected probes, each R replications) and one run at the
-    // stable rate, at the target rate's workload; the options run in parallel, one probe each.
-    // With --mpi or --shard, the options of the busiest process (the same on every rank).
-    const auto reps = static_cast<std::size_t>(o.saturate.replications);
-    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t here = dist.split ? dist.split->busiest_share(options.size()) : options.size();
-    check_work({assumed}, here * (reps * static_cast<std::size_t>(expected_probes(o.saturate)) + 1), WorkBudget{},
-               "servesim plan", "--hw, --quant, --tp, --ep (" + std::to_string(options.size()) + " options), --replications or the --workload's num_requests",
-               "--no-work-limit", std::min(here, cores) * reps);
-  }
+  const Scenario assumed = src.load({"model=\"" + model + "\"", rate_assignment(rate)});
+  if (!p.count("no-work-limit")) check_plan_work(assumed, options.size(), dist, o.saturate);
+
   ProgressBar bar(true);
   o.progress = [&bar](std::size_t done, std::size_t total) {
     bar.update(static_cast<double>(done) / static_cast<double>(total), std::to_string(done) + "/" + std::to_string(total) + " options");
@@ -299,18 +356,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     write_file(p["md"].as<std::string>(), os.str());
   }
   if (p.count("json")) {
-    const RequestClass& c = assumed.workload.classes.front();
-    nlohmann::json j = {{"target_rate_per_s", rate},
-                        {"workload", {{"scenario", workload_ref},
-                                      {"arrival", describe_arrival(assumed.workload.arrival)},
-                                      {"prompt_tokens", describe_lengths(c.prompt_tokens)},
-                                      {"output_tokens", describe_lengths(c.output_tokens)}}},
-                        {"slo", {{"ttft_s", c.slo.ttft_s}, {"tpot_s", c.slo.tpot_s}, {"e2e_s", c.slo.e2e_s},
-                                 {"percentile", c.slo.percentile}, {"min_success_frac", c.slo.min_success_frac}}},
-                        {"cheapest", nullptr},
-                        {"rows", table_to_json(t)}};
-    if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
-    std::cout << j.dump(2) << "\n";
+    std::cout << plan_json(result, t, assumed, rate, workload_ref).dump(2) << "\n";
   } else {
     print_plan(result, assumed, rate, workload_ref, bands);
   }
