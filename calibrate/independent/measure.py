@@ -513,7 +513,19 @@ MOE_SHAPES = {  # name: experts, hidden, expert ffn, top-k (config.json of each 
     "mixtral-8x7b": (8, 4096, 14336, 2),
     "qwen3-30b-a3b": (128, 2048, 768, 8),
     "deepseek-v3": (256, 7168, 2048, 8),
+    # More expert shapes (run e), so that a shape held out of the grouped-GEMM fit still has
+    # neighbours of its kind (few large experts, many small ones). Hub config.json fields:
+    "mixtral-8x22b": (8, 6144, 16384, 2),        # mistralai/Mixtral-8x22B-v0.1
+    "dbrx": (16, 6144, 10752, 4),                # databricks/dbrx-base (d_model, ffn_hidden_size)
+    "phi-3.5-moe": (16, 4096, 6400, 2),          # microsoft/Phi-3.5-MoE-instruct
+    "llama-4-scout": (16, 5120, 8192, 1),        # meta-llama/Llama-4-Scout-17B-16E (routed experts)
+    "qwen2-57b-a14b": (64, 3584, 2560, 8),       # Qwen/Qwen2-57B-A14B (moe_intermediate_size)
+    "olmoe-1b-7b": (64, 2048, 1024, 8),          # allenai/OLMoE-1B-7B-0924
+    "qwen3-235b-a22b": (128, 4096, 1536, 8),     # Qwen/Qwen3-235B-A22B (moe_intermediate_size)
+    "gpt-oss-120b": (128, 2880, 2880, 4),        # openai/gpt-oss-120b (bf16 here; it ships MXFP4)
 }
+# MEASURE_MOE_SHAPES=a,b: only these shapes (default: the first three, as in run b).
+MOE_DEFAULT_SHAPES = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"]
 
 
 def moe_block(torch, F, x, router, w13, w2, topk, grouped):
@@ -551,7 +563,8 @@ def section_moe(torch, F, quick, res):
     def grouped_mm(a, w, offs):  # w [E, N, K] (row-major like nn.Linear), a [rows, K]
         return torch._grouped_mm(a, w.transpose(-2, -1), offs=offs)
 
-    shapes = MOE_SHAPES if not quick else {"mixtral-8x7b": MOE_SHAPES["mixtral-8x7b"]}
+    names = os.environ.get("MEASURE_MOE_SHAPES", ",".join(MOE_DEFAULT_SHAPES)).split(",")
+    shapes = {n: MOE_SHAPES[n] for n in names} if not quick else {"mixtral-8x7b": MOE_SHAPES["mixtral-8x7b"]}
     for name, (E, H, Fe, topk) in shapes.items():
         w13 = torch.randn(E, 2 * Fe, H, device="cuda", dtype=torch.bfloat16) * 0.02
         w2 = torch.randn(E, H, Fe, device="cuda", dtype=torch.bfloat16) * 0.02
@@ -825,7 +838,7 @@ SECTIONS = {  # name -> (function, time limit s)
     "gemm": (section_gemm, 150),
     "gemm_fp8_fast": (section_gemm, 150),  # run with MEASURE_FP8_FAST_ACCUM=1 MEASURE_GEMM_DTYPES=fp8
     "attention": (section_attention, 90),
-    "moe": (section_moe, 120),
+    "moe": (section_moe, 240),
     "hf_generate": (section_hf_generate, 200),
     "hf_cb": (section_hf_cb, 300),
 }

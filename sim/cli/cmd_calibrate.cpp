@@ -14,6 +14,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
@@ -153,34 +154,39 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-// `calibrate grouped-gemm RUN.json --hw PROFILE --fit-models a,b`: fits the profile's grouped-GEMM
-// table on some expert shapes of a measure.py run and prints it with every point's error (the
-// other shapes' points are held out).
+// `calibrate grouped-gemm RUN.json [RUN.json ...] --hw PROFILE --fit-models a,b`: fits the profile's
+// grouped-GEMM table on some expert shapes of measure.py runs and prints it with every point's
+// error (the other shapes' points are held out).
 int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   const std::string cmd = "servesim calibrate grouped-gemm";
   cxxopts::Options opts(cmd, "Fit the grouped (MoE) GEMM efficiency table of a hardware profile");
-  opts.add_options()("run", "calibrate/independent/measure.py output with a moe section", cxxopts::value<std::string>())(
-      "hw", "hardware profile the run was measured on", cxxopts::value<std::string>())(
+  opts.add_options()("runs", "calibrate/independent/measure.py outputs with a moe section",
+                     cxxopts::value<std::vector<std::string>>())("hw", "hardware profile the runs were measured on",
+                                                                  cxxopts::value<std::string>())(
       "fit-models", "expert shapes the table is fitted on (the others are held out)", cxxopts::value<std::string>())(
       "h,help", "show help");
-  opts.parse_positional({"run"});
+  opts.parse_positional({"runs"});
   const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
     return kExitOk;
   }
-  for (const char* key : {"run", "hw", "fit-models"}) {
-    if (!p.count(key)) throw InputError(cmd, std::string("--") + key, "required");
+  for (const char* key : {"runs", "hw", "fit-models"}) {
+    if (!p.count(key)) throw InputError(cmd, key == std::string("runs") ? "RUN.json" : std::string("--") + key, "required");
   }
-  const std::string run = p["run"].as<std::string>();
-  const nlohmann::json doc = load_json_file(run);
-  if (!doc.contains("sections") || !doc["sections"].contains("moe")) throw InputError(run, "sections.moe", "missing");
-  const auto points = grouped_gemm_points(doc["sections"]["moe"], run);
+  const auto runs = p["runs"].as<std::vector<std::string>>();
+  std::vector<GroupedGemmPoint> points;
+  for (const std::string& run : runs) {
+    const nlohmann::json doc = load_json_file(run);
+    if (!doc.contains("sections") || !doc["sections"].contains("moe")) throw InputError(run, "sections.moe", "missing");
+    const auto more = grouped_gemm_points(doc["sections"]["moe"], run);
+    points.insert(points.end(), more.begin(), more.end());
+  }
   HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw"));
   const std::vector<std::string> models = split_commas(p["fit-models"].as<std::string>());
   const std::set<std::string> fit_models(models.begin(), models.end());
   const auto table = fit_grouped_gemm_frac(points, fit_models, hw);
-  if (table.empty()) throw InputError(cmd, "--fit-models", "no grouped rows of these models in " + run);
+  if (table.empty()) throw InputError(cmd, "--fit-models", "no grouped rows of these models in " + join_names(runs));
   std::cout << "\"frac_by_tokens_per_expert\": " << nlohmann::json(table).dump() << "\n";
   hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(table);
   std::printf("%-14s %-8s %8s %10s %10s %8s %s\n", "model", "proj", "tokens/e", "measured", "model", "error", "set");

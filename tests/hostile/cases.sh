@@ -206,3 +206,9 @@ case_msg_csv_with_byte_order_mark() {
   expect 0 "" -- run s.json --out out --quiet
   [ -s out/report.json ] || fail "no report.json"
 }
+case_msg_calibrate_grouped_gemm_bad_runs() {
+  expect 2 "RUN.json: required" -- calibrate grouped-gemm --hw h200-sxm --fit-models mixtral-8x7b
+  echo '{"schema": "servesim-independent/1", "sections": {}}' >run.json
+  expect 2 "run.json: sections.moe" -- calibrate grouped-gemm run.json --hw h200-sxm --fit-models mixtral-8x7b
+  expect 2 "missing.json" -- calibrate grouped-gemm missing.json run.json --hw h200-sxm --fit-models mixtral-8x7b
+}

@@ -28,8 +28,39 @@ using namespace servesim;
 
 namespace {
 
-const std::string kRun = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/independent/run_b.json";
-const std::set<std::string> kShapes = {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"};
+const std::string kRunDir = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/independent/";
+// run b: Mixtral-8x7B, Qwen3-30B-A3B, DeepSeek-V3; run e: eight more expert shapes and Mixtral-8x7B again.
+const std::vector<std::string> kRuns = {kRunDir + "run_b.json", kRunDir + "run_e.json"};
+
+// Every balanced grouped-GEMM row of both runs.
+std::vector<GroupedGemmPoint> all_points() {
+  std::vector<GroupedGemmPoint> out;
+  for (const std::string& run : kRuns) {
+    const nlohmann::json doc = load_json_file(run);
+    const auto more = grouped_gemm_points(doc["sections"]["moe"], run);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+// Every whole-block row of both runs.
+std::vector<nlohmann::json> all_blocks() {
+  std::vector<nlohmann::json> out;
+  for (const std::string& run : kRuns) {
+    const nlohmann::json doc = load_json_file(run);  // named: a range-for keeps only its outermost temporary alive
+    for (const auto& row : doc["sections"]["moe"]["block"]) {
+      out.push_back(row);
+      out.back()["run"] = run.substr(run.rfind('/') + 1);
+    }
+  }
+  return out;
+}
+
+std::set<std::string> shapes_of(const std::vector<GroupedGemmPoint>& points) {
+  std::set<std::string> out;
+  for (const GroupedGemmPoint& p : points) out.insert(p.model);
+  return out;
+}
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -65,7 +96,7 @@ double moe_layer_s(const nlohmann::json& row, const HwProfile& hw, const KernelP
 // The profile with its grouped-GEMM table refitted on every measured shape but `held`: nothing
 // measured on that expert shape reaches a prediction checked against it.
 HwProfile without_shape(const HwProfile& hw, const std::vector<GroupedGemmPoint>& points, const std::string& held) {
-  std::set<std::string> others = kShapes;
+  std::set<std::string> others = shapes_of(points);
   others.erase(held);
   HwProfile out = hw;
   out.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(fit_grouped_gemm_frac(points, others, hw));
@@ -75,11 +106,11 @@ HwProfile without_shape(const HwProfile& hw, const std::vector<GroupedGemmPoint>
 }  // namespace
 
 TEST_CASE("H200 grouped expert GEMMs: the profile's table is the fit; each shape held out in turn") {
-  const auto doc = load_json_file(kRun);
-  const auto points = grouped_gemm_points(doc["sections"]["moe"], kRun);
+  const auto points = all_points();
+  const std::set<std::string> shapes = shapes_of(points);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "", ""));
   // The committed table is what the fit on every shape gives (rerunnable from the data).
-  const auto fitted = fit_grouped_gemm_frac(points, kShapes, hw);
+  const auto fitted = fit_grouped_gemm_frac(points, shapes, hw);
   REQUIRE(fitted.size() == hw.grouped_gemm_frac_by_tokens_per_expert.points().size());
   for (std::size_t i = 0; i < fitted.size(); ++i) {
     CHECK(fitted[i].first == hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].first);
@@ -90,7 +121,7 @@ TEST_CASE("H200 grouped expert GEMMs: the profile's table is the fit; each shape
   std::printf("grouped GEMMs on the H200 (torch._grouped_mm, bf16): measured vs servesim with the table refitted\n"
               "without the row's shape (leave one shape out), and with no table (the dense-equivalent GEMM alone)\n");
   std::printf("%-14s %-8s %8s %11s %11s %8s %10s\n", "shape", "proj", "tokens/e", "measured ms", "servesim ms", "error", "untabled");
-  for (const std::string& held : kShapes) {
+  for (const std::string& held : shapes) {
     const HwProfile loso = without_shape(hw, points, held);
     std::vector<double> err, raw_err;
     for (const GroupedGemmPoint& p : points) {
@@ -112,26 +143,26 @@ TEST_CASE("H200 grouped expert GEMMs: the profile's table is the fit; each shape
 }
 
 TEST_CASE("H200 MoE FFN block (router to weighted scatter) vs servesim's MoE layer, every shape held out") {
-  const auto doc = load_json_file(kRun);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "", ""));
   // Each block is timed with the grouped-GEMM table refitted without its shape's GEMM rows; the
   // shipped profile's table (fitted on every shape's GEMM rows) is printed beside it.
-  const auto points = grouped_gemm_points(doc["sections"]["moe"], kRun);
+  const auto points = all_points();
   std::map<std::string, HwProfile> held_out_hw;
-  for (const std::string& held : kShapes) held_out_hw.emplace(held, without_shape(hw, points, held));
+  for (const std::string& held : shapes_of(points)) held_out_hw.emplace(held, without_shape(hw, points, held));
   // The block is plain PyTorch in one CUDA graph: the torch-cudagraph engine's kernel plan.
   const KernelPlan plan = load_engine_profile("torch-cudagraph", "test", "engine").kernels;
   std::printf("MoE FFN block on the H200 (plain PyTorch, CUDA graph): measured vs servesim, one layer\n");
   std::printf("%-14s %7s %9s %11s %11s %8s %14s\n", "shape", "tokens", "tokens/e", "measured ms", "servesim ms", "error",
               "shipped table");
-  std::map<std::string, std::vector<double>> errors, shipped_errors;
-  for (const auto& row : doc["sections"]["moe"]["block"]) {
+  std::map<std::string, std::vector<double>> errors, shipped_errors, mixtral_by_run;
+  for (const auto& row : all_blocks()) {
     const std::string model = row["model"].get<std::string>();
     REQUIRE(held_out_hw.count(model) == 1);
     const double measured = row["graph_s"].get<double>(), predicted = moe_layer_s(row, held_out_hw.at(model), plan);
     const double err = predicted / measured - 1.0, shipped_err = moe_layer_s(row, hw, plan) / measured - 1.0;
     errors[model].push_back(std::fabs(err));
     shipped_errors[model].push_back(std::fabs(shipped_err));
+    if (model == "mixtral-8x7b") mixtral_by_run[row["run"].get<std::string>()].push_back(std::fabs(err));
     const double per_expert = row["tokens"].get<double>() * row["top_k"].get<double>() / row["experts"].get<double>();
     std::printf("%-14s %7lld %9.2f %11.4f %11.4f %+7.1f%% %+13.1f%%\n", model.c_str(), row["tokens"].get<long long>(),
                 per_expert, 1e3 * measured, 1e3 * predicted, 100 * err, 100 * shipped_err);
@@ -141,10 +172,17 @@ TEST_CASE("H200 MoE FFN block (router to weighted scatter) vs servesim's MoE lay
                 e.size(), 100 * median_of(e), 100 * *std::max_element(e.begin(), e.end()),
                 100 * median_of(shipped_errors[model]));
   }
-  REQUIRE(errors["mixtral-8x7b"].size() == 8);
-  // The target is 15% median; held out, the Mixtral layer misses it (16.4% on 2026-12-04's
-  // build): the bound is what it reaches, not the target.
-  CHECK(median_of(errors["mixtral-8x7b"]) <= 0.18);
+  // Mixtral-8x7B was measured twice (runs b and e, random routing drawn anew: the same token count
+  // moved by up to 17% between them). The target, 15% median across token counts, holds on both
+  // runs together and on each alone (14.0% and 9.2% on 2026-12-04's build; with only the three
+  // shapes of run b in the fit, run b's rows gave 16.4%).
+  REQUIRE(errors["mixtral-8x7b"].size() == 16);
+  CHECK(median_of(errors["mixtral-8x7b"]) <= 0.15);
+  for (const auto& [run, e] : mixtral_by_run) {
+    std::printf("mixtral-8x7b, %s alone: median |error| %.1f%%\n", run.c_str(), 100 * median_of(e));
+    CHECK(e.size() == 8);
+    CHECK(median_of(e) <= 0.15);
+  }
   // The other shapes route each token to 8 small experts: the plain-PyTorch block's gather,
   // weighting, index_add and sort kernels on 8 copies per token run far below the bandwidth the
   // model gives elementwise kernels (the block minus its grouped GEMMs: 1.2 ms at 4096 tokens for
