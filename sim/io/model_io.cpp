@@ -167,6 +167,135 @@ void parse_gemma_window(JsonReader& r, ModelSpec& m, bool gemma3) {
   }
 }
 
+// ChatGLM2/3: its own key names (num_layers, kv_channels, multi_query_group_num, seq_length).
+void parse_hf_chatglm(JsonReader& r, ModelSpec& m) {
+  m.num_layers = r.integer_in("num_layers", 1, kMaxLayers);
+  m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
+  m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
+  const bool mqa = r.boolean_or("multi_query_attention", false);
+  m.num_kv_heads = mqa ? r.integer_in("multi_query_group_num", 1, kMaxHeads) : m.num_attention_heads;
+  m.head_dim = r.integer_in_or("kv_channels", 1, kMaxWidth, m.hidden_size / m.num_attention_heads);
+  m.ffn_size = r.integer_in("ffn_hidden_size", 1, kMaxWidth);
+  m.gated_mlp = true;  // ChatGLM2/3 use SwiGLU
+  m.vocab_size = r.integer_in("padded_vocab_size", 1, kMaxVocab);
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+  m.max_context_tokens = r.integer_in("seq_length", 1, kMaxContext);
+}
+
+// Llama, Mistral, Qwen2, Phi-3: dense decoders, grouped-query attention.
+void parse_hf_llama_family(JsonReader& r, ModelSpec& m) {
+  m.num_layers = r.integer_in("num_hidden_layers", 1, kMaxLayers);
+  m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
+  m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
+  m.num_kv_heads = r.integer_in_or("num_key_value_heads", 1, kMaxHeads, m.num_attention_heads);
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  if (r.has("head_dim") && !r.raw("head_dim").is_null()) m.head_dim = r.integer_in("head_dim", 1, kMaxWidth);
+  m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+  m.gated_mlp = true;  // all four families use SiLU-gated MLPs
+  m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+  m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+}
+
+// Qwen3 and Gemma 2/3: llama-like keys; Gemma adds sliding-window layers.
+void parse_hf_qwen3_gemma(JsonReader& r, ModelSpec& m, const std::string& type) {
+  // Gemma ties its embeddings and defaults (transformers' Gemma3TextConfig) vocab 262208 and
+  // 131072 positions, which the released text_config leaves out.
+  const bool gemma = type != "qwen3", gemma3 = type != "qwen3" && type != "gemma2";
+  parse_llama_like(r, m, gemma);
+  m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+  m.vocab_size = gemma3 ? r.integer_in_or("vocab_size", 1, kMaxVocab, 262208) : r.integer_in("vocab_size", 1, kMaxVocab);
+  m.max_context_tokens = gemma3 ? r.integer_in_or("max_position_embeddings", 1, kMaxContext, 131072)
+                                : r.integer_in("max_position_embeddings", 1, kMaxContext);
+  if (gemma) parse_gemma_window(r, m, gemma3);
+}
+
+// Mixtral and Qwen3-MoE: llama-like attention, routed experts in the MLP.
+void parse_hf_mixtral_qwen3_moe(JsonReader& r, ModelSpec& m, const std::string& type) {
+  parse_llama_like(r, m, false);
+  m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+  m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+  if (type == "mixtral") {
+    m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
+    m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+    m.ffn_size = m.moe.expert_ffn_size;  // no dense layers
+  } else {
+    m.moe.num_experts = r.integer_in("num_experts", 1, kMaxExperts);
+    m.moe.expert_ffn_size = r.integer_in("moe_intermediate_size", 1, kMaxWidth);
+    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);  // layers listed in mlp_only_layers
+    // A layer is dense when listed in mlp_only_layers or off the decoder_sparse_step grid.
+    const std::int64_t step = int_or_null(r, "decoder_sparse_step", 1, kMaxLayers, 1);
+    const std::int64_t listed = std::max<std::int64_t>(0, list_size_or(r, "mlp_only_layers"));
+    m.moe.dense_layers = std::min(m.num_layers - 1, m.num_layers - m.num_layers / step + listed);
+    m.moe.shared_expert_ffn_size = int_or_null(r, "shared_expert_intermediate_size", 0, kMaxWidth, 0);
+    m.moe.shared_experts = m.moe.shared_expert_ffn_size > 0 ? 1 : 0;
+  }
+  m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+}
+
+// DeepSeek-V3: multi-head latent attention, routed and shared experts, the first layers dense.
+void parse_hf_deepseek_v3(JsonReader& r, ModelSpec& m) {
+  parse_llama_like(r, m, false);
+  m.num_kv_heads = m.num_attention_heads;  // MLA: the latent cache replaces per-head KV
+  m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+  m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+  m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+  m.mla.q_lora_rank = int_or_null(r, "q_lora_rank", 0, kMaxWidth, 0);
+  m.mla.kv_lora_rank = r.integer_in("kv_lora_rank", 1, kMaxWidth);
+  m.mla.qk_nope_head_dim = r.integer_in("qk_nope_head_dim", 1, kMaxWidth);
+  m.mla.qk_rope_head_dim = r.integer_in("qk_rope_head_dim", 1, kMaxWidth);
+  m.mla.v_head_dim = r.integer_in("v_head_dim", 1, kMaxWidth);
+  m.head_dim = m.mla.qk_head_dim();
+  m.moe.num_experts = r.integer_in("n_routed_experts", 1, kMaxExperts);
+  m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+  m.moe.expert_ffn_size = r.integer_in("moe_intermediate_size", 1, kMaxWidth);
+  // DeepSeek's shared experts are one MLP n_shared_experts times an expert's width.
+  const std::int64_t shared = int_or_null(r, "n_shared_experts", 0, kMaxExperts, 0);
+  m.moe.shared_experts = shared > 0 ? 1 : 0;
+  m.moe.shared_expert_ffn_size = shared * m.moe.expert_ffn_size;
+  const std::int64_t freq = int_or_null(r, "moe_layer_freq", 1, kMaxLayers, 1);
+  const std::int64_t first_dense = int_or_null(r, "first_k_dense_replace", 0, kMaxLayers, 0);
+  std::int64_t moe_layers = 0;
+  for (std::int64_t i = first_dense; i < m.num_layers; ++i) moe_layers += i % freq == 0 ? 1 : 0;
+  m.moe.dense_layers = m.num_layers - moe_layers;
+  m.moe.router_scoring = r.string_or("scoring_func", "softmax");
+  if (m.moe.router_scoring != "softmax" && m.moe.router_scoring != "sigmoid") {
+    r.fail("scoring_func", "must be softmax or sigmoid, got '" + m.moe.router_scoring + "'");
+  }
+  m.moe.router_groups = int_or_null(r, "n_group", 0, kMaxExperts, 0);
+  m.moe.router_groups_per_token = int_or_null(r, "topk_group", 0, kMaxExperts, 0);
+}
+
+// Llama 4, the text part: routed experts of intermediate_size plus one shared expert of the same
+// width in every MoE layer; dense layers use intermediate_size_mlp. Chunked attention
+// (attention_chunk_size) on the RoPE layers, global attention on the NoPE ones.
+void parse_hf_llama4(JsonReader& r, ModelSpec& m) {
+  parse_llama_like(r, m, false);
+  m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
+  m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+  m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
+  m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+  m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
+  m.moe.shared_experts = 1;
+  m.moe.shared_expert_ffn_size = m.moe.expert_ffn_size;
+  m.moe.router_scoring = "sigmoid";
+  m.ffn_size = r.integer_in_or("intermediate_size_mlp", 1, kMaxWidth, m.moe.expert_ffn_size);
+  const std::int64_t listed = list_size_or(r, "moe_layers");
+  const std::int64_t step = int_or_null(r, "interleave_moe_layer_step", 0, kMaxLayers, 1);
+  const std::int64_t moe_layers = listed > 0 ? listed : (step > 0 ? m.num_layers / step : 0);
+  if (moe_layers < 1) r.fail("interleave_moe_layer_step", "the model has no MoE layer");
+  m.moe.dense_layers = m.num_layers - std::min(moe_layers, m.num_layers);
+  const std::int64_t chunk = int_or_null(r, "attention_chunk_size", 1, kMaxContext, 0);
+  if (chunk > 0) {
+    std::int64_t chunked = m.num_layers - m.num_layers / 4;  // every 4th layer is global (NoPE)
+    if (r.has("no_rope_layers") && r.raw("no_rope_layers").is_array() && !r.raw("no_rope_layers").empty()) {
+      chunked = 0;
+      for (const auto& v : r.raw("no_rope_layers")) chunked += v.is_number_integer() && v.get<std::int64_t>() != 0 ? 1 : 0;
+    }
+    m.sliding_window = {chunk, chunked};
+  }
+}
+
 // Hugging Face config.json. The families differ only in key names.
 ModelSpec parse_hf(JsonReader& top, const std::string& file) {
   ModelSpec m;
@@ -180,117 +309,17 @@ ModelSpec parse_hf(JsonReader& top, const std::string& file) {
   if (nested) text.emplace(top.raw("text_config"), file, "text_config");
   JsonReader& r = nested ? *text : top;
   if (type == "chatglm") {
-    m.num_layers = r.integer_in("num_layers", 1, kMaxLayers);
-    m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
-    m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
-    const bool mqa = r.boolean_or("multi_query_attention", false);
-    m.num_kv_heads = mqa ? r.integer_in("multi_query_group_num", 1, kMaxHeads) : m.num_attention_heads;
-    m.head_dim = r.integer_in_or("kv_channels", 1, kMaxWidth, m.hidden_size / m.num_attention_heads);
-    m.ffn_size = r.integer_in("ffn_hidden_size", 1, kMaxWidth);
-    m.gated_mlp = true;  // ChatGLM2/3 use SwiGLU
-    m.vocab_size = r.integer_in("padded_vocab_size", 1, kMaxVocab);
-    m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.max_context_tokens = r.integer_in("seq_length", 1, kMaxContext);
+    parse_hf_chatglm(r, m);
   } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") {
-    m.num_layers = r.integer_in("num_hidden_layers", 1, kMaxLayers);
-    m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
-    m.num_attention_heads = r.integer_in("num_attention_heads", 1, kMaxHeads);
-    m.num_kv_heads = r.integer_in_or("num_key_value_heads", 1, kMaxHeads, m.num_attention_heads);
-    m.head_dim = m.hidden_size / m.num_attention_heads;
-    if (r.has("head_dim") && !r.raw("head_dim").is_null()) m.head_dim = r.integer_in("head_dim", 1, kMaxWidth);
-    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
-    m.gated_mlp = true;  // all four families use SiLU-gated MLPs
-    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
-    m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
+    parse_hf_llama_family(r, m);
   } else if (type == "qwen3" || type == "gemma2" || type == "gemma3" || type == "gemma3_text") {
-    // Gemma ties its embeddings and defaults (transformers' Gemma3TextConfig) vocab 262208 and
-    // 131072 positions, which the released text_config leaves out.
-    const bool gemma = type != "qwen3", gemma3 = type != "qwen3" && type != "gemma2";
-    parse_llama_like(r, m, gemma);
-    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
-    m.vocab_size = gemma3 ? r.integer_in_or("vocab_size", 1, kMaxVocab, 262208) : r.integer_in("vocab_size", 1, kMaxVocab);
-    m.max_context_tokens = gemma3 ? r.integer_in_or("max_position_embeddings", 1, kMaxContext, 131072)
-                                  : r.integer_in("max_position_embeddings", 1, kMaxContext);
-    if (gemma) parse_gemma_window(r, m, gemma3);
+    parse_hf_qwen3_gemma(r, m, type);
   } else if (type == "mixtral" || type == "qwen3_moe") {
-    parse_llama_like(r, m, false);
-    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
-    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
-    if (type == "mixtral") {
-      m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
-      m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
-      m.ffn_size = m.moe.expert_ffn_size;  // no dense layers
-    } else {
-      m.moe.num_experts = r.integer_in("num_experts", 1, kMaxExperts);
-      m.moe.expert_ffn_size = r.integer_in("moe_intermediate_size", 1, kMaxWidth);
-      m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);  // layers listed in mlp_only_layers
-      // A layer is dense when listed in mlp_only_layers or off the decoder_sparse_step grid.
-      const std::int64_t step = int_or_null(r, "decoder_sparse_step", 1, kMaxLayers, 1);
-      const std::int64_t listed = std::max<std::int64_t>(0, list_size_or(r, "mlp_only_layers"));
-      m.moe.dense_layers = std::min(m.num_layers - 1, m.num_layers - m.num_layers / step + listed);
-      m.moe.shared_expert_ffn_size = int_or_null(r, "shared_expert_intermediate_size", 0, kMaxWidth, 0);
-      m.moe.shared_experts = m.moe.shared_expert_ffn_size > 0 ? 1 : 0;
-    }
-    m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
+    parse_hf_mixtral_qwen3_moe(r, m, type);
   } else if (type == "deepseek_v3") {
-    parse_llama_like(r, m, false);
-    m.num_kv_heads = m.num_attention_heads;  // MLA: the latent cache replaces per-head KV
-    m.ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
-    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
-    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
-    m.mla.q_lora_rank = int_or_null(r, "q_lora_rank", 0, kMaxWidth, 0);
-    m.mla.kv_lora_rank = r.integer_in("kv_lora_rank", 1, kMaxWidth);
-    m.mla.qk_nope_head_dim = r.integer_in("qk_nope_head_dim", 1, kMaxWidth);
-    m.mla.qk_rope_head_dim = r.integer_in("qk_rope_head_dim", 1, kMaxWidth);
-    m.mla.v_head_dim = r.integer_in("v_head_dim", 1, kMaxWidth);
-    m.head_dim = m.mla.qk_head_dim();
-    m.moe.num_experts = r.integer_in("n_routed_experts", 1, kMaxExperts);
-    m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
-    m.moe.expert_ffn_size = r.integer_in("moe_intermediate_size", 1, kMaxWidth);
-    // DeepSeek's shared experts are one MLP n_shared_experts times an expert's width.
-    const std::int64_t shared = int_or_null(r, "n_shared_experts", 0, kMaxExperts, 0);
-    m.moe.shared_experts = shared > 0 ? 1 : 0;
-    m.moe.shared_expert_ffn_size = shared * m.moe.expert_ffn_size;
-    const std::int64_t freq = int_or_null(r, "moe_layer_freq", 1, kMaxLayers, 1);
-    const std::int64_t first_dense = int_or_null(r, "first_k_dense_replace", 0, kMaxLayers, 0);
-    std::int64_t moe_layers = 0;
-    for (std::int64_t i = first_dense; i < m.num_layers; ++i) moe_layers += i % freq == 0 ? 1 : 0;
-    m.moe.dense_layers = m.num_layers - moe_layers;
-    m.moe.router_scoring = r.string_or("scoring_func", "softmax");
-    if (m.moe.router_scoring != "softmax" && m.moe.router_scoring != "sigmoid") {
-      r.fail("scoring_func", "must be softmax or sigmoid, got '" + m.moe.router_scoring + "'");
-    }
-    m.moe.router_groups = int_or_null(r, "n_group", 0, kMaxExperts, 0);
-    m.moe.router_groups_per_token = int_or_null(r, "topk_group", 0, kMaxExperts, 0);
+    parse_hf_deepseek_v3(r, m);
   } else if (type == "llama4") {
-    // The text part: routed experts of intermediate_size plus one shared expert of the same
-    // width in every MoE layer; dense layers use intermediate_size_mlp. Chunked attention
-    // (attention_chunk_size) on the RoPE layers, global attention on the NoPE ones.
-    parse_llama_like(r, m, false);
-    m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
-    m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
-    m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
-    m.moe.experts_per_token = r.integer_in("num_experts_per_tok", 1, kMaxExperts);
-    m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
-    m.moe.shared_experts = 1;
-    m.moe.shared_expert_ffn_size = m.moe.expert_ffn_size;
-    m.moe.router_scoring = "sigmoid";
-    m.ffn_size = r.integer_in_or("intermediate_size_mlp", 1, kMaxWidth, m.moe.expert_ffn_size);
-    const std::int64_t listed = list_size_or(r, "moe_layers");
-    const std::int64_t step = int_or_null(r, "interleave_moe_layer_step", 0, kMaxLayers, 1);
-    const std::int64_t moe_layers = listed > 0 ? listed : (step > 0 ? m.num_layers / step : 0);
-    if (moe_layers < 1) r.fail("interleave_moe_layer_step", "the model has no MoE layer");
-    m.moe.dense_layers = m.num_layers - std::min(moe_layers, m.num_layers);
-    const std::int64_t chunk = int_or_null(r, "attention_chunk_size", 1, kMaxContext, 0);
-    if (chunk > 0) {
-      std::int64_t chunked = m.num_layers - m.num_layers / 4;  // every 4th layer is global (NoPE)
-      if (r.has("no_rope_layers") && r.raw("no_rope_layers").is_array() && !r.raw("no_rope_layers").empty()) {
-        chunked = 0;
-        for (const auto& v : r.raw("no_rope_layers")) chunked += v.is_number_integer() && v.get<std::int64_t>() != 0 ? 1 : 0;
-      }
-      m.sliding_window = {chunk, chunked};
-    }
+    parse_hf_llama4(r, m);
   } else {
     top.fail("model_type", "unsupported model_type '" + type +
                                "' (supported: llama, mistral, qwen2, qwen3, phi3, chatglm, gemma2, gemma3, mixtral, "
