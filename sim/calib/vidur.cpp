@@ -124,13 +124,9 @@ std::vector<std::pair<double, double>> median_points(const std::map<double, std:
   return t;
 }
 
-}  // namespace
-
-VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann::json& base, const std::string& base_file,
-                                  const VidurFitOptions& opt) {
-  const HwProfile hw = parse_hw_profile(base, base_file);
-  const double overhead = hw.kernel_overhead_s;
-
+// The model folders' mlp.csv files under compute_dir (<org>/<model>/mlp.csv), sorted so the
+// fit reads them in the same order on every machine.
+std::vector<std::string> mlp_csv_files(const std::string& compute_dir) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(compute_dir, ec)) {
@@ -138,11 +134,16 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
   }
   if (ec || files.empty()) throw InputError(compute_dir, "", "no <org>/<model>/mlp.csv files found");
   std::sort(files.begin(), files.end());
+  return files;
+}
 
+// Every measured op of every row (positive times only), marked held out when its model folder
+// is `holdout_model`.
+std::vector<Sample> read_samples(const std::vector<std::string>& files, const std::string& holdout_model) {
   std::vector<Sample> samples;
   for (const auto& f : files) {
     const Csv csv = read_csv(f);
-    const bool held = !opt.holdout_model.empty() && fs::path(f).parent_path().filename() == opt.holdout_model;
+    const bool held = !holdout_model.empty() && fs::path(f).parent_path().filename() == holdout_model;
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       for (auto& [name, op] : row_ops(csv, r)) {
         // Some architectures lack an op (phi-2's parallel block has no post-attention norm).
@@ -152,14 +153,23 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
       }
     }
   }
+  return samples;
+}
 
-  // GEMMs: roofline fraction per (n, k) over m; streaming ops: bandwidth fraction over bytes.
+struct OpTables {
+  GemmCurves gemm;                 // (n, k) -> roofline fraction over m
+  nlohmann::json streaming_bw;     // memory_bw_frac_by_bytes
+};
+
+// From the samples in the fit: GEMMs' roofline fraction per (n, k) over m; streaming ops'
+// bandwidth fraction over bytes, medians within quarter-decade bins of bytes.
+OpTables fit_op_tables(const std::vector<Sample>& samples, const HwProfile& hw) {
   std::map<std::pair<double, double>, std::map<double, std::vector<double>>> gemm;
   std::map<double, std::vector<double>> stream_by_bin;
   std::map<double, std::vector<double>> stream_x_by_bin;
   for (const Sample& s : samples) {
     if (s.held_out) continue;
-    const double busy = s.time_s - overhead;
+    const double busy = s.time_s - hw.kernel_overhead_s;
     if (s.op.kind == OpKind::gemm) {
       gemm[{static_cast<double>(s.op.n), static_cast<double>(s.op.k)}][static_cast<double>(s.op.m)].push_back(
           busy > 0.0 ? roofline_s(s.op, hw) / busy : 1.0);
@@ -169,51 +179,48 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
       stream_x_by_bin[bin].push_back(s.op.bytes);
     }
   }
-  GemmCurves curves;
-  for (const auto& [nk, by_m] : gemm) curves[nk] = median_points(by_m);
-  nlohmann::json bw_table = nlohmann::json::array();
-  for (auto& [bin, fr] : stream_by_bin) bw_table.push_back({median(stream_x_by_bin[bin]), std::clamp(median(fr), 1e-3, 1.0)});
+  OpTables out;
+  for (const auto& [nk, by_m] : gemm) out.gemm[nk] = median_points(by_m);
+  out.streaming_bw = nlohmann::json::array();
+  for (auto& [bin, fr] : stream_by_bin) out.streaming_bw.push_back({median(stream_x_by_bin[bin]), std::clamp(median(fr), 1e-3, 1.0)});
+  return out;
+}
 
-  nlohmann::json profile = base;
-  inline_hw_tables(profile, base_file);
-  profile["name"] = opt.name;
-  set_fitted_curve(profile, "memory_bw_frac_by_bytes", bw_table);
-  // vidur ran fp16 only; bf16 runs the same kernels, so it names fp16's table.
-  nlohmann::json calibration = {{"gemm", {{"fp16", gemm_columns_json(curves)}, {"bf16", "fp16"}}}};
-
-  // FlashAttention tables (kernel time from Kineto: no launch gap, so no overhead subtracted).
-  std::vector<std::string> sources = {portable_path(compute_dir)};
-  if (!opt.attention_csv.empty()) {
-    const Csv csv = read_csv(opt.attention_csv);
-    sources.push_back(portable_path(opt.attention_csv));
-    std::map<double, std::map<double, std::vector<double>>> decode;  // context -> units -> fracs
-    std::map<double, std::vector<double>> prefill;                    // kv tokens -> compute frac
-    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
-      const double tp = csv.num(r, "num_tensor_parallel_workers");
-      const double hd = csv.num(r, "n_embd") / csv.num(r, "n_q_head");
-      const double q_heads = csv.num(r, "n_q_head") / tp;
-      const double kv_w = std::max(1.0, csv.num(r, "n_kv_head") / tp) * hd;
-      const double ctx = csv.num(r, "kv_cache_size");
-      if (csv.str(r, "is_prefill") == "False") {
-        if (csv.empty_cell(r, "time_stats.attn_decode.median")) continue;
-        const double b = csv.num(r, "batch_size");
-        const double t = csv.num(r, "time_stats.attn_decode.median") * 1e-3;
-        const double bytes = b * ctx * 2 * kv_w * 2 + 2 * b * q_heads * hd * 2;
-        const double flops = 4 * q_heads * hd * b * ctx;
-        decode[ctx][b * std::max(1.0, csv.num(r, "n_kv_head") / tp)].push_back(std::max(flops / hw.peak_flops(Dtype::fp16), bytes / hw.hbm_bandwidth_bytes_per_s) / t);
-      } else {
-        if (csv.empty_cell(r, "time_stats.attn_prefill.median")) continue;
-        const double n = csv.num(r, "prefill_chunk_size");
-        const double t = csv.num(r, "time_stats.attn_prefill.median") * 1e-3;
-        const double flops = 4 * q_heads * hd * (n * ctx + n * (n + 1) / 2);
-        prefill[ctx + n].push_back(flops / (hw.peak_flops(Dtype::fp16) * t));
-      }
+// FlashAttention tables from a compute-legacy attention CSV (kernel time from Kineto: no launch
+// gap, so no overhead subtracted): the decode grid into `calibration`, the prefill compute
+// fraction over KV tokens into the profile's curves.
+void fit_attention_tables(const std::string& attention_csv, const HwProfile& hw, nlohmann::json& calibration,
+                          nlohmann::json& profile) {
+  const Csv csv = read_csv(attention_csv);
+  std::map<double, std::map<double, std::vector<double>>> decode;  // context -> units -> fracs
+  std::map<double, std::vector<double>> prefill;                    // kv tokens -> compute frac
+  for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+    const double tp = csv.num(r, "num_tensor_parallel_workers");
+    const double hd = csv.num(r, "n_embd") / csv.num(r, "n_q_head");
+    const double q_heads = csv.num(r, "n_q_head") / tp;
+    const double kv_w = std::max(1.0, csv.num(r, "n_kv_head") / tp) * hd;
+    const double ctx = csv.num(r, "kv_cache_size");
+    if (csv.str(r, "is_prefill") == "False") {
+      if (csv.empty_cell(r, "time_stats.attn_decode.median")) continue;
+      const double b = csv.num(r, "batch_size");
+      const double t = csv.num(r, "time_stats.attn_decode.median") * 1e-3;
+      const double bytes = b * ctx * 2 * kv_w * 2 + 2 * b * q_heads * hd * 2;
+      const double flops = 4 * q_heads * hd * b * ctx;
+      decode[ctx][b * std::max(1.0, csv.num(r, "n_kv_head") / tp)].push_back(std::max(flops / hw.peak_flops(Dtype::fp16), bytes / hw.hbm_bandwidth_bytes_per_s) / t);
+    } else {
+      if (csv.empty_cell(r, "time_stats.attn_prefill.median")) continue;
+      const double n = csv.num(r, "prefill_chunk_size");
+      const double t = csv.num(r, "time_stats.attn_prefill.median") * 1e-3;
+      const double flops = 4 * q_heads * hd * (n * ctx + n * (n + 1) / 2);
+      prefill[ctx + n].push_back(flops / (hw.peak_flops(Dtype::fp16) * t));
     }
-    calibration["attention_decode"] = decode_attention_json(decode);
-    set_fitted_curve(profile, "attention_prefill_compute_frac_by_kv_tokens", median_points(prefill));
   }
-  profile["tables"]["calibration"] = calibration;
-  profile["provenance"] = {
+  calibration["attention_decode"] = decode_attention_json(decode);
+  set_fitted_curve(profile, "attention_prefill_compute_frac_by_kv_tokens", median_points(prefill));
+}
+
+nlohmann::json provenance(const HwProfile& hw, const std::vector<std::string>& sources, const VidurFitOptions& opt) {
+  return {
       {"kind", "measured"},
       {"method", "servesim calibrate vidur: GEMM roofline fractions per weight shape and streaming-kernel bandwidth "
                  "fractions fitted to microsoft/vidur's measured per-operator medians (vLLM-style kernels, all models "
@@ -226,10 +233,11 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
       {"cuda", "not recorded by the source"},
       {"date", "2024-11-19 (vidur snapshot 7d47513)"},
       {"command", opt.command}};
+}
 
-  // Held-out check through the real parser and cost model.
-  VidurFitSummary summary;
-  const HwProfile fitted = parse_hw_profile(profile, opt.name + " (fitted)");
+// The held-out samples predicted through the fitted profile and the real cost model: relative
+// errors of all of them and of the GEMMs, into the summary.
+void check_holdout(const std::vector<Sample>& samples, const HwProfile& fitted, VidurFitSummary& summary) {
   std::vector<double> errors, gemm_errors;
   for (const Sample& s : samples) {
     if (!s.held_out) continue;
@@ -241,6 +249,32 @@ VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann
   summary.holdout_median_abs_err = median(errors);
   summary.holdout_worst_abs_err = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
   summary.holdout_gemm_median_abs_err = median(gemm_errors);
+}
+
+}  // namespace
+
+VidurFitSummary fit_vidur_profile(const std::string& compute_dir, const nlohmann::json& base, const std::string& base_file,
+                                  const VidurFitOptions& opt) {
+  const HwProfile hw = parse_hw_profile(base, base_file);
+  const std::vector<Sample> samples = read_samples(mlp_csv_files(compute_dir), opt.holdout_model);
+  const OpTables tables = fit_op_tables(samples, hw);
+
+  nlohmann::json profile = base;
+  inline_hw_tables(profile, base_file);
+  profile["name"] = opt.name;
+  set_fitted_curve(profile, "memory_bw_frac_by_bytes", tables.streaming_bw);
+  // vidur ran fp16 only; bf16 runs the same kernels, so it names fp16's table.
+  nlohmann::json calibration = {{"gemm", {{"fp16", gemm_columns_json(tables.gemm)}, {"bf16", "fp16"}}}};
+  std::vector<std::string> sources = {portable_path(compute_dir)};
+  if (!opt.attention_csv.empty()) {
+    fit_attention_tables(opt.attention_csv, hw, calibration, profile);
+    sources.push_back(portable_path(opt.attention_csv));
+  }
+  profile["tables"]["calibration"] = calibration;
+  profile["provenance"] = provenance(hw, sources, opt);
+
+  VidurFitSummary summary;
+  check_holdout(samples, parse_hw_profile(profile, opt.name + " (fitted)"), summary);
   profile["fit_report"] = {{"holdout_model", opt.holdout_model},
                            {"holdout_points", summary.holdout_points},
                            {"holdout_median_abs_err", summary.holdout_median_abs_err},
