@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "sim/analysis/run_jobs.hpp"
+#include "sim/core/error.hpp"
 #include "sim/metrics/slo.hpp"
 #include "sim/serve/saturation_batch.hpp"
 
@@ -124,6 +127,16 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
       }
       hi = p.rate_per_s;
     }
+  }
+  if (lo > 0.0 && hi == 0.0) {
+    // No rate failed: the workload ends before a queue can build (too few requests, or too short
+    // a duration), so any "stable QPS" would only be where the search stopped.
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.3g", lo);
+    throw InputError(make(lo, base_seed).file, "workload.num_requests",
+                     std::string("every probed rate up to ") + rate +
+                         " req/s met the SLO: the workload ends before a queue builds up, so it has no saturation rate; raise "
+                         "workload.num_requests (or duration_s)");
   }
   // 2. Bisect geometrically inside [lo, hi].
   while (lo > 0.0 && hi > 0.0 && hi / lo - 1.0 > o.rel_tolerance && budget > 0) {

@@ -179,7 +179,7 @@ cxxopts::Options plan_flags() {
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
       "replications", "seeds per probed rate", cxxopts::value<int>()->default_value("3"))(
       "tolerance", "saturate's relative tolerance", cxxopts::value<double>()->default_value("0.02"))(
-      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")("h,help", "show help");
+      "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, true);

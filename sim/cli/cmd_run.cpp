@@ -130,7 +130,7 @@ int cmd_run(const std::vector<std::string>& args) {
       cxxopts::value<double>()->default_value("60"))(
       "replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
       cxxopts::value<int>()->default_value("1"))(
-      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")(
+      "no-work-limit", kNoWorkLimitHelp)(
       "q,quiet", "print nothing on success, no progress bar")("h,help", "show help");
   add_scenario_flags(opts);
   opts.parse_positional({"scenario"});

@@ -42,7 +42,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
       "start-rate", "first rate probed, req/s", cxxopts::value<double>()->default_value("1"))(
       "tolerance", "stop when the bracket is this tight (relative)", cxxopts::value<double>()->default_value("0.01"))(
       "serial", "run on one thread (same output)")(
-      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")("h,help", "show help");
+      "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, false);  // probes depend on the previous ones: no shards

@@ -21,7 +21,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "replications", "seeds per combination (adds mean and 95% CI of P95/P99)", cxxopts::value<int>()->default_value("1"))(
       "metrics", "comma-separated report metrics for the columns (default: a summary)", cxxopts::value<std::string>())(
       "serial", "run on one thread (same output)")(
-      "no-work-limit", "run even past the work and memory limits (about a minute of simulation, 8 GB)")(
+      "no-work-limit", kNoWorkLimitHelp)(
       "h,help", "show help");
   add_scenario_flags(opts);
   add_output_flags(opts);

@@ -24,6 +24,12 @@ case_hang_run_replications() {
   expect 2 "--replications" -- run s.json --out out --quiet --replications 1000
   [ ! -e out/report.json ] || fail "a refused run wrote out/report.json"
 }
+case_hang_run_replications_1000_small() {
+  # 1000 replications of a 300-request scenario: within --replications' range, but about 15 s of
+  # CPU (mostly each simulation's set-up), past the default budget.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "--replications, or pass --no-work-limit" -- run s.json --out out --quiet --replications 1000
+}
 case_hang_sweep_50000_combinations() {
   scenario s.json "$SMALL_WORKLOAD"
   expect 2 "--no-work-limit" -- sweep s.json --grid "seed=$(seq -s, 1 250)" --grid "engine.max_num_seqs=$(seq -s, 1 200)"
@@ -35,9 +41,9 @@ case_hang_saturate_huge_workload() {
   grep -qF "workload.num_requests" "$WORK/stderr" || fail "does not name workload.num_requests"
 }
 case_hang_saturate_probe_grows_with_rate() {
-  # A workload bounded by duration_s: the first probe alone, at 1000 req/s for 30,000 s, is 3e7
+  # A workload bounded by duration_s: the first probe alone, at 1000 req/s for 3,000 s, is 3e6
   # requests per replication (the estimate at the file's 6 req/s passes).
-  scenario s.json '{ "duration_s": 30000, "arrival": { "impl": "poisson", "rate_per_s": 6 },
+  scenario s.json '{ "duration_s": 3000, "arrival": { "impl": "poisson", "rate_per_s": 6 },
     "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
   expect 2 "workload.duration_s (the probe at 1000 req/s" -- saturate s.json --slo ttft=1s --start-rate 1000
 }
@@ -51,6 +57,11 @@ case_hang_gen_trace_1e8_requests() {
   scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 100000000}"
   expect 2 "s.json: workload.num_requests" -- gen-trace s.json --format jsonl --out t.jsonl
   [ ! -e t.jsonl ] || fail "a refused gen-trace wrote t.jsonl"
+}
+case_hang_all_at_once_1e7() {
+  scenario s.json '{ "num_requests": 10000000, "arrival": { "impl": "all_at_once" },
+    "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
+  expect 2 "workload.num_requests" -- run s.json --out out --quiet
 }
 case_hang_all_at_once_huge() {
   scenario s.json '{ "num_requests": 100000000, "arrival": { "impl": "all_at_once" },
@@ -211,4 +222,10 @@ case_msg_calibrate_grouped_gemm_bad_runs() {
   echo '{"schema": "servesim-independent/1", "sections": {}}' >run.json
   expect 2 "run.json: sections.moe" -- calibrate grouped-gemm run.json --hw h200-sxm --fit-models mixtral-8x7b
   expect 2 "missing.json" -- calibrate grouped-gemm missing.json run.json --hw h200-sxm --fit-models mixtral-8x7b
+}
+case_empty_saturate_one_request() {
+  # One request meets any SLO at any rate: there is no saturation rate to report (it used to print
+  # the search's cap, about 1e6 req/s, and exit 0).
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 1}"
+  expect 2 "s.json: workload.num_requests: every probed rate up to" -- saturate s.json --slo ttft=1s
 }
