@@ -35,7 +35,9 @@ void check_saturable(const Scenario& s) {
   }
 }
 
-int cmd_saturate(const std::vector<std::string>& args) {
+namespace {
+
+cxxopts::Options saturate_flags() {
   cxxopts::Options opts("servesim saturate", "Find the highest arrival rate that meets the SLO (stable QPS)");
   opts.add_options()("scenario", "scenario JSON file", cxxopts::value<std::string>())(
       "replications", "seeds per probed rate (majority must pass)", cxxopts::value<int>()->default_value("3"))(
@@ -47,6 +49,97 @@ int cmd_saturate(const std::vector<std::string>& args) {
   add_output_flags(opts);
   add_distribution_flags(opts, false);  // probes depend on the previous ones: no shards
   opts.parse_positional({"scenario"});
+  return opts;
+}
+
+// The search's settings from the flags, each checked.
+SaturateOptions search_options(const cxxopts::ParseResult& p, const Distribution& dist) {
+  SaturateOptions o;
+  o.replications = p["replications"].as<int>();
+  o.start_rate_per_s = p["start-rate"].as<double>();
+  o.rel_tolerance = p["tolerance"].as<double>();
+  o.parallel = !p.count("serial");
+  o.split = dist.split.get();
+  if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
+  if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
+  if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
+  return o;
+}
+
+// The scenario of one probe: the rate set, the seed given. A workload bounded by duration_s
+// grows with the rate, so under the work limit each probe is checked again.
+Scenario probe_scenario(const ScenarioSource& src, double rate, std::uint64_t seed, bool work_limit, int replications) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", rate);
+  Scenario s = src.load({buf}, static_cast<long long>(seed));
+  if (work_limit) {
+    char levers[128];
+    std::snprintf(levers, sizeof levers, "workload.duration_s (the probe at %.4g req/s is one of many) or --replications", rate);
+    check_work({s}, static_cast<std::size_t>(replications), WorkBudget{}, src.path, levers, "--no-work-limit");
+  }
+  return s;
+}
+
+// One row per probed rate, in the order probed.
+Table probe_table(const SaturateResult& r) {
+  Table t;
+  for (std::size_t i = 0; i < r.probes.size(); ++i) {
+    const auto& pr = r.probes[i];
+    t.set(i, "rate_per_s", pr.rate_per_s);
+    t.set(i, "passed", static_cast<std::int64_t>(pr.passed));
+    t.set(i, "runs", static_cast<std::int64_t>(pr.runs));
+    t.set(i, "meets_slo", 2 * pr.passed > pr.runs);
+    t.set(i, "success_frac", pr.success_frac);
+    t.set(i, "goodput_requests_per_s", pr.goodput_requests_per_s);
+    t.set(i, "mean_batch_size", pr.mean_batch);
+  }
+  return t;
+}
+
+void print_result(const cxxopts::ParseResult& p, const SaturateResult& r, const SaturateOptions& o, const Table& probes) {
+  if (p.count("json")) {
+    nlohmann::json j = {{"stable_qps", r.stable_qps},
+                        {"first_failing_qps", r.first_failing_qps},
+                        {"saturation_batch_size", r.saturation_batch_size},
+                        {"max_batch_size", r.max_batch_size},
+                        {"mean_context_tokens", r.mean_context_tokens},
+                        {"batch_at_stable_qps", r.batch_at_stable_qps},
+                        {"goodput_at_stable_qps", r.goodput_at_stable_qps},
+                        {"replications", o.replications},
+                        {"probes", table_to_json(probes)}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("stable_qps %.4g req/s (first failing %.4g), saturation_batch_size %lld (of %lld at mean context %.0f), "
+                "mean batch at stable_qps %.1f\n",
+                r.stable_qps, r.first_failing_qps, static_cast<long long>(r.saturation_batch_size),
+                static_cast<long long>(r.max_batch_size), r.mean_context_tokens, r.batch_at_stable_qps);
+  }
+}
+
+// --csv: the probes; --md: the result's figures, then the probes.
+void write_files(const cxxopts::ParseResult& p, const SaturateResult& r, const Table& probes, const std::string& title) {
+  if (!p.count("csv") && !p.count("md")) return;
+  Table summary;
+  summary.set(0, "stable_qps", r.stable_qps);
+  summary.set(0, "first_failing_qps", r.first_failing_qps);
+  summary.set(0, "saturation_batch_size", r.saturation_batch_size);
+  summary.set(0, "max_batch_size", r.max_batch_size);
+  summary.set(0, "batch_at_stable_qps", r.batch_at_stable_qps);
+  write_csv_if_asked(p, probes);
+  if (p.count("md")) {
+    std::ostringstream os;
+    os << title << "\n\n";
+    write_markdown(os, summary);
+    os << "\nProbes:\n\n";
+    write_markdown(os, probes);
+    write_file(p["md"].as<std::string>(), os.str());
+  }
+}
+
+}  // namespace
+
+int cmd_saturate(const std::vector<std::string>& args) {
+  cxxopts::Options opts = saturate_flags();
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
@@ -57,15 +150,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
   const Scenario base = src.load();
   check_saturable(base);
   const Distribution dist = distribution(p, "saturate", args);
-  SaturateOptions o;
-  o.replications = p["replications"].as<int>();
-  o.start_rate_per_s = p["start-rate"].as<double>();
-  o.rel_tolerance = p["tolerance"].as<double>();
-  o.parallel = !p.count("serial");
-  o.split = dist.split.get();
-  if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
-  if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
-  if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
+  SaturateOptions o = search_options(p, dist);
   const bool work_limit = !p.count("no-work-limit");
   if (work_limit) {
     // The search's expected probes, each R replications of the scenario; the scenarios of one
@@ -81,67 +166,12 @@ int cmd_saturate(const std::vector<std::string>& args) {
     bar.update(s.fraction(), detail);
   };
   const SaturateResult r = saturate(
-      [&](double rate, std::uint64_t seed) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", rate);
-        Scenario s = src.load({buf}, static_cast<long long>(seed));
-        // A workload bounded by duration_s grows with the rate: each probe is checked again.
-        if (work_limit) {
-          char levers[128];
-          std::snprintf(levers, sizeof levers, "workload.duration_s (the probe at %.4g req/s is one of many) or --replications", rate);
-          check_work({s}, static_cast<std::size_t>(o.replications), WorkBudget{}, src.path, levers, "--no-work-limit");
-        }
-        return s;
-      },
-      base.seed, o);
+      [&](double rate, std::uint64_t seed) { return probe_scenario(src, rate, seed, work_limit, o.replications); }, base.seed, o);
   bar.finish();
   if (!dist.writes_output()) return kExitOk;
-  Table t;
-  for (std::size_t i = 0; i < r.probes.size(); ++i) {
-    const auto& pr = r.probes[i];
-    t.set(i, "rate_per_s", pr.rate_per_s);
-    t.set(i, "passed", static_cast<std::int64_t>(pr.passed));
-    t.set(i, "runs", static_cast<std::int64_t>(pr.runs));
-    t.set(i, "meets_slo", 2 * pr.passed > pr.runs);
-    t.set(i, "success_frac", pr.success_frac);
-    t.set(i, "goodput_requests_per_s", pr.goodput_requests_per_s);
-    t.set(i, "mean_batch_size", pr.mean_batch);
-  }
-  const std::string title = "# saturate\n\n`servesim saturate " + join_args(dist.args) + "`";
-  if (p.count("json")) {
-    nlohmann::json j = {{"stable_qps", r.stable_qps},
-                        {"first_failing_qps", r.first_failing_qps},
-                        {"saturation_batch_size", r.saturation_batch_size},
-                        {"max_batch_size", r.max_batch_size},
-                        {"mean_context_tokens", r.mean_context_tokens},
-                        {"batch_at_stable_qps", r.batch_at_stable_qps},
-                        {"goodput_at_stable_qps", r.goodput_at_stable_qps},
-                        {"replications", o.replications},
-                        {"probes", table_to_json(t)}};
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::printf("stable_qps %.4g req/s (first failing %.4g), saturation_batch_size %lld (of %lld at mean context %.0f), "
-                "mean batch at stable_qps %.1f\n",
-                r.stable_qps, r.first_failing_qps, static_cast<long long>(r.saturation_batch_size),
-                static_cast<long long>(r.max_batch_size), r.mean_context_tokens, r.batch_at_stable_qps);
-  }
-  if (p.count("csv") || p.count("md")) {
-    Table summary;
-    summary.set(0, "stable_qps", r.stable_qps);
-    summary.set(0, "first_failing_qps", r.first_failing_qps);
-    summary.set(0, "saturation_batch_size", r.saturation_batch_size);
-    summary.set(0, "max_batch_size", r.max_batch_size);
-    summary.set(0, "batch_at_stable_qps", r.batch_at_stable_qps);
-    write_csv_if_asked(p, t);
-    if (p.count("md")) {
-      std::ostringstream os;
-      os << title << "\n\n";
-      write_markdown(os, summary);
-      os << "\nProbes:\n\n";
-      write_markdown(os, t);
-      write_file(p["md"].as<std::string>(), os.str());
-    }
-  }
+  const Table probes = probe_table(r);
+  print_result(p, r, o, probes);
+  write_files(p, r, probes, "# saturate\n\n`servesim saturate " + join_args(dist.args) + "`");
   return kExitOk;
 }
 
