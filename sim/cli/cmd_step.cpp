@@ -17,22 +17,32 @@
 
 namespace servesim::cli {
 
-int cmd_step(const std::vector<std::string>& args) {
-  cxxopts::Options opts("servesim step", "Time one iteration (decode or prefill) with the cost model");
-  add_query_options(opts);
-  add_step_options(opts);
-  opts.add_options()("json", "print JSON")("h,help", "show help");
-  const auto p = parse_args(opts, args);
-  if (p.count("help")) {
-    std::cout << opts.help() << "\n";
-    return kExitOk;
+namespace {
+
+// Each op of the step, as many times as it runs: FLOPs, bytes, time, roofline time, bound.
+nlohmann::json ops_json(const StepQuery& q, const std::vector<Op>& ops) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Op& op : ops) {
+    const KernelTime k = estimate(op, q.hw, q.precision.weights);
+    const double n = static_cast<double>(op.count);
+    nlohmann::json j = {{"name", op.name},
+                        {"kind", op_kind_name(op.kind)},
+                        {"count", op.count},
+                        {"flops", n * op.flops},
+                        {"bytes", n * k.bytes},
+                        {"time_s", n * k.time_s},
+                        {"roofline_time_s", n * k.roofline_s},
+                        {"bound", bound_name(k.bound)}};
+    if (op.kind == OpKind::gemm || op.kind == OpKind::grouped_gemm) j["gemm_kernel"] = gemm_kernel_name(k.gemm);
+    out.push_back(j);
   }
-  const StepQuery q = load_query(p, "servesim step");
-  const StepAsked s = read_step(p, q, "servesim step");
+  return out;
+}
+
+// The step as --json prints it; the text output reads its ops and kernels per token from it.
+nlohmann::json step_json(const StepQuery& q, const StepAsked& s, const LaunchConfig& launch) {
   const TimedStep& t = s.timed;
   const StepTime& step = t.step;
-  const LaunchConfig& launch = q.engine ? q.engine->launch : q.launch_without_engine;
-
   nlohmann::json out;
   out["model"] = q.model.name;
   out["hw"] = q.hw.name;
@@ -67,25 +77,14 @@ int cmd_step(const std::vector<std::string>& args) {
   out["launch_bound"] = step.launch_bound;
   out["launch_time_frac"] = step.launch_wait_s / step.time_s;
   out["hbm_bw_util_frac"] = step.bytes / (step.time_s * q.hw.hbm_bandwidth_bytes_per_s);
-  out["ops"] = nlohmann::json::array();
-  for (const Op& op : t.ops) {
-    const KernelTime k = estimate(op, q.hw, q.precision.weights);
-    const double n = static_cast<double>(op.count);
-    nlohmann::json j = {{"name", op.name},
-                        {"kind", op_kind_name(op.kind)},
-                        {"count", op.count},
-                        {"flops", n * op.flops},
-                        {"bytes", n * k.bytes},
-                        {"time_s", n * k.time_s},
-                        {"roofline_time_s", n * k.roofline_s},
-                        {"bound", bound_name(k.bound)}};
-    if (op.kind == OpKind::gemm || op.kind == OpKind::grouped_gemm) j["gemm_kernel"] = gemm_kernel_name(k.gemm);
-    out["ops"].push_back(j);
-  }
-  if (p.count("json")) {
-    std::cout << out.dump(2) << "\n";
-    return kExitOk;
-  }
+  out["ops"] = ops_json(q, t.ops);
+  return out;
+}
+
+// The step in words: the total and where it goes, the engine and profile, then one line per op.
+void print_step(const StepQuery& q, const StepAsked& s, const LaunchConfig& launch, const nlohmann::json& out) {
+  const TimedStep& t = s.timed;
+  const StepTime& step = t.step;
   const std::string precision = std::string(quant_name(q.precision.quant)) == "none"
                                     ? std::string(dtype_name(q.precision.weights))
                                     : std::string(quant_name(q.precision.quant)) + (q.emulated ? " (emulated: no such units on this GPU)" : "");
@@ -116,6 +115,29 @@ int cmd_step(const std::vector<std::string>& args) {
                 op["flops"].get<double>() / 1e9, op["bytes"].get<double>() / 1e6, format_duration(op["time_s"].get<double>()).c_str(),
                 format_duration(op["roofline_time_s"].get<double>()).c_str(), op["bound"].get<std::string>().c_str(),
                 op.contains("gemm_kernel") ? " " : "", op.contains("gemm_kernel") ? op["gemm_kernel"].get<std::string>().c_str() : "");
+  }
+}
+
+}  // namespace
+
+int cmd_step(const std::vector<std::string>& args) {
+  cxxopts::Options opts("servesim step", "Time one iteration (decode or prefill) with the cost model");
+  add_query_options(opts);
+  add_step_options(opts);
+  opts.add_options()("json", "print JSON")("h,help", "show help");
+  const auto p = parse_args(opts, args);
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  const StepQuery q = load_query(p, "servesim step");
+  const StepAsked s = read_step(p, q, "servesim step");
+  const LaunchConfig& launch = q.engine ? q.engine->launch : q.launch_without_engine;
+  const nlohmann::json out = step_json(q, s, launch);
+  if (p.count("json")) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_step(q, s, launch, out);
   }
   return kExitOk;
 }
