@@ -305,33 +305,20 @@ Provenance parse_provenance(JsonReader r) {
   return p;
 }
 
-}  // namespace
-
-HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
-  JsonReader r(doc, file, "");
-  HwProfile hw;
-  r.accept("schema");
-  r.accept("notes");
-  r.accept("fit_report");  // written by `servesim calibrate fit`, for people
-  hw.name = r.string("name");
-  hw.display_name = r.string("display_name");
-  hw.architecture = r.string("architecture");
-  r.accept("compute_capability");
-  hw.sm_count = static_cast<int>(r.integer_in("sm_count", 1, 1 << 20));
-  // 10 TB at most: far above any GPU, and keeps the KV block count (and the allocator's tables) bounded.
-  hw.memory_bytes = r.number_in("memory_bytes", 1e8, 1e13);
-  hw.hbm_bandwidth_bytes_per_s = r.number_in("hbm_bandwidth_bytes_per_s", 1e10, 1e15);
-  hw.l2_bytes = r.number_in("l2_bytes", 1e4, 1e10);
-  {
-    JsonReader peaks = r.object("peak_flops_per_s");
-    hw.vector_fp32_flops_per_s = peaks.number_in("fp32_vector", kMinFlopsPerS, kMaxFlopsPerS);
-    for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8, Dtype::fp4}) {
-      const std::string key = dtype_name(d);
-      hw.peak_flops_per_s[static_cast<std::size_t>(d)] = peaks.number_in_or(key, kMinFlopsPerS, kMaxFlopsPerS, 0.0);
-    }
-    peaks.finish();
-    if (!hw.supports(Dtype::fp16) && !hw.supports(Dtype::bf16)) r.fail("peak_flops_per_s", "needs fp16 or bf16");
+// Peak rates: the fp32 vector rate and each dtype's tensor-core rate (0: no such units).
+void parse_peaks(JsonReader& r, HwProfile& hw) {
+  JsonReader peaks = r.object("peak_flops_per_s");
+  hw.vector_fp32_flops_per_s = peaks.number_in("fp32_vector", kMinFlopsPerS, kMaxFlopsPerS);
+  for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::int8, Dtype::fp4}) {
+    const std::string key = dtype_name(d);
+    hw.peak_flops_per_s[static_cast<std::size_t>(d)] = peaks.number_in_or(key, kMinFlopsPerS, kMaxFlopsPerS, 0.0);
   }
+  peaks.finish();
+  if (!hw.supports(Dtype::fp16) && !hw.supports(Dtype::bf16)) r.fail("peak_flops_per_s", "needs fp16 or bf16");
+}
+
+// The host link, NVLink when present, and the interconnect built from them (or given).
+void parse_links(JsonReader& r, HwProfile& hw) {
   std::string host_link_name, nvlink_name;
   {
     JsonReader link = r.object("host_link");
@@ -349,50 +336,80 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   } else {
     hw.interconnect = parse_interconnect(nullptr, hw, nvlink_name, host_link_name);
   }
-  {
-    JsonReader launch = r.object("launch");
-    hw.kernel_launch_s = launch.number_in("kernel_launch_s", kMinLaunchS, kMaxLaunchS);
-    hw.graph_launch_s = launch.number_in("graph_launch_s", kMinLaunchS, kMaxLaunchS);
-    hw.kernel_overhead_s = launch.number_in("kernel_overhead_s", kMinLaunchS, kMaxLaunchS);
-    hw.dependent_kernel_gap_s = launch.number_in_or("dependent_kernel_gap_s", 0.0, 1e-4, 0.0);
-    launch.finish();
+}
+
+void parse_launch(JsonReader& r, HwProfile& hw) {
+  JsonReader launch = r.object("launch");
+  hw.kernel_launch_s = launch.number_in("kernel_launch_s", kMinLaunchS, kMaxLaunchS);
+  hw.graph_launch_s = launch.number_in("graph_launch_s", kMinLaunchS, kMaxLaunchS);
+  hw.kernel_overhead_s = launch.number_in("kernel_overhead_s", kMinLaunchS, kMaxLaunchS);
+  hw.dependent_kernel_gap_s = launch.number_in_or("dependent_kernel_gap_s", 0.0, 1e-4, 0.0);
+  launch.finish();
+}
+
+// Measured tables: inline ("tables": {...}) or in the file "tables" names, relative to this one.
+// `tables_doc` holds a file's JSON for as long as the reader `tables` reads it.
+void open_tables(JsonReader& r, const std::string& file, nlohmann::json& tables_doc, std::optional<JsonReader>& tables) {
+  if (!r.has("tables")) return;
+  const auto& t = r.raw("tables");
+  if (t.is_string()) {
+    const std::string tables_file = (std::filesystem::path(file).parent_path() / t.get<std::string>()).string();
+    tables_doc = load_json_file(tables_file);
+    tables.emplace(tables_doc, tables_file, "");
+    if (tables->string("schema") != kTablesSchema) tables->fail("schema", std::string("must be \"") + kTablesSchema + "\"");
+    tables->accept("notes");
+  } else if (t.is_object()) {
+    tables.emplace(t, file, "tables");
+  } else {
+    r.fail("tables", "must name the tables file (relative to this profile) or be an object");
   }
-  // Measured tables: inline ("tables": {...}) or in the file "tables" names, relative to this one.
+}
+
+// The efficiency curves. Each is in the profile's "efficiency" or, when measured, its tables'
+// (not both).
+void parse_efficiency_curves(JsonReader& r, std::optional<JsonReader>& tables, HwProfile& hw) {
+  std::optional<JsonReader> eff = r.object_if("efficiency");
+  std::optional<JsonReader> measured = tables ? tables->object_if("efficiency") : std::nullopt;
+  const auto curve = [&](const std::string& key) {
+    const bool here = eff && eff->has(key), there = measured && measured->has(key);
+    if (here && there) eff->fail(key, "is also in the profile's tables: keep one");
+    if (here) return parse_table(*eff, key);
+    if (there) return parse_table(*measured, key);
+    r.fail("efficiency." + key, "missing (in the profile or its tables)");
+  };
+  hw.gemm_compute_frac_by_m = curve("gemm_compute_frac_by_m");
+  hw.memory_bw_frac_by_bytes = curve("memory_bw_frac_by_bytes");
+  hw.attention_decode_bw_frac_by_bytes = curve("attention_decode_bw_frac_by_bytes");
+  hw.attention_prefill_compute_frac_by_tokens = curve("attention_prefill_compute_frac_by_kv_tokens");
+  if (eff) eff->finish();
+  if (measured) measured->finish();
+}
+
+}  // namespace
+
+HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
+  JsonReader r(doc, file, "");
+  HwProfile hw;
+  r.accept("schema");
+  r.accept("notes");
+  r.accept("fit_report");  // written by `servesim calibrate fit`, for people
+  hw.name = r.string("name");
+  hw.display_name = r.string("display_name");
+  hw.architecture = r.string("architecture");
+  r.accept("compute_capability");
+  hw.sm_count = static_cast<int>(r.integer_in("sm_count", 1, 1 << 20));
+  // 10 TB at most: far above any GPU, and keeps the KV block count (and the allocator's tables) bounded.
+  hw.memory_bytes = r.number_in("memory_bytes", 1e8, 1e13);
+  hw.hbm_bandwidth_bytes_per_s = r.number_in("hbm_bandwidth_bytes_per_s", 1e10, 1e15);
+  hw.l2_bytes = r.number_in("l2_bytes", 1e4, 1e10);
+  parse_peaks(r, hw);
+  parse_links(r, hw);
+  parse_launch(r, hw);
   nlohmann::json tables_doc;
   std::optional<JsonReader> tables;
-  if (r.has("tables")) {
-    const auto& t = r.raw("tables");
-    if (t.is_string()) {
-      const std::string tables_file = (std::filesystem::path(file).parent_path() / t.get<std::string>()).string();
-      tables_doc = load_json_file(tables_file);
-      tables.emplace(tables_doc, tables_file, "");
-      if (tables->string("schema") != kTablesSchema) tables->fail("schema", std::string("must be \"") + kTablesSchema + "\"");
-      tables->accept("notes");
-    } else if (t.is_object()) {
-      tables.emplace(t, file, "tables");
-    } else {
-      r.fail("tables", "must name the tables file (relative to this profile) or be an object");
-    }
-  }
+  open_tables(r, file, tables_doc, tables);
   if (r.has("calibration")) r.fail("calibration", "belongs under \"tables\" (see docs/hardware-profiles.md)");
-  {
-    // Each curve is in the profile's "efficiency" or, when measured, its tables' (not both).
-    std::optional<JsonReader> eff = r.object_if("efficiency");
-    std::optional<JsonReader> measured = tables ? tables->object_if("efficiency") : std::nullopt;
-    const auto curve = [&](const std::string& key) {
-      const bool here = eff && eff->has(key), there = measured && measured->has(key);
-      if (here && there) eff->fail(key, "is also in the profile's tables: keep one");
-      if (here) return parse_table(*eff, key);
-      if (there) return parse_table(*measured, key);
-      r.fail("efficiency." + key, "missing (in the profile or its tables)");
-    };
-    hw.gemm_compute_frac_by_m = curve("gemm_compute_frac_by_m");
-    hw.memory_bw_frac_by_bytes = curve("memory_bw_frac_by_bytes");
-    hw.attention_decode_bw_frac_by_bytes = curve("attention_decode_bw_frac_by_bytes");
-    hw.attention_prefill_compute_frac_by_tokens = curve("attention_prefill_compute_frac_by_kv_tokens");
-    if (eff) eff->finish();
-    if (measured) measured->finish();
-  }
+  parse_efficiency_curves(r, tables, hw);
   if (tables) {
     if (auto calibration = tables->object_if("calibration")) parse_calibration(*calibration, hw);
     tables->finish();
