@@ -13,6 +13,80 @@ int kernel_count(JsonReader& r, const std::string& key, int lo, int hi, int fall
   if (v < lo || v > hi) r.fail(key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return static_cast<int>(v);
 }
+
+// kernels_per_layer: how many kernels each part of a layer launches, and how fast the
+// engine's own kernels run against the profile's.
+KernelPlan parse_kernel_plan(JsonReader k) {
+  KernelPlan kp;
+  kp.qkv_gemms = kernel_count(k, "qkv_gemms", 1, 3, 1);
+  kp.gate_up_gemms = kernel_count(k, "gate_up_gemms", 1, 2, 1);
+  kp.norm_kernels = kernel_count(k, "norm_kernels", 1, 32, 1);
+  kp.fused_add_norm = k.boolean_or("fused_add_norm", false);
+  kp.rope_kernels = kernel_count(k, "rope_kernels", 0, 32, 1);
+  kp.kv_write_kernels = kernel_count(k, "kv_write_kernels", 0, 8, 1);
+  kp.attention_kernels = kernel_count(k, "attention_kernels", 1, 8, 1);
+  kp.act_kernels = kernel_count(k, "act_kernels", 0, 4, 1);
+  kp.kv_cache_concat = k.boolean_or("kv_cache_concat", false);
+  kp.extra_kernels_per_layer = kernel_count(k, "extra_kernels", 0, 64, 0);
+  kp.sampler_kernels = kernel_count(k, "sampler_kernels", 1, 64, 1);
+  kp.elementwise_bw_frac = k.number_in_or("elementwise_bw_frac", 0.05, 1.0, 1.0);
+  kp.packed_attention_compute_frac = k.number_in_or("packed_attention_compute_frac", 0.01, 2.0, 1.0);
+  if (k.has("attention_impl")) {
+    const std::string impl = k.string("attention_impl");
+    bool known = false;
+    for (std::size_t i = 0; i < kAttentionKernels; ++i) {
+      if (impl == attention_kernel_name(static_cast<AttentionKernel>(i))) {
+        kp.attention_kernel = static_cast<AttentionKernel>(i);
+        known = true;
+      }
+    }
+    if (!known) k.fail("attention_impl", "must be standard, sdpa or sdpa_packed, got '" + impl + "'");
+  }
+  kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
+  kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
+  k.finish();
+  return kp;
+}
+
+// cuda_graphs: whether decode steps run as graphs, and the batch sizes captured.
+void parse_cuda_graphs(JsonReader g, EngineProfile& p) {
+  p.launch.cuda_graphs = g.boolean("decode");
+  if (g.has("batch_sizes")) {
+    const auto& a = g.raw("batch_sizes");
+    if (!a.is_array()) g.fail("batch_sizes", "must be an array of increasing positive integers");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 ||
+          (!p.cuda_graph_batch_sizes.empty() && a[i].get<std::int64_t>() <= p.cuda_graph_batch_sizes.back())) {
+        g.fail("batch_sizes[" + std::to_string(i) + "]", "must be an increasing positive integer");
+      }
+      p.cuda_graph_batch_sizes.push_back(a[i].get<std::int64_t>());
+    }
+  }
+  g.finish();
+}
+
+// host: CPU time per step and per sequence, and whether it overlaps the GPU.
+void parse_host(JsonReader h, LaunchConfig& launch) {
+  launch.host_overhead_per_step_s = h.number_in("overhead_per_step_s", 0.0, 10.0);
+  launch.host_overhead_per_decode_step_s = h.number_in_or("overhead_per_decode_step_s", 0.0, 10.0, 0.0);
+  launch.host_overhead_per_seq_s = h.number_in("overhead_per_seq_s", 0.0, 1.0);
+  launch.overlap_host = h.boolean_or("overlap_with_gpu", false);
+  launch.dispatch_s_per_kernel = h.number_in_or("dispatch_s_per_kernel", 0.0, 1.0, 0.0);
+  h.finish();
+}
+
+// defaults: the scenario settings the engine brings (policy, KV cache, block size).
+void parse_defaults(JsonReader d, EngineProfile& p) {
+  p.scheduler = d.string("scheduler");
+  p.kv_cache = d.string("kv_cache");
+  if (p.kv_cache != "paged" && p.kv_cache != "radix" && p.kv_cache != "token" && p.kv_cache != "contiguous") {
+    d.fail("kv_cache", "must be paged, radix, token or contiguous");
+  }
+  p.block_size = d.positive_integer("block_size");
+  if (d.has("max_num_batched_tokens")) p.max_num_batched_tokens = d.positive_integer("max_num_batched_tokens");
+  d.finish();
+}
+
 }  // namespace
 
 EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string& file) {
@@ -23,73 +97,10 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
   r.accept("sources");  // free-form documentation of every number, kept in the file
   p.name = r.string("name");
   p.display_name = r.string_or("display_name", p.name);
-  {
-    JsonReader k = r.object("kernels_per_layer");
-    KernelPlan& kp = p.kernels;
-    kp.qkv_gemms = kernel_count(k, "qkv_gemms", 1, 3, 1);
-    kp.gate_up_gemms = kernel_count(k, "gate_up_gemms", 1, 2, 1);
-    kp.norm_kernels = kernel_count(k, "norm_kernels", 1, 32, 1);
-    kp.fused_add_norm = k.boolean_or("fused_add_norm", false);
-    kp.rope_kernels = kernel_count(k, "rope_kernels", 0, 32, 1);
-    kp.kv_write_kernels = kernel_count(k, "kv_write_kernels", 0, 8, 1);
-    kp.attention_kernels = kernel_count(k, "attention_kernels", 1, 8, 1);
-    kp.act_kernels = kernel_count(k, "act_kernels", 0, 4, 1);
-    kp.kv_cache_concat = k.boolean_or("kv_cache_concat", false);
-    kp.extra_kernels_per_layer = kernel_count(k, "extra_kernels", 0, 64, 0);
-    kp.sampler_kernels = kernel_count(k, "sampler_kernels", 1, 64, 1);
-    kp.elementwise_bw_frac = k.number_in_or("elementwise_bw_frac", 0.05, 1.0, 1.0);
-    kp.packed_attention_compute_frac = k.number_in_or("packed_attention_compute_frac", 0.01, 2.0, 1.0);
-    if (k.has("attention_impl")) {
-      const std::string impl = k.string("attention_impl");
-      bool known = false;
-      for (std::size_t i = 0; i < kAttentionKernels; ++i) {
-        if (impl == attention_kernel_name(static_cast<AttentionKernel>(i))) {
-          kp.attention_kernel = static_cast<AttentionKernel>(i);
-          known = true;
-        }
-      }
-      if (!known) k.fail("attention_impl", "must be standard, sdpa or sdpa_packed, got '" + impl + "'");
-    }
-    kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
-    kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
-    k.finish();
-  }
-  {
-    JsonReader g = r.object("cuda_graphs");
-    p.launch.cuda_graphs = g.boolean("decode");
-    if (g.has("batch_sizes")) {
-      const auto& a = g.raw("batch_sizes");
-      if (!a.is_array()) g.fail("batch_sizes", "must be an array of increasing positive integers");
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 ||
-            (!p.cuda_graph_batch_sizes.empty() && a[i].get<std::int64_t>() <= p.cuda_graph_batch_sizes.back())) {
-          g.fail("batch_sizes[" + std::to_string(i) + "]", "must be an increasing positive integer");
-        }
-        p.cuda_graph_batch_sizes.push_back(a[i].get<std::int64_t>());
-      }
-    }
-    g.finish();
-  }
-  {
-    JsonReader h = r.object("host");
-    p.launch.host_overhead_per_step_s = h.number_in("overhead_per_step_s", 0.0, 10.0);
-    p.launch.host_overhead_per_decode_step_s = h.number_in_or("overhead_per_decode_step_s", 0.0, 10.0, 0.0);
-    p.launch.host_overhead_per_seq_s = h.number_in("overhead_per_seq_s", 0.0, 1.0);
-    p.launch.overlap_host = h.boolean_or("overlap_with_gpu", false);
-    p.launch.dispatch_s_per_kernel = h.number_in_or("dispatch_s_per_kernel", 0.0, 1.0, 0.0);
-    h.finish();
-  }
-  {
-    JsonReader d = r.object("defaults");
-    p.scheduler = d.string("scheduler");
-    p.kv_cache = d.string("kv_cache");
-    if (p.kv_cache != "paged" && p.kv_cache != "radix" && p.kv_cache != "token" && p.kv_cache != "contiguous") {
-      d.fail("kv_cache", "must be paged, radix, token or contiguous");
-    }
-    p.block_size = d.positive_integer("block_size");
-    if (d.has("max_num_batched_tokens")) p.max_num_batched_tokens = d.positive_integer("max_num_batched_tokens");
-    d.finish();
-  }
+  p.kernels = parse_kernel_plan(r.object("kernels_per_layer"));
+  parse_cuda_graphs(r.object("cuda_graphs"), p);
+  parse_host(r.object("host"), p.launch);
+  parse_defaults(r.object("defaults"), p);
   if (auto c = r.object_if("cold_start")) {
     p.cold_start.cuda_context_s = c->number_in_or("cuda_context_s", 0.0, 600.0, p.cold_start.cuda_context_s);
     p.cold_start.framework_init_s = c->number_in_or("framework_init_s", 0.0, 3600.0, 0.0);
