@@ -234,6 +234,100 @@ bool metric_known(const std::string& m) {
   return m == "output_throughput_total" || m == "output_throughput_per_gpu" || m == "ttft" || m == "ttft_mean" || m == "itl_mean";
 }
 
+// What a harness asks of the scenario beyond its keys.
+struct HarnessSettings {
+  double kv_free_fraction = 0.0;  // > 0: TensorRT-LLM's free-memory fraction
+  bool padded_graphs = false;     // the row lists its own CUDA-graph batch sizes
+};
+
+// The keys each benchmark harness sets: its engine limits and its workload; `assumed` gathers
+// what the source did not publish.
+HarnessSettings trtllm_bench_setup(const RowInput& in, const std::string& card, const std::string& file, const std::string& quant,
+                                   bool fp8_kv, nlohmann::json& engine, nlohmann::json& workload, std::string& assumed) {
+  HarnessSettings h;
+  // perf-overview: "--kv_cache_free_gpu_mem_fraction 0.95 in many cases"; the heuristic
+  // assumes the same fraction (calc_engine_setting default).
+  h.kv_free_fraction = 0.95;
+  const ModelSpec model = load_model(resolve_data_ref("models", card, file, in.id));
+  const double memory = load_hw_profile(resolve_data_ref("hwprofiles", in.gpu, file, in.id)).memory_bytes;
+  BenchLimits l = trtllm_bench_limits(model, memory, bench_bytes(quant), fp8_kv ? 1.0 : 2.0, in.tp, in.pp, in.isl, in.osl,
+                                      h.kv_free_fraction);
+  const bool chunked = in.settings.value("enable_chunked_context", false);
+  // Without context chunking trtllm-bench raises max_num_tokens to hold the longest prompt
+  // beside a full batch of decodes (bench/benchmark/utils/general.py get_settings).
+  if (!chunked) l.max_num_tokens = std::max(l.max_num_tokens, in.isl + l.max_batch_size);
+  engine["max_num_seqs"] = l.max_batch_size;
+  engine["max_num_batched_tokens"] = l.max_num_tokens;
+  engine["max_model_len"] = in.isl + in.osl;
+  // GUARANTEED_NO_EVICT admits a request only with blocks for its whole length.
+  engine["kv_reservation"] = "contiguous";
+  engine["scheduler"] = {{"impl", chunked ? "chunked-prefill" : "inflight"}};
+  assumed += "trtllm-bench limits max_batch_size " + std::to_string(l.max_batch_size) + ", max_num_tokens " +
+             std::to_string(l.max_num_tokens) + "; KV 0.95 of free memory; ";
+  h.padded_graphs = in.settings.contains("cuda_graph_batch_sizes");
+  workload["prompt_tokens"] = fixed(in.isl);
+  workload["output_tokens"] = fixed(in.osl);
+  return h;
+}
+
+HarnessSettings triton_online_setup(const RowInput& in, nlohmann::json& engine, nlohmann::json& workload, std::string& assumed) {
+  HarnessSettings h;
+  // No limits published: TensorRT-LLM's BuildConfig defaults (max_batch_size 2048,
+  // max_num_tokens 8192: perf-benchmarking.md) and the executor's KV fraction 0.9.
+  h.kv_free_fraction = 0.9;
+  engine["max_num_seqs"] = 2048;
+  engine["max_num_batched_tokens"] = 8192;
+  engine["max_model_len"] = in.isl + in.osl;
+  engine["kv_reservation"] = "contiguous";
+  engine["scheduler"] = {{"impl", "inflight"}};
+  const double qps = leading_number(in.arrival);
+  if (qps > 0) workload["arrival"] = {{"impl", "poisson"}, {"rate_per_s", qps}};
+  assumed += std::string("BuildConfig limits 2048 / 8192; KV 0.9 of free memory; ") + (qps > 0 ? "Poisson arrivals; " : "");
+  workload["prompt_tokens"] = fixed(in.isl);
+  workload["output_tokens"] = fixed(in.osl);
+  return h;
+}
+
+HarnessSettings static_session_setup(const RowInput& in, nlohmann::json& engine, nlohmann::json& workload, std::string& assumed) {
+  HarnessSettings h;
+  // One static batch of the row's size (paged KV off: a contiguous cache of ISL + OSL).
+  const std::int64_t batch = std::max<std::int64_t>(1, in.settings.value("batch_size", std::int64_t{1}));
+  h.kv_free_fraction = 0.95;
+  engine["max_num_seqs"] = batch;
+  engine["max_num_batched_tokens"] = std::max<std::int64_t>(batch * in.isl, in.isl + in.osl);
+  engine["max_model_len"] = in.isl + in.osl;
+  engine["kv_reservation"] = "contiguous";
+  engine["scheduler"] = {{"impl", "static"}, {"batch_size", batch}};
+  workload["num_requests"] = std::max<std::int64_t>(batch, in.num_requests);
+  workload["prompt_tokens"] = fixed(in.isl);
+  workload["output_tokens"] = fixed(in.osl);
+  assumed += "KV 0.95 of free memory; ";
+  return h;
+}
+
+void vllm_sharegpt_setup(nlohmann::json& engine, nlohmann::json& workload, std::string& assumed) {
+  // benchmark_serving's ShareGPT sample (request rate inf): lengths as the vLLM paper's
+  // ShareGPT means (161 prompt, 338 output tokens; Kwon et al., SOSP 2023, Table 1) with a
+  // lognormal spread (our assumption, as sim/analysis/public_cases.cpp); max_model_len 2000
+  // (the source's figures are labelled len2000), so chunked prefill stays off in 0.5.4.
+  engine["max_model_len"] = 2000;
+  workload["prompt_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 161}, {"sigma", 1.0}, {"min_tokens", 4}, {"max_tokens", 1000}};
+  workload["output_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 338}, {"sigma", 1.0}, {"min_tokens", 4}, {"max_tokens", 1000}};
+  assumed += "ShareGPT lengths lognormal (means 161 / 338); max_model_len 2000; vLLM defaults; ";
+}
+
+// The run's own CUDA-graph sizes (llm_options.yml, enable_padding true).
+std::vector<std::int64_t> row_cuda_graph_sizes(const RowInput& in, const std::string& file) {
+  std::vector<std::int64_t> sizes;
+  for (const auto& v : in.settings.at("cuda_graph_batch_sizes")) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || (!sizes.empty() && v.get<std::int64_t>() <= sizes.back())) {
+      throw InputError(file, "rows[" + in.id + "].engine_settings.cuda_graph_batch_sizes", "must be increasing positive integers");
+    }
+    sizes.push_back(v.get<std::int64_t>());
+  }
+  return sizes;
+}
+
 // The scenario of one usable row, and what it assumed.
 Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::string& card, const std::string& file,
                         const PublishedOptions& opt, std::string& assumed) {
@@ -250,94 +344,19 @@ Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::str
   if (opt.max_requests > 0) requests = std::min(requests, opt.max_requests);
   nlohmann::json engine = {{"profile", src.profile}};
   nlohmann::json workload = {{"num_requests", requests}, {"arrival", {{"impl", "all_at_once"}}}};
-  double kv_free_fraction = 0.0;  // > 0: TensorRT-LLM's free-memory fraction
-  bool padded_graphs = false;
-
+  HarnessSettings h;
   switch (src.harness) {
-    case Harness::trtllm_bench: {
-      // perf-overview: "--kv_cache_free_gpu_mem_fraction 0.95 in many cases"; the heuristic
-      // assumes the same fraction (calc_engine_setting default).
-      kv_free_fraction = 0.95;
-      const ModelSpec model = load_model(resolve_data_ref("models", card, file, in.id));
-      const double memory = load_hw_profile(resolve_data_ref("hwprofiles", in.gpu, file, in.id)).memory_bytes;
-      BenchLimits l = trtllm_bench_limits(model, memory, bench_bytes(quant), fp8_kv ? 1.0 : 2.0, in.tp, in.pp, in.isl, in.osl,
-                                          kv_free_fraction);
-      const bool chunked = in.settings.value("enable_chunked_context", false);
-      // Without context chunking trtllm-bench raises max_num_tokens to hold the longest prompt
-      // beside a full batch of decodes (bench/benchmark/utils/general.py get_settings).
-      if (!chunked) l.max_num_tokens = std::max(l.max_num_tokens, in.isl + l.max_batch_size);
-      engine["max_num_seqs"] = l.max_batch_size;
-      engine["max_num_batched_tokens"] = l.max_num_tokens;
-      engine["max_model_len"] = in.isl + in.osl;
-      // GUARANTEED_NO_EVICT admits a request only with blocks for its whole length.
-      engine["kv_reservation"] = "contiguous";
-      engine["scheduler"] = {{"impl", chunked ? "chunked-prefill" : "inflight"}};
-      assumed += "trtllm-bench limits max_batch_size " + std::to_string(l.max_batch_size) + ", max_num_tokens " +
-                 std::to_string(l.max_num_tokens) + "; KV 0.95 of free memory; ";
-      padded_graphs = in.settings.contains("cuda_graph_batch_sizes");
-      workload["prompt_tokens"] = fixed(in.isl);
-      workload["output_tokens"] = fixed(in.osl);
-      break;
-    }
-    case Harness::triton_online: {
-      // No limits published: TensorRT-LLM's BuildConfig defaults (max_batch_size 2048,
-      // max_num_tokens 8192: perf-benchmarking.md) and the executor's KV fraction 0.9.
-      kv_free_fraction = 0.9;
-      engine["max_num_seqs"] = 2048;
-      engine["max_num_batched_tokens"] = 8192;
-      engine["max_model_len"] = in.isl + in.osl;
-      engine["kv_reservation"] = "contiguous";
-      engine["scheduler"] = {{"impl", "inflight"}};
-      const double qps = leading_number(in.arrival);
-      if (qps > 0) workload["arrival"] = {{"impl", "poisson"}, {"rate_per_s", qps}};
-      assumed += std::string("BuildConfig limits 2048 / 8192; KV 0.9 of free memory; ") + (qps > 0 ? "Poisson arrivals; " : "");
-      workload["prompt_tokens"] = fixed(in.isl);
-      workload["output_tokens"] = fixed(in.osl);
-      break;
-    }
-    case Harness::static_session: {
-      // One static batch of the row's size (paged KV off: a contiguous cache of ISL + OSL).
-      const std::int64_t batch = std::max<std::int64_t>(1, in.settings.value("batch_size", std::int64_t{1}));
-      kv_free_fraction = 0.95;
-      engine["max_num_seqs"] = batch;
-      engine["max_num_batched_tokens"] = std::max<std::int64_t>(batch * in.isl, in.isl + in.osl);
-      engine["max_model_len"] = in.isl + in.osl;
-      engine["kv_reservation"] = "contiguous";
-      engine["scheduler"] = {{"impl", "static"}, {"batch_size", batch}};
-      workload["num_requests"] = std::max<std::int64_t>(batch, in.num_requests);
-      workload["prompt_tokens"] = fixed(in.isl);
-      workload["output_tokens"] = fixed(in.osl);
-      assumed += "KV 0.95 of free memory; ";
-      break;
-    }
-    case Harness::vllm_sharegpt: {
-      // benchmark_serving's ShareGPT sample (request rate inf): lengths as the vLLM paper's
-      // ShareGPT means (161 prompt, 338 output tokens; Kwon et al., SOSP 2023, Table 1) with a
-      // lognormal spread (our assumption, as sim/analysis/public_cases.cpp); max_model_len 2000
-      // (the source's figures are labelled len2000), so chunked prefill stays off in 0.5.4.
-      engine["max_model_len"] = 2000;
-      workload["prompt_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 161}, {"sigma", 1.0}, {"min_tokens", 4}, {"max_tokens", 1000}};
-      workload["output_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 338}, {"sigma", 1.0}, {"min_tokens", 4}, {"max_tokens", 1000}};
-      assumed += "ShareGPT lengths lognormal (means 161 / 338); max_model_len 2000; vLLM defaults; ";
-      break;
-    }
+    case Harness::trtllm_bench: h = trtllm_bench_setup(in, card, file, quant, fp8_kv, engine, workload, assumed); break;
+    case Harness::triton_online: h = triton_online_setup(in, engine, workload, assumed); break;
+    case Harness::static_session: h = static_session_setup(in, engine, workload, assumed); break;
+    case Harness::vllm_sharegpt: vllm_sharegpt_setup(engine, workload, assumed); break;
     case Harness::none: break;
   }
   doc["engine"] = engine;
   doc["workload"] = workload;
   Scenario s = parse_scenario(doc, file + ": rows[" + in.id + "]");
-  if (kv_free_fraction > 0) set_free_memory_fraction(s, kv_free_fraction);
-  if (padded_graphs) {
-    // The run's own CUDA-graph sizes (llm_options.yml, enable_padding true).
-    std::vector<std::int64_t> sizes;
-    for (const auto& v : in.settings.at("cuda_graph_batch_sizes")) {
-      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || (!sizes.empty() && v.get<std::int64_t>() <= sizes.back())) {
-        throw InputError(file, "rows[" + in.id + "].engine_settings.cuda_graph_batch_sizes", "must be increasing positive integers");
-      }
-      sizes.push_back(v.get<std::int64_t>());
-    }
-    s.engine.profile.cuda_graph_batch_sizes = sizes;
-  }
+  if (h.kv_free_fraction > 0) set_free_memory_fraction(s, h.kv_free_fraction);
+  if (h.padded_graphs) s.engine.profile.cuda_graph_batch_sizes = row_cuda_graph_sizes(in, file);
   return s;
 }
 
