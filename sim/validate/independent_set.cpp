@@ -31,13 +31,9 @@ std::string point_label(const char* a, double x, const char* b, double y) {
   return buf;
 }
 
-}  // namespace
-
-ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw) {
-  ValidationResult out;
-  // GEMMs: the profile's tables come from our calibrator (cuBLASLt), these rows from torch; a
-  // row's shape, and every other shape of the models it belongs to, leave the tables first.
-
+// GEMM rows: the profile's tables come from our calibrator (cuBLASLt), these rows from torch; a
+// row's shape, and every other shape of the models it belongs to, leave the tables first.
+void add_gemm_rows(const IndependentSet& set, const HwProfile& hw, ValidationResult& out) {
   std::map<std::string, std::set<GemmShape>> model_shapes;
   for (const std::string& name : independent_dense_models()) {
     model_shapes[name] = gemm_shapes_of(load_model(resolve_data_ref("models", name, "servesim validate", "model")));
@@ -75,7 +71,11 @@ ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw
                           g.time.time_s});
     }
   }
-  // SDPA attention, leave one head layout out.
+}
+
+// SDPA attention rows, leave one head layout out: each layout's rows timed with the SDPA tables
+// fitted to the other layouts.
+void add_sdpa_rows(const IndependentSet& set, const HwProfile& hw, ValidationResult& out) {
   const nlohmann::json& attn = set.section("attention");
   const std::string& afile = set.file("attention");
   std::set<HeadLayout> layouts;
@@ -127,6 +127,14 @@ ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw
       }
     }
   }
+}
+
+}  // namespace
+
+ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw) {
+  ValidationResult out;
+  add_gemm_rows(set, hw, out);
+  add_sdpa_rows(set, hw, out);
   return out;
 }
 
