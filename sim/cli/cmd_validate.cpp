@@ -188,6 +188,70 @@ int run_published(const std::string& file, const PublishedOptions& options, bool
   return crossed > 0 ? kExitBoundCrossed : kExitOk;
 }
 
+// The independent suites (kernels, steps, engines) measured on `hw`, in that order.
+ValidationResult independent_result(const IndependentSet& set, const HwProfile& hw, const std::string& suite) {
+  ValidationResult res;
+  for (const char* s : {"kernels", "steps", "engines"}) {
+    if (suite != "independent" && suite != s) continue;
+    const std::string name = s;
+    ValidationResult part = name == "kernels" ? validate_kernels(set, hw) : name == "steps" ? validate_steps(set, hw) : validate_engines(set, hw);
+    res.rows.insert(res.rows.end(), part.rows.begin(), part.rows.end());
+    res.folds.insert(res.folds.end(), part.folds.begin(), part.folds.end());
+  }
+  return res;
+}
+
+// --bands: the independent set's bands (kernels to engines on its GPU), then the published
+// tables' whole-engine throughput bands, so plan can speak for the engines people deploy.
+void write_bands(const std::string& path, const ValidationResult& res, const HwProfile& hw) {
+  std::vector<ErrorBand> bands = error_bands(res, hw.name);
+  const std::string published = default_published_file();
+  const std::vector<ErrorBand> engine_bands = published_error_bands(validate_published(load_json_file(published), published, {}));
+  bands.insert(bands.end(), engine_bands.begin(), engine_bands.end());
+  write_file(path, error_bands_to_json(bands, "servesim validate --bands " + portable_path(path)).dump(2) + "\n");
+}
+
+// --json: every row, the summaries against their bounds, the folds. Returns the bounds crossed.
+int print_independent_json(const ValidationResult& res, const std::vector<std::string>& files) {
+  nlohmann::json out = {{"files", files}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
+  for (const auto& r : res.rows) out["rows"].push_back(row_json(r));
+  const auto bounds = validation_bounds();
+  int crossed = 0;
+  for (const auto& s : summarize(res.rows, bounds)) {
+    nlohmann::json j = {{"group", s.group}, {"engine", s.engine}, {"phase", s.phase}, {"n", s.n},
+                        {"median_abs_error", s.median_abs}, {"worst_abs_error", s.worst_abs}, {"holds", s.holds()}};
+    if (s.bound) j["bound"] = {{"median", s.bound->median}, {"worst", s.bound->worst}};
+    crossed += s.holds() ? 0 : 1;
+    out["summary"].push_back(j);
+  }
+  for (const auto& f : res.folds) out["folds"].push_back({{"group", f.group}, {"held_out", f.held_out}, {"fit", f.text}});
+  std::cout << out.dump(2) << "\n";
+  return crossed;
+}
+
+// The independent H200 set: kernels, steps, engines or all three.
+int run_independent(const cxxopts::ParseResult& p, const std::string& suite) {
+  const std::vector<std::string> files = p.count("data") ? split_list(p["data"].as<std::string>()) : default_independent_files();
+  const IndependentSet set = load_independent_set(files);
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim validate", "--hw"));
+  const ValidationResult res = independent_result(set, hw, suite);
+  if (p.count("bands")) {
+    if (suite != "independent") throw InputError("servesim validate", "--bands", "needs the whole independent suite (--suite independent)");
+    write_bands(p["bands"].as<std::string>(), res, hw);
+  }
+  if (p.count("json")) return print_independent_json(res, files) > 0 ? kExitBoundCrossed : kExitOk;
+  if (p.count("rows")) {
+    for (const auto& r : res.rows) {
+      std::printf("%-7s %-18s %-14s %-12s %-26s measured %10.4g s  predicted %10.4g s  %+6.1f%%\n", r.group.c_str(), r.engine.c_str(),
+                  r.phase.c_str(), r.model.c_str(), r.point.c_str(), r.measured, r.predicted, 100 * r.error());
+    }
+  }
+  const int crossed = print_independent(res, true);
+  std::printf("%s: %d of the stated bounds crossed (measurements: %zu files, %zu rows)\n", crossed ? "FAIL" : "ok", crossed,
+              files.size(), res.rows.size());
+  return crossed > 0 ? kExitBoundCrossed : kExitOk;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
@@ -229,54 +293,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (suite != "kernels" && suite != "steps" && suite != "engines" && suite != "independent") {
     throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public or published, got '" + suite + "'");
   }
-  const std::vector<std::string> files = p.count("data") ? split_list(p["data"].as<std::string>()) : default_independent_files();
-  const IndependentSet set = load_independent_set(files);
-  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim validate", "--hw"));
-  ValidationResult res;
-  for (const char* s : {"kernels", "steps", "engines"}) {
-    if (suite != "independent" && suite != s) continue;
-    const std::string name = s;
-    ValidationResult part = name == "kernels" ? validate_kernels(set, hw) : name == "steps" ? validate_steps(set, hw) : validate_engines(set, hw);
-    res.rows.insert(res.rows.end(), part.rows.begin(), part.rows.end());
-    res.folds.insert(res.folds.end(), part.folds.begin(), part.folds.end());
-  }
-  if (p.count("bands")) {
-    if (suite != "independent") throw InputError("servesim validate", "--bands", "needs the whole independent suite (--suite independent)");
-    // The independent set's bands (kernels to engines on its GPU), then the published tables'
-    // whole-engine throughput bands, so plan can speak for the engines people deploy.
-    std::vector<ErrorBand> bands = error_bands(res, hw.name);
-    const std::string published = default_published_file();
-    const std::vector<ErrorBand> engine_bands = published_error_bands(validate_published(load_json_file(published), published, {}));
-    bands.insert(bands.end(), engine_bands.begin(), engine_bands.end());
-    write_file(p["bands"].as<std::string>(),
-               error_bands_to_json(bands, "servesim validate --bands " + portable_path(p["bands"].as<std::string>())).dump(2) + "\n");
-  }
-  if (p.count("json")) {
-    nlohmann::json out = {{"files", files}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
-    for (const auto& r : res.rows) out["rows"].push_back(row_json(r));
-    const auto bounds = validation_bounds();
-    int crossed = 0;
-    for (const auto& s : summarize(res.rows, bounds)) {
-      nlohmann::json j = {{"group", s.group}, {"engine", s.engine}, {"phase", s.phase}, {"n", s.n},
-                          {"median_abs_error", s.median_abs}, {"worst_abs_error", s.worst_abs}, {"holds", s.holds()}};
-      if (s.bound) j["bound"] = {{"median", s.bound->median}, {"worst", s.bound->worst}};
-      crossed += s.holds() ? 0 : 1;
-      out["summary"].push_back(j);
-    }
-    for (const auto& f : res.folds) out["folds"].push_back({{"group", f.group}, {"held_out", f.held_out}, {"fit", f.text}});
-    std::cout << out.dump(2) << "\n";
-    return crossed > 0 ? kExitBoundCrossed : kExitOk;
-  }
-  if (p.count("rows")) {
-    for (const auto& r : res.rows) {
-      std::printf("%-7s %-18s %-14s %-12s %-26s measured %10.4g s  predicted %10.4g s  %+6.1f%%\n", r.group.c_str(), r.engine.c_str(),
-                  r.phase.c_str(), r.model.c_str(), r.point.c_str(), r.measured, r.predicted, 100 * r.error());
-    }
-  }
-  const int crossed = print_independent(res, true);
-  std::printf("%s: %d of the stated bounds crossed (measurements: %zu files, %zu rows)\n", crossed ? "FAIL" : "ok", crossed,
-              files.size(), res.rows.size());
-  return crossed > 0 ? kExitBoundCrossed : kExitOk;
+  return run_independent(p, suite);
 }
 
 }  // namespace servesim::cli
