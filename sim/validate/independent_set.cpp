@@ -190,8 +190,8 @@ double median_over(std::vector<double> v) { return median(std::move(v)); }
 
 // p50 TTFT, TPOT and end-to-end latency of a generate_batch run, each request from its creation.
 // The mean TTFT too: all requests arrive at once, so first tokens come in a few prefill groups and
-// the p50 of an even request count can fall between two groups (a coin toss on which requests the
-// engine's scheduler took first); the mean weighs every group.
+// the p50 of an even request count can fall on the edge between two groups (which requests the
+// scheduler took first decides it: see simulated_cb_latency); the mean weighs every group.
 struct CbLatency {
   double ttft = 0, tpot = 0, e2e = 0, ttft_mean = 0;
 };
@@ -211,8 +211,13 @@ CbLatency measured_cb_latency(const nlohmann::json& run, const std::string& file
   return {median_over(ttft), median_over(tpot), median_over(e2e), ttft_mean};
 }
 
-// The run simulated: its prompts (all at t = 0) and output lengths, the engine profile with the
-// fold's fitted host costs, on the fold's hardware profile.
+// The run simulated: its prompts and output lengths, arriving as the engine created them, the engine
+// profile with the fold's fitted host costs, on the fold's hardware profile. generate_batch hands
+// the requests to its FIFO scheduler in an order of its own (not the list's: a hash order that
+// changes per process), recorded as each request's created_s within the same millisecond, and its
+// first step takes them all at once. The trace lists them in that order, all at t = 0 (the
+// offsets themselves would let servesim start a step before the last one arrived), so servesim's
+// first prefill takes the same requests as the engine's.
 CbLatency simulated_cb_latency(const nlohmann::json& run, const std::string& file, const std::string& where,
                                const std::string& model, const HwProfile& hw, const TorchEngineFit& torch, const HfCbFit& host) {
   namespace fs = std::filesystem;
@@ -222,8 +227,17 @@ CbLatency simulated_cb_latency(const nlohmann::json& run, const std::string& fil
   {
     std::ofstream out(trace);
     const double n = row_positive(run, "new_tokens", file, where);
-    for (const auto& p : row_array(run, "prompts", file, where)) {
-      out << nlohmann::json{{"arrival_s", 0.0}, {"prompt_tokens", p.get<std::int64_t>()}, {"output_tokens", static_cast<std::int64_t>(n)}}.dump()
+    const auto& prompts = row_array(run, "prompts", file, where);
+    const auto& reqs = row_array(run, "per_request", file, where);
+    if (reqs.size() != prompts.size()) throw InputError(file, where + ".per_request", "needs one entry per prompt");
+    std::vector<std::pair<double, std::size_t>> order;  // (created_s, request index), in creation order
+    for (std::size_t i = 0; i < reqs.size(); ++i) order.emplace_back(reqs[i].value("created_s", 0.0), i);
+    std::stable_sort(order.begin(), order.end());
+    for (const auto& [created_s, i] : order) {
+      out << nlohmann::json{{"arrival_s", 0.0},
+                            {"prompt_tokens", prompts[i].get<std::int64_t>()},
+                            {"output_tokens", static_cast<std::int64_t>(n)}}
+                 .dump()
           << "\n";
     }
     if (!out) throw InputError(trace.string(), "", "cannot write the validation trace");
