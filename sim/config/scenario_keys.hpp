@@ -63,6 +63,10 @@ const std::vector<ScenarioKey>& scenario_keys();
 const std::vector<KeySchema>& key_schemas();
 // The declaration of `path` (schema paths for sub-objects, "[]" for array elements), or null.
 const ScenarioKey* find_scenario_key(const std::string& path);
+// The declaration of a key as `--set` names it, a dotted path: a key of a sub-object declared
+// under a schema through the place it is mounted ("workload.prompt_tokens.mean_tokens" ->
+// "<length>.mean_tokens"); null when undeclared.
+const ScenarioKey* find_set_key(const std::string& dotted_path);
 // The keys directly inside `object_path` ("engine.scheduler"), in declaration order.
 std::vector<const ScenarioKey*> keys_in(const std::string& object_path);
 // docs/scenario-keys.md. `registered`: the names registries above this layer accept for a key

@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
 
 namespace servesim {
@@ -171,6 +172,32 @@ void JsonReader::finish() const {
   }
 }
 
+namespace {
+
+// The value of `--set path=text`, read as the key's declared type (config/scenario_keys): a
+// string key takes the text as written (a JSON string literal, "x", is unquoted), so a name
+// such as 2024 or true stays a name; every other key takes JSON, and text that is not JSON is
+// an error saying which type the key wants. An undeclared path keeps the text's own reading
+// (JSON when it parses, else a string) for the parser to reject with the close names.
+nlohmann::json override_value(const std::string& path, const std::string& text, const std::string& file) {
+  const ScenarioKey* key = find_set_key(path);
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    if (key && key->type != KeyType::string) {
+      const std::string type = key_type_name(key->type);
+      const char* article = type == "integer" || type == "object" || type == "array" ? "an " : "a ";
+      throw InputError(file, path, std::string("--set: expected ") + article + type + ", got '" + text + "'");
+    }
+    return text;  // a bare word such as a model name
+  }
+  if (key && key->type == KeyType::string && !value.is_string()) return text;
+  return value;
+}
+
+}  // namespace
+
 void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& file) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -178,12 +205,7 @@ void apply_override(nlohmann::json& doc, const std::string& assignment, const st
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    value = text;  // a bare word such as a model name
-  }
+  const nlohmann::json value = override_value(path, text, file);
   nlohmann::json* node = &doc;
   std::string walked;
   std::size_t start = 0;

@@ -62,8 +62,11 @@ class JsonReader {
   std::set<std::string> read_;
 };
 
-// Applies a `--set a.b.c=value` override: value parses as JSON when it can, else is a string.
-// Intermediate objects are created; a non-object on the way is an InputError.
+// Applies a `--set a.b.c=value` override to a scenario document. The value is read as the key's
+// declared type (config/scenario_keys): the text as written for a string key, JSON for any
+// other (InputError naming the key when it is not JSON); an undeclared key's value parses as
+// JSON when it can, else is a string. Intermediate objects are created; a non-object on the way
+// is an InputError.
 void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& file);
 
 }  // namespace servesim

@@ -178,3 +178,28 @@ TEST_CASE("--set takes JSON arrays and objects with commas as one value") {
   CHECK(report["scenario"]["workload"]["priority_class_weights"] == nlohmann::json::array({1.0, 3.0}));
   CHECK(report["scenario"]["engine"]["scheduler"]["max_batch_size"] == 4);
 }
+
+TEST_CASE("--set reads the value as its key's declared type") {
+  nlohmann::json doc = base_scenario();
+  apply_override(doc, "name=2024", "s.json");  // a string key takes the text as written
+  CHECK(doc["name"] == "2024");
+  apply_override(doc, "model=\"llama-2-7b\"", "s.json");  // a JSON string literal is unquoted
+  CHECK(doc["model"] == "llama-2-7b");
+  apply_override(doc, "workload.prompt_tokens.impl=fixed", "s.json");  // through the <length> schema
+  CHECK(doc["workload"]["prompt_tokens"]["impl"] == "fixed");
+  apply_override(doc, "workload.num_requests=12", "s.json");
+  CHECK(doc["workload"]["num_requests"] == 12);
+  apply_override(doc, "engine.enable_prefix_caching=true", "s.json");
+  CHECK(doc["engine"]["enable_prefix_caching"] == true);
+  CHECK(parse_error(doc) == "");
+  CHECK_THROWS_WITH_AS(apply_override(doc, "workload.num_requests=twelve", "s.json"),
+                       doctest::Contains("workload.num_requests: --set: expected an integer, got 'twelve'"), InputError);
+  CHECK_THROWS_WITH_AS(apply_override(doc, "workload.prompt_tokens.mean_tokens=many", "s.json"),
+                       doctest::Contains("--set: expected a number, got 'many'"), InputError);
+  CHECK_THROWS_WITH_AS(apply_override(doc, "engine.scheduler=dynamic", "s.json"), doctest::Contains("--set: expected an object"),
+                       InputError);
+  // An undeclared key keeps the text for the parser, which names it with the close keys.
+  apply_override(doc, "engine.max_num_seq=abc", "s.json");
+  CHECK(doc["engine"]["max_num_seq"] == "abc");
+  CHECK(contains(parse_error(doc), "engine.max_num_seq: unknown key"));
+}
