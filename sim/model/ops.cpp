@@ -415,6 +415,132 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   }
 }
 
+// The layer's two RMSNorms (a fused add+norm also reads the residual and writes the updated
+// one, and the separate adds vanish) and, for w8a8, the dynamic per-token quantization of the
+// four GEMM inputs (QKV, O, gate/up, down).
+void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p, const KernelPlan& plan, QuantScheme q,
+                                std::vector<Op>& out) {
+  const std::int64_t L = m.num_layers;
+  const double h = static_cast<double>(m.hidden_size);
+  const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights);
+  const double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
+  out.push_back(layer_op(plan.fused_add_norm ? "fused_add_rmsnorm" : "rmsnorm", OpKind::norm, 2, L, plan.norm_kernels,
+                         true, 4.0 * t * h, norm_bytes));
+  if (w8a8_dtype(q)) {
+    const double q_w = static_cast<double>(m.q_width());
+    const double ffn = static_cast<double>(m.ffn_size);
+    out.push_back(layer_op("act_quant", OpKind::elementwise, 4, L, 1, true, 2.0 * t * (2.0 * h + q_w + ffn) / 4.0,
+                           t * (2.0 * h + q_w + ffn) / 4.0 * (ab + quant_input_bytes(q))));
+  }
+}
+
+// Queries, keys and values: MLA's projections, or the dense ones in the GEMMs the engine splits
+// them into (3, 2 or 1); then rope, the KV cache write and HF's cache concatenation.
+void push_qkv(const ModelSpec& m, const BatchShape& b, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
+              QuantScheme q, std::vector<Op>& out) {
+  const std::int64_t L = m.num_layers;
+  if (m.is_mla()) {
+    push_mla_projections(m, t, tokens, p, plan, q, out);
+  } else if (plan.qkv_gemms == 3) {
+    out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
+    out.push_back(gemm_op("k_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
+    out.push_back(gemm_op("v_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
+  } else if (plan.qkv_gemms == 2) {
+    out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
+    out.push_back(gemm_op("kv_proj", 1, L, tokens, 2 * m.kv_width(), m.hidden_size, p, q));
+  } else {
+    out.push_back(gemm_op("qkv_proj", 1, L, tokens, m.qkv_width(), m.hidden_size, p, q));
+  }
+  const double ab = dtype_bytes(p.activations), kvb = dtype_bytes(p.kv_cache);
+  const double q_w = static_cast<double>(m.q_width());
+  const double kv_w = static_cast<double>(m.kv_width());
+  if (plan.rope_kernels > 0 && !m.is_mla()) {
+    out.push_back(layer_op("rope", OpKind::rope, 1, L, plan.rope_kernels, true, 3.0 * t * (q_w + kv_w),
+                           2.0 * t * (q_w + kv_w) * ab));
+  }
+  if (plan.kv_write_kernels > 0 && !m.is_mla()) {
+    out.push_back(layer_op("kv_cache_write", OpKind::kv_write, 1, L, plan.kv_write_kernels, false, 0.0,
+                           2.0 * t * kv_w * (ab + kvb)));
+  }
+  if (plan.kv_cache_concat) out.push_back(kv_concat_op(m, b, p));
+}
+
+// Attention over the KV cache (one packed kernel, or the prefill and decode kernels), the output
+// projection, its all-reduce over tensor parallelism and the residual add (unless fused into
+// the next norm).
+void push_attention(const ModelSpec& m, const BatchShape& b, double t, std::int64_t tokens, const Precision& p,
+                    const KernelPlan& plan, QuantScheme q, std::int64_t tp, double hidden_bytes, std::vector<Op>& out) {
+  const std::int64_t L = m.num_layers;
+  if (plan.attention_kernel == AttentionKernel::sdpa_packed && !m.is_mla()) {
+    out.push_back(packed_attention_op(m, b, p, plan));
+  } else {
+    if (b.prefill_seqs > 0) out.push_back(prefill_attention_op(m, b, p, plan));
+    if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
+  }
+  out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.attn_out_width(), p, q));
+  if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
+  if (!plan.fused_add_norm) {
+    const double h = static_cast<double>(m.hidden_size);
+    out.push_back(layer_op("residual_add", OpKind::elementwise, 2, L, 1, true, t * h, 3.0 * t * h * dtype_bytes(p.activations)));
+  }
+}
+
+// The MLP: the experts of an MoE layer, or gate/up (one GEMM or two), the activation and down;
+// then its all-reduce over tensor parallelism and the engine's extra copies per layer.
+void push_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan, const MoeRouting& routing,
+              QuantScheme q, std::int64_t tp, double hidden_bytes, std::vector<Op>& out) {
+  const std::int64_t L = m.num_layers;
+  const double ab = dtype_bytes(p.activations);
+  const double ffn = static_cast<double>(m.ffn_size);
+  if (m.is_moe()) {
+    push_moe_mlp(m, t, tokens, p, plan, routing, q, out);
+  } else if (m.gated_mlp && plan.gate_up_gemms == 2) {
+    out.push_back(gemm_op("mlp_gate_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
+    out.push_back(gemm_op("mlp_up_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
+  } else {
+    out.push_back(gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", 1, L, tokens, m.mlp_in_width(),
+                          m.hidden_size, p, q));
+  }
+  const double act_reads = m.gated_mlp ? 2.0 : 1.0;
+  if (plan.act_kernels > 0 && !m.is_moe()) {  // 0: fused into the gate/up GEMM's epilogue (TensorRT-LLM gated MLP)
+    out.push_back(layer_op("mlp_act", OpKind::elementwise, 1, L, m.gated_mlp ? plan.act_kernels : 1, true,
+                           5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
+  }
+  if (!m.is_moe()) out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
+  if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
+  if (plan.extra_kernels_per_layer > 0) {
+    const double h = static_cast<double>(m.hidden_size);
+    out.push_back(layer_op("layer_copies", OpKind::elementwise, 1, L, plan.extra_kernels_per_layer, true, 0.0,
+                           2.0 * t * h * ab));
+  }
+}
+
+// After the last layer, on the last pipeline stage: the final norm, the LM head on the sampled
+// rows, the gather of their logits over tensor parallelism and the sampler. `full` is the
+// unsharded model: sampling sees the whole vocabulary.
+void push_head(const ModelSpec& m, const ModelSpec& full, const BatchShape& b, double t, const Precision& p, const KernelPlan& plan,
+               std::int64_t tp, std::vector<Op>& out) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights);
+  out.push_back(streaming_op("final_rmsnorm", OpKind::norm, plan.norm_kernels, 4.0 * t * h / plan.norm_kernels,
+                             2.0 * t * h * ab + h * wb));
+  out.back().placement = Placement::last_stage;
+  const std::int64_t sampled = b.sampled_seqs();
+  if (sampled == 0) return;
+  out.push_back(gemm_op("lm_head", 1, 1, sampled, m.vocab_size, m.hidden_size, p, QuantScheme::none));
+  out.back().per_layer = 0;
+  out.back().placement = Placement::last_stage;
+  const double s_rows = static_cast<double>(sampled);
+  if (tp > 1) {
+    out.push_back(comm_op("logits_all_gather", OpKind::all_gather, 1, 0, s_rows * static_cast<double>(full.vocab_size) * ab,
+                          tp, Placement::last_stage));
+  }
+  const double logits = s_rows * static_cast<double>(full.vocab_size);
+  out.push_back(streaming_op("sampler", OpKind::sampler, plan.sampler_kernels, 5.0 * logits / plan.sampler_kernels,
+                             logits * 4.0 / plan.sampler_kernels));
+  out.back().placement = Placement::last_stage;
+}
+
 }  // namespace
 
 bool depends_on_context(const Op& op) {
@@ -447,15 +573,10 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   out.clear();
   const std::int64_t tokens = b.total_tokens();
   if (tokens == 0) return;
-  const std::int64_t L = m.num_layers;
   const double t = static_cast<double>(tokens);
   const double h = static_cast<double>(m.hidden_size);
   const double ab = dtype_bytes(p.activations);
   const double wb = dtype_bytes(p.weights);
-  const double kvb = dtype_bytes(p.kv_cache);
-  const double q_w = static_cast<double>(m.q_width());
-  const double kv_w = static_cast<double>(m.kv_width());
-  const double ffn = static_cast<double>(m.ffn_size);
   const QuantScheme q = p.quant;
 
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
@@ -463,90 +584,12 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   const double hidden_bytes = t * h * ab;  // one residual-stream tensor: what TP all-reduces
   if (tp > 1) out.push_back(comm_op("embedding_all_reduce", OpKind::all_reduce, 1, 0, hidden_bytes, tp, Placement::first_stage));
   if (m.is_moe() && m.moe.dense_layers > 0) push_dense_layer_mlps(m, t, tokens, p, plan, q, out);
-
-  // A fused add+norm also reads the residual and writes the updated one; the separate adds vanish.
-  const double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
-  out.push_back(layer_op(plan.fused_add_norm ? "fused_add_rmsnorm" : "rmsnorm", OpKind::norm, 2, L, plan.norm_kernels,
-                         true, 4.0 * t * h, norm_bytes));
-  if (w8a8_dtype(q)) {
-    // Dynamic per-token quantization of the four GEMM inputs (QKV, O, gate/up, down).
-    out.push_back(layer_op("act_quant", OpKind::elementwise, 4, L, 1, true, 2.0 * t * (2.0 * h + q_w + ffn) / 4.0,
-                           t * (2.0 * h + q_w + ffn) / 4.0 * (ab + quant_input_bytes(q))));
-  }
-  if (m.is_mla()) {
-    push_mla_projections(m, t, tokens, p, plan, q, out);
-  } else if (plan.qkv_gemms == 3) {
-    out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
-    out.push_back(gemm_op("k_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
-    out.push_back(gemm_op("v_proj", 1, L, tokens, m.kv_width(), m.hidden_size, p, q));
-  } else if (plan.qkv_gemms == 2) {
-    out.push_back(gemm_op("q_proj", 1, L, tokens, m.q_width(), m.hidden_size, p, q));
-    out.push_back(gemm_op("kv_proj", 1, L, tokens, 2 * m.kv_width(), m.hidden_size, p, q));
-  } else {
-    out.push_back(gemm_op("qkv_proj", 1, L, tokens, m.qkv_width(), m.hidden_size, p, q));
-  }
-  if (plan.rope_kernels > 0 && !m.is_mla()) {
-    out.push_back(layer_op("rope", OpKind::rope, 1, L, plan.rope_kernels, true, 3.0 * t * (q_w + kv_w),
-                           2.0 * t * (q_w + kv_w) * ab));
-  }
-  if (plan.kv_write_kernels > 0 && !m.is_mla()) {
-    out.push_back(layer_op("kv_cache_write", OpKind::kv_write, 1, L, plan.kv_write_kernels, false, 0.0,
-                           2.0 * t * kv_w * (ab + kvb)));
-  }
-  if (plan.kv_cache_concat) out.push_back(kv_concat_op(m, b, p));
-
-  if (plan.attention_kernel == AttentionKernel::sdpa_packed && !m.is_mla()) {
-    out.push_back(packed_attention_op(m, b, p, plan));
-  } else {
-    if (b.prefill_seqs > 0) out.push_back(prefill_attention_op(m, b, p, plan));
-    if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
-  }
-
-  out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.attn_out_width(), p, q));
-  if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
-  if (!plan.fused_add_norm) {
-    out.push_back(layer_op("residual_add", OpKind::elementwise, 2, L, 1, true, t * h, 3.0 * t * h * ab));
-  }
-  if (m.is_moe()) {
-    push_moe_mlp(m, t, tokens, p, plan, routing, q, out);
-  } else if (m.gated_mlp && plan.gate_up_gemms == 2) {
-    out.push_back(gemm_op("mlp_gate_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
-    out.push_back(gemm_op("mlp_up_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
-  } else {
-    out.push_back(gemm_op(m.gated_mlp ? "mlp_gate_up_proj" : "mlp_up_proj", 1, L, tokens, m.mlp_in_width(),
-                          m.hidden_size, p, q));
-  }
-  const double act_reads = m.gated_mlp ? 2.0 : 1.0;
-  if (plan.act_kernels > 0 && !m.is_moe()) {  // 0: fused into the gate/up GEMM's epilogue (TensorRT-LLM gated MLP)
-    out.push_back(layer_op("mlp_act", OpKind::elementwise, 1, L, m.gated_mlp ? plan.act_kernels : 1, true,
-                           5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
-  }
-  if (!m.is_moe()) out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
-  if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
-  if (plan.extra_kernels_per_layer > 0) {
-    out.push_back(layer_op("layer_copies", OpKind::elementwise, 1, L, plan.extra_kernels_per_layer, true, 0.0,
-                           2.0 * t * h * ab));
-  }
-
-  out.push_back(streaming_op("final_rmsnorm", OpKind::norm, plan.norm_kernels, 4.0 * t * h / plan.norm_kernels,
-                             2.0 * t * h * ab + h * wb));
-  out.back().placement = Placement::last_stage;
-  const std::int64_t sampled = b.sampled_seqs();
-  if (sampled > 0) {
-    out.push_back(gemm_op("lm_head", 1, 1, sampled, m.vocab_size, m.hidden_size, p, QuantScheme::none));
-    out.back().per_layer = 0;
-    out.back().placement = Placement::last_stage;
-    const double s_rows = static_cast<double>(sampled);
-    if (tp > 1) {
-      out.push_back(comm_op("logits_all_gather", OpKind::all_gather, 1, 0, s_rows * static_cast<double>(full.vocab_size) * ab,
-                            tp, Placement::last_stage));
-    }
-    // Sampling sees the whole vocabulary (gathered logits).
-    const double logits = s_rows * static_cast<double>(full.vocab_size);
-    out.push_back(streaming_op("sampler", OpKind::sampler, plan.sampler_kernels, 5.0 * logits / plan.sampler_kernels,
-                               logits * 4.0 / plan.sampler_kernels));
-    out.back().placement = Placement::last_stage;
-  }
+  // The identical layers, each op once with its per-layer count, in the order a layer runs them.
+  push_norms_and_input_quant(m, t, p, plan, q, out);
+  push_qkv(m, b, t, tokens, p, plan, q, out);
+  push_attention(m, b, t, tokens, p, plan, q, tp, hidden_bytes, out);
+  push_mlp(m, t, tokens, p, plan, routing, q, tp, hidden_bytes, out);
+  push_head(m, full, b, t, p, plan, tp, out);
   if (plan.elementwise_bw_frac != 1.0) {
     for (Op& op : out) set_stream_efficiency(op, plan);
   }
