@@ -18,7 +18,8 @@ void add_histogram(std::vector<ReportMetric>& out, const std::string& path, cons
   for (const auto& [stat, prefix] : stats) out.push_back({path + "." + stat, prefix + what, ""});
 }
 
-// A table, one entry per report figure (histogram summaries added by add_histogram).
+// A table, one entry per report figure (histogram summaries added by add_histogram): long because
+// the report has that many figures, not because it does several things.
 std::vector<ReportMetric> build_registry() {
   std::vector<ReportMetric> m = {
       {"batch.iterations", "iterations run", ""},
