@@ -111,7 +111,7 @@ void check_work(const std::vector<Scenario>& runs, std::size_t copies, const Wor
   if (steps > budget.max_sequence_steps) {
     throw InputError(where, "", what + " would take about " + sci(steps) + " sequence-steps (requests x output tokens, and " +
                                             sci(kSetupSequenceSteps) + " per simulation for its set-up), past the limit of " +
-                                            sci(budget.max_sequence_steps) + " (about 10 s on one core): lower " + levers +
+                                            sci(budget.max_sequence_steps) + " (about 20 s on one core): lower " + levers +
                                             ", or pass " + override_flag + " to run it anyway");
   }
   if (bytes > budget.max_bytes) {

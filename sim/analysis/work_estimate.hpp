@@ -21,17 +21,18 @@ struct WorkEstimate {
 // once (as with all_at_once arrivals or a queue that never drains).
 WorkEstimate estimate_work(const Scenario& s);
 
-// Defaults: about 10 s of simulation on one core for the slowest workloads (every request at once,
-// 4.5e7 sequence-steps/s; ordinary arrivals run 3-4x faster), so that a run nobody sized on
-// purpose answers or is refused well within the 20 s after which a user calls it hung; and half
-// a typical workstation's memory. Bigger studies pass the command's override flag.
+// Defaults: about 20 s of simulation on one core for the slowest workloads (every request at once,
+// 4.5e7 sequence-steps/s; ordinary arrivals run 3-4x faster, and sweeps, plans and replications
+// spread over the cores), so that a run nobody sized on purpose answers or is refused within about
+// the 20 s after which a user calls it hung, while `plan` over every bundled GPU (8.9e8) still
+// runs; and half a typical workstation's memory. Bigger studies pass the command's override flag.
 struct WorkBudget {
-  double max_sequence_steps = 5e8;
+  double max_sequence_steps = 1e9;
   double max_bytes = 8e9;
 };
 
 // Help text of the override flag, `--no-work-limit`, of every command that checks its work.
-inline constexpr const char* kNoWorkLimitHelp = "run even past the work and memory limits (about 10 s of simulation on one core, 8 GB)";
+inline constexpr const char* kNoWorkLimitHelp = "run even past the work and memory limits (about 20 s of simulation on one core, 8 GB)";
 
 // Throws InputError naming `where` (the scenario file) when the simulations (each of `runs`,
 // `copies` times: replications, or a search's probes times its replications) together exceed

@@ -24,10 +24,11 @@ case_hang_run_replications() {
   expect 2 "--replications" -- run s.json --out out --quiet --replications 1000
   [ ! -e out/report.json ] || fail "a refused run wrote out/report.json"
 }
-case_hang_run_replications_1000_small() {
-  # 1000 replications of a 300-request scenario: within --replications' range, but about 15 s of
-  # CPU (mostly each simulation's set-up), past the default budget.
-  scenario s.json "$SMALL_WORKLOAD"
+case_hang_run_replications_1000() {
+  # 1000 replications of a 4000-request scenario: within --replications' range, but about 40 s of
+  # CPU, past the default budget.
+  scenario s.json '{ "num_requests": 4000, "arrival": { "impl": "poisson", "rate_per_s": 6 },
+    "prompt_tokens": { "impl": "fixed", "value_tokens": 500 }, "output_tokens": { "impl": "fixed", "value_tokens": 250 } }'
   expect 2 "--replications, or pass --no-work-limit" -- run s.json --out out --quiet --replications 1000
 }
 case_hang_sweep_50000_combinations() {
@@ -41,9 +42,9 @@ case_hang_saturate_huge_workload() {
   grep -qF "workload.num_requests" "$WORK/stderr" || fail "does not name workload.num_requests"
 }
 case_hang_saturate_probe_grows_with_rate() {
-  # A workload bounded by duration_s: the first probe alone, at 1000 req/s for 3,000 s, is 3e6
+  # A workload bounded by duration_s: the first probe alone, at 1000 req/s for 10,000 s, is 1e7
   # requests per replication (the estimate at the file's 6 req/s passes).
-  scenario s.json '{ "duration_s": 3000, "arrival": { "impl": "poisson", "rate_per_s": 6 },
+  scenario s.json '{ "duration_s": 10000, "arrival": { "impl": "poisson", "rate_per_s": 6 },
     "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
   expect 2 "workload.duration_s (the probe at 1000 req/s" -- saturate s.json --slo ttft=1s --start-rate 1000
 }
@@ -60,7 +61,7 @@ case_hang_gen_trace_1e8_requests() {
 }
 case_hang_all_at_once_1e7() {
   scenario s.json '{ "num_requests": 10000000, "arrival": { "impl": "all_at_once" },
-    "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 100 } }'
+    "prompt_tokens": { "impl": "fixed", "value_tokens": 100 }, "output_tokens": { "impl": "fixed", "value_tokens": 200 } }'
   expect 2 "workload.num_requests" -- run s.json --out out --quiet
 }
 case_hang_all_at_once_huge() {
