@@ -16,7 +16,22 @@ using TimeNs = std::int64_t;
 // "time went backwards" or a request that waits forever.
 inline constexpr double kMaxSimulatedTimeS = 3.2e7;
 
-inline TimeNs seconds_to_ns(double seconds) { return static_cast<TimeNs>(std::llround(seconds * 1e9)); }
+// std::llround(seconds * 1e9) (nearest, halves away from zero) without the libm call, which cost
+// ~27 instructions at every simulated step: x - trunc(x) is exact below 2^63 (an integer-valued
+// double past 2^52, Sterbenz's lemma at or above 1, x itself below), so the comparisons with
+// 0.5 decide as llround does. NaN and values past the int64 range take llround itself.
+inline TimeNs seconds_to_ns(double seconds) {
+  const double x = seconds * 1e9;
+  if (!(std::fabs(x) < 9.0e18)) return static_cast<TimeNs>(std::llround(x));
+  auto t = static_cast<TimeNs>(x);  // toward zero
+  const double frac = x - static_cast<double>(t);
+  if (frac >= 0.5) {
+    ++t;
+  } else if (frac <= -0.5) {
+    --t;
+  }
+  return t;
+}
 inline double ns_to_seconds(TimeNs ns) { return static_cast<double>(ns) * 1e-9; }
 
 }  // namespace servesim

@@ -387,7 +387,7 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
   const auto new_piece = [&p](std::uint8_t context, Region r) -> StepPieces::Piece& {
     if (p.num_pieces == StepPieces::kMaxPieces) throw std::logic_error("summarize_step: more pieces than StepPieces holds");
     StepPieces::Piece& piece = p.pieces[p.num_pieces++];
-    piece = {context, r, {}, {}};
+    piece = {context, r, false, {}, {}};
     return piece;
   };
   // Regions: leading ops outside the layers, then one layer's ops (per_layer > 0), then the rest.
@@ -416,23 +416,44 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
     add(run.sums, sums);
     run.map = compose(run.map, map);
   }
+  // The fold's constant part (see StepPieces::folded), in combine_pieces' order.
+  p.first_context = p.num_pieces;
+  p.folded_sums = {};
+  p.folded.fill({});
+  bool open[3] = {true, true, true};  // no context op yet in this region
+  for (std::uint8_t i = 0; i < p.num_pieces; ++i) {
+    StepPieces::Piece& piece = p.pieces[i];
+    const auto r = static_cast<std::size_t>(piece.region);
+    if (piece.context != StepPieces::kRun) {
+      if (p.first_context == p.num_pieces) p.first_context = i;
+      open[r] = false;
+      continue;
+    }
+    if (p.first_context == p.num_pieces) add(p.folded_sums, piece.sums);
+    piece.map_folded = open[r];
+    if (open[r]) p.folded[r] = compose(p.folded[r], piece.map);
+  }
 }
 
 StepTime combine_pieces(const StepPieces& p, const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs) {
   using Region = StepPieces::Region;
   const double c = p.per_kernel_s;
-  StepSums total;
-  QueueMap region[3];  // pre, one layer, post
-  for (std::size_t i = 0; i < p.num_pieces; ++i) {
+  // From the constant part summarize_step folded; the rest in op order, as if from the start.
+  StepSums total = p.folded_sums;
+  QueueMap region[3] = {p.folded[0], p.folded[1], p.folded[2]};  // pre, one layer, post
+  for (std::size_t i = p.first_context; i < p.num_pieces; ++i) {
     const StepPieces::Piece& piece = p.pieces[i];
-    StepSums sums = piece.sums;
-    QueueMap map = piece.map;
-    if (piece.context != StepPieces::kRun) {
-      const StepPieces::ContextOp& ctx = p.context[piece.context];
-      op_piece(ctx.op, ctx.time, launches_in(ctx.op, piece.region), c, p.kernel_gap_s, sums, map);
-    }
-    add(total, sums);
     QueueMap& to = region[static_cast<int>(piece.region)];
+    if (piece.context == StepPieces::kRun) {
+      add(total, piece.sums);
+      if (!piece.map_folded) to = compose(to, piece.map);
+      continue;
+    }
+    const StepPieces::ContextOp& ctx = p.context[piece.context];
+    StepSums sums;
+    QueueMap map;
+    op_piece(ctx.op, ctx.time, launches_in(ctx.op, piece.region), c, p.kernel_gap_s, sums, map);
+    add(total, sums);
     to = compose(to, map);
   }
   StepTime s;

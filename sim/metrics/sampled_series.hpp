@@ -20,6 +20,10 @@ class SampledSeries {
     while (next_ns_ < now_ns) record(next_ns_, value_);
     value_ = value;
   }
+  // set(now_ns, the current value): time passed, the signal did not change.
+  void advance(TimeNs now_ns) {
+    while (next_ns_ < now_ns) record(next_ns_, value_);
+  }
   // Takes the samples up to and including end_ns.
   void finish(TimeNs end_ns) {
     while (next_ns_ <= end_ns) record(next_ns_, value_);

@@ -93,13 +93,26 @@ void Replica::release_handoff(const Handoff& h, TimeNs now) {
   note_kv_usage(now);
 }
 
-void Replica::note_kv_usage(TimeNs now) {
+inline void Replica::integrate_kv(TimeNs now) {
   const double dt = ns_to_seconds(now - kv_since_ns_);
   const double unit = static_cast<double>(state_.kv.block_size_tokens());
   metrics_.kv_used_block_seconds += static_cast<double>(kv_used_) * dt;
   metrics_.kv_used_slot_seconds += static_cast<double>(kv_used_) * unit * dt;
   metrics_.kv_frag_slot_seconds += static_cast<double>(kv_frag_) * dt;
   kv_since_ns_ = now;
+}
+
+void Replica::note_kv_elapsed(TimeNs now) {
+  integrate_kv(now);
+  fleet_kv_.usage.advance(now);
+  metrics_.kv_usage.advance(now);
+}
+
+void Replica::note_kv_usage(TimeNs now) {
+  // Noted already at this instant (a step starting where the last one ended): the integrals
+  // would add 0.
+  if (now != kv_since_ns_) integrate_kv(now);
+  const double unit = static_cast<double>(state_.kv.block_size_tokens());
   const std::int64_t used = state_.kv.used_blocks();
   fleet_kv_.used_blocks += used - kv_used_;
   fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
@@ -311,7 +324,9 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
     const TimeNs gap_ns = end - st.window_last_ns;
     st.advance_window(end);
     metrics_.itl_s.add_repeated(ns_to_seconds(gap_ns), n);
-    note_kv_usage(end);
+    // note_kv_usage(end) with nothing changed since the step's start: blocks, fragmentation,
+    // the series' values and the peaks are as noted then.
+    note_kv_elapsed(end);
     now = end;
   }
   return steps;

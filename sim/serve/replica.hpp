@@ -122,6 +122,10 @@ class Replica {
   bool account_plan(TimeNs now);
   TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s);
   void note_kv_usage(TimeNs now);
+  // note_kv_usage when nothing changed since the last call (KV blocks, fragmentation, the other
+  // replicas' blocks): only the integrals and the series' sample times move.
+  void note_kv_elapsed(TimeNs now);
+  void integrate_kv(TimeNs now);  // the time integrals of KV usage up to now
   // advance_decode_run's preconditions that hold for the whole run.
   bool quiet_decode() const;
   void note_waiting(TimeNs now, std::int64_t delta);
