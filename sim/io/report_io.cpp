@@ -1,12 +1,14 @@
-// Report writer. Every figure here comes from RunMetrics/MemoryPlan; nothing is recomputed.
-// Only sim.wall_s depends on the machine: everything else is identical for the same inputs.
+// Report writer: the figures come from the table in report_metrics.cpp (computed from
+// RunMetrics/MemoryPlan/SimResult, nothing recomputed); this file adds the names, time series and
+// echoed inputs around them. Only sim.wall_s depends on the machine: everything else is identical
+// for the same inputs.
 #include "sim/io/report_io.hpp"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/io/report_metrics.hpp"
 #include "sim/io/scenario_io.hpp"
 #include "sim/serve/cold_start.hpp"
 #include "sim/metrics/slo.hpp"
@@ -15,98 +17,19 @@ namespace servesim {
 
 namespace {
 
-nlohmann::json summarize(const LogHistogram& h) {
-  const double mean = h.mean();
-  return {{"count", h.count()},
-          {"mean", mean},
-          {"p50", h.quantile(0.50)},
-          {"p95", h.quantile(0.95)},
-          {"p99", h.quantile(0.99)},
-          {"max", h.max()},
-          {"jitter", mean > 0.0 ? h.stddev() / mean : 0.0}};
-}
-
-double ratio(double a, double b) { return b > 0.0 ? a / b : 0.0; }
-
-// The metric sections shared by the fleet view (top level) and each replica: requests,
-// latency, throughput, kv_cache, batch, gpu. `replicas` divides GPU-time fractions so they are
-// per replica (a fleet of two busy replicas is 100% busy, not 200%).
-void metric_sections(nlohmann::json& j, const RunMetrics& m, const Scenario& s, double replicas) {
-  const double hbm_bandwidth_bytes_per_s = s.hw.hbm_bandwidth_bytes_per_s;
-  const double duration_s = ns_to_seconds(m.end_ns);
-  const double capacity = static_cast<double>(m.kv_capacity_blocks);
-  const double iterations = static_cast<double>(m.iterations);
-  j["requests"] = {{"arrived", m.arrived},
-                   {"completed", m.completed},
-                   {"rejected", m.rejected},
-                   {"rejected_too_long", m.rejected_too_long},
-                   {"rejected_queue_full", m.rejected_queue_full},
-                   {"rejected_timeout", m.rejected_timeout},
-                   {"timed_out", m.timed_out},
-                   {"trace_rows_skipped", m.trace_rows_skipped},
-                   {"preempted", m.preempted_requests},
-                   {"preemptions", m.preemptions},
-                   {"recomputed_tokens", m.recomputed_tokens},
-                   {"swapped_out", m.swap_outs},
-                   {"mean_waiting", ratio(m.waiting_request_seconds, duration_s)}};
-  j["latency"] = {{"ttft_s", summarize(m.ttft_s)}, {"tpot_s", summarize(m.tpot_s)},
-                  {"itl_s", summarize(m.itl_s)}, {"e2e_s", summarize(m.e2e_s)},
-                  {"queue_s", summarize(m.queue_s)}};
-  j["throughput"] = {{"requests_per_s", ratio(static_cast<double>(m.completed), duration_s)},
-                     {"output_tokens_per_s", ratio(static_cast<double>(m.output_tokens), duration_s)},
-                     {"total_tokens_per_s", ratio(static_cast<double>(m.output_tokens + m.prompt_tokens), duration_s)}};
+// A run's fields that are not figures (names and time series); the figures are the table's
+// (report_metrics.cpp), written for the fleet and again for each replica.
+void run_sections(nlohmann::json& j, const ReportSource& source) {
+  const RunMetrics& m = source.metrics;
   nlohmann::json usage = nlohmann::json::array();
   for (const auto& [t, v] : m.kv_usage.points()) usage.push_back({ns_to_seconds(t), v});
-  j["kv_cache"] = {{"capacity_blocks", m.kv_capacity_blocks},
-                   {"block_size", s.engine.block_size},
-                   {"allocation_unit_tokens", m.kv_unit_tokens},
-                   {"reservation", kv_reservation_name(s.engine.kv_reservation)},
-                   {"capacity_tokens", m.kv_capacity_blocks * m.kv_unit_tokens},
-                   {"peak_used_frac", ratio(static_cast<double>(m.kv_peak_used_blocks), capacity)},
-                   {"mean_used_frac", ratio(m.kv_used_block_seconds, capacity * duration_s)},
-                   {"internal_fragmentation_frac", ratio(m.kv_frag_slot_seconds, m.kv_used_slot_seconds)},
-                   {"internal_fragmentation_peak_frac", m.kv_frag_peak_frac},
-                   {"reservation_waste_frac", ratio(static_cast<double>(m.kv_released_unwritten_slots),
-                                                    static_cast<double>(m.kv_released_reserved_slots))},
-                   {"prefix_hit_ratio", ratio(static_cast<double>(m.prefix_hit_tokens), static_cast<double>(m.prefix_query_tokens))},
-                   {"prefix_hit_tokens", m.prefix_hit_tokens},
-                   {"prefix_evicted_blocks", m.prefix_evictions},
-                   {"swap_out_bytes", m.swap_out_bytes},
-                   {"swap_in_bytes", m.swap_in_bytes},
-                   {"swap_s", m.swap_s},
-                   {"usage_series_step_s", ns_to_seconds(m.kv_usage.step_ns())},
-                   {"usage_series", usage}};
-  j["batch"] = {{"mean_size", ratio(m.batch_seqs_sum, iterations)},
-                {"max_size", m.max_batch_seqs},
-                {"iterations", m.iterations},
-                {"prefill_iterations", m.prefill_iterations},
-                {"padding_tokens", m.padding_tokens},
-                {"padding_waste_frac", ratio(static_cast<double>(m.padding_tokens), static_cast<double>(m.computed_tokens))}};
-  // busy_s sums each step's time in double seconds while the clock advances in whole ns, so a GPU
-  // busy the whole run can come out a few ulps above 1.
-  j["gpu"] = {{"busy_frac", std::min(1.0, ratio(m.busy_s, duration_s * replicas))},
-              {"launch_bound_frac", ratio(static_cast<double>(m.launch_bound_iterations), iterations)},
-              {"launch_time_frac", ratio(m.launch_wait_s, m.busy_s)},
-              {"kernels_per_token", ratio(static_cast<double>(m.kernels), static_cast<double>(m.sampled_tokens))},
-              {"hbm_bw_util_frac", ratio(m.bytes_moved, duration_s * replicas * hbm_bandwidth_bytes_per_s)},
-              {"hbm_bw_util_frac_per_iteration", summarize(m.hbm_bw_util_frac)}};
-  if (m.contention_s > 0.0) j["gpu"]["contention_frac"] = ratio(m.contention_s, m.busy_s);
-  if (m.comm_s > 0.0 || m.bubble_s > 0.0) {
-    j["gpu"]["comm_frac"] = ratio(m.comm_s, m.busy_s);
-    j["gpu"]["pipeline_bubble_frac"] = ratio(m.bubble_s, m.busy_s);
-  }
+  j["kv_cache"]["reservation"] = kv_reservation_name(source.scenario.engine.kv_reservation);
+  j["kv_cache"]["usage_series"] = std::move(usage);
+  write_report_figures(j, source, FigureScope::run);
 }
 
-nlohmann::json memory_json(const MemoryPlan& p) {
-  return {{"budget_bytes", p.budget_bytes},
-          {"weight_bytes", p.weight_bytes},
-          {"activation_bytes", p.activation_bytes},
-          {"runtime_bytes", p.runtime_bytes},
-          {"kv_bytes", p.kv_bytes},
-          {"kv_bytes_per_token", p.kv_bytes_per_token}};
-}
-
-nlohmann::json slo_to_json(const SloResult& r, const WorkloadConfig& w, const RunMetrics& m) {
+// Per SLO class; the fleet's SLO figures are the table's.
+nlohmann::json slo_classes_json(const SloResult& r, const WorkloadConfig& w, const RunMetrics& m) {
   nlohmann::json classes = nlohmann::json::array();
   for (std::size_t i = 0; i < r.classes.size(); ++i) {
     const ClassSloResult& c = r.classes[i];
@@ -125,69 +48,55 @@ nlohmann::json slo_to_json(const SloResult& r, const WorkloadConfig& w, const Ru
                        {"success_frac", c.success_frac},
                        {"slo_attained_frac", c.slo_attained_frac},
                        {"goodput_requests_per_s", c.goodput_requests_per_s},
-                       {"latency", {{"ttft_s", summarize(cm.ttft_s)}, {"tpot_s", summarize(cm.tpot_s)}, {"e2e_s", summarize(cm.e2e_s)}}},
+                       {"latency",
+                        {{"ttft_s", histogram_summary(cm.ttft_s)},
+                         {"tpot_s", histogram_summary(cm.tpot_s)},
+                         {"e2e_s", histogram_summary(cm.e2e_s)}}},
                        {"status", !c.defined ? "none" : c.met ? "met" : "not met"},
                        {"met", c.defined ? nlohmann::json(c.met) : nlohmann::json(nullptr)}});
   }
-  // Without a latency target there is no SLO: "met" is null, not true, and status says "none".
-  return {{"status", r.status()},
-          {"met", r.defined ? nlohmann::json(r.met) : nlohmann::json(nullptr)},
-          {"success_frac", r.success_frac},
-          {"goodput_requests_per_s", r.goodput_requests_per_s},
-          {"classes", classes}};
+  return classes;
 }
 
-}  // namespace
-
-nlohmann::json make_report(const Scenario& s, const SimResult& res) {
-  const RunMetrics& m = res.metrics;
-  const double duration_s = ns_to_seconds(m.end_ns);
-  nlohmann::json j;
-  j["schema"] = "servesim-report/1";
-  j["scenario"] = scenario_to_json(s);
-  j["model"] = model_to_json(s.model);
-  j["hardware"] = {{"name", s.hw.name}, {"display_name", s.hw.display_name}, {"provenance", provenance_to_json(s.hw.provenance)},
-                   {"field_origins", field_origins_json(s.hw)}};
-  j["memory"] = memory_json(res.memory);
-  metric_sections(j, m, s, static_cast<double>(res.replicas.size()));
-  // Decode saturation is a property of the model on the hardware, reported once for the fleet.
-  j["batch"]["saturation_size"] = res.saturation.batch_size;
-  j["batch"]["saturation_context_tokens"] = res.saturation.context_tokens;
-  j["quantization"] = {{"method", quant_name(s.precision.quant)},
-                       {"kv_cache_dtype", dtype_name(s.precision.kv_cache)},
-                       {"emulated", s.quant_emulated}};
-  const ColdStart cold = estimate_cold_start(s, res.memory.weight_bytes);
-  j["cold_start_s"] = cold.total_s;
-  j["cold_start"] = {{"weights_s", cold.weights_s},
-                     {"cuda_context_s", cold.cuda_context_s},
-                     {"framework_init_s", cold.framework_init_s},
-                     {"graph_capture_s", cold.graph_capture_s},
-                     {"captured_batch_sizes", cold.captured_batch_sizes}};
-  j["slo"] = slo_to_json(evaluate_slo(s.workload, m), s.workload, m);
-  j["sim"] = {{"events", res.events}, {"wall_s", res.wall_s}, {"simulated_s", duration_s}};
-  // Cluster view: the fleet above is the sum over these replicas.
-  j["cluster"] = {{"replicas", res.replicas.size()},
-                  {"gpus", res.gpus},
-                  {"instances_per_gpu", s.instances},
-                  {"router", s.router.impl},
-                  {"interconnect", s.hw.interconnect.provenance}};
-  if (s.disaggregation.enabled) {
-    j["cluster"]["kv_transfer"] = {{"link", res.kv_transfer_link},
-                                   {"transfers", res.kv_transfers},
-                                   {"bytes", res.kv_transfer_bytes},
-                                   {"mean_s", ratio(res.kv_transfer_s, static_cast<double>(res.kv_transfers))}};
-  }
+// The cluster view's names and the replicas (index, role, parallelism, then their run figures).
+void cluster_sections(nlohmann::json& j, const Scenario& s, const SimResult& res, const ReportSource& fleet) {
+  j["cluster"]["router"] = s.router.impl;
+  j["cluster"]["interconnect"] = s.hw.interconnect.provenance;
+  if (s.disaggregation.enabled) j["cluster"]["kv_transfer"]["link"] = res.kv_transfer_link;
   j["replicas"] = nlohmann::json::array();
   for (const ReplicaResult& r : res.replicas) {
     nlohmann::json rj = {{"index", r.spec.index},
                          {"role", replica_role_name(r.spec.role)},
                          {"tensor_parallel_size", r.spec.parallel.tensor_parallel_size},
                          {"pipeline_parallel_size", r.spec.parallel.pipeline_parallel_size},
-                         {"gpus", r.spec.parallel.gpus_per_replica()},
-                         {"memory", memory_json(r.spec.memory)}};
-    metric_sections(rj, r.metrics, s, 1.0);
+                         {"gpus", r.spec.parallel.gpus_per_replica()}};
+    const ReportSource own{s, r.metrics, r.spec.memory, 1.0, ns_to_seconds(r.metrics.end_ns), res, fleet.cold_start, fleet.slo};
+    run_sections(rj, own);
     j["replicas"].push_back(std::move(rj));
   }
+}
+
+}  // namespace
+
+nlohmann::json make_report(const Scenario& s, const SimResult& res) {
+  const RunMetrics& m = res.metrics;
+  const ColdStart cold = estimate_cold_start(s, res.memory.weight_bytes);
+  const SloResult slo = evaluate_slo(s.workload, m);
+  const ReportSource fleet{s, m, res.memory, static_cast<double>(res.replicas.size()), ns_to_seconds(m.end_ns), res, cold, slo};
+  nlohmann::json j;
+  j["schema"] = "servesim-report/1";
+  j["scenario"] = scenario_to_json(s);
+  j["model"] = model_to_json(s.model);
+  j["hardware"] = {{"name", s.hw.name}, {"display_name", s.hw.display_name}, {"provenance", provenance_to_json(s.hw.provenance)},
+                   {"field_origins", field_origins_json(s.hw)}};
+  run_sections(j, fleet);
+  write_report_figures(j, fleet, FigureScope::fleet);
+  j["quantization"]["method"] = quant_name(s.precision.quant);
+  j["quantization"]["kv_cache_dtype"] = dtype_name(s.precision.kv_cache);
+  j["slo"]["status"] = slo.status();
+  j["slo"]["classes"] = slo_classes_json(slo, s.workload, m);
+  j["sim"]["wall_s"] = res.wall_s;  // the machine's speed: not a figure of the run
+  cluster_sections(j, s, res, fleet);
   return j;
 }
 

@@ -1,106 +1,226 @@
-// The registry of report metric paths: see report_metrics.hpp.
+// The report's figures, declared once (path, meaning, when written, computation), and the registry of
+// report metric paths derived from them: see report_metrics.hpp.
 #include "sim/io/report_metrics.hpp"
 
 #include <algorithm>
 
-#include "sim/core/suggest.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/suggest.hpp"
+#include "sim/core/time.hpp"
+#include "sim/metrics/log_histogram.hpp"
+#include "sim/metrics/run_metrics.hpp"
+#include "sim/metrics/slo.hpp"
+#include "sim/serve/cold_start.hpp"
+#include "sim/serve/memory_plan.hpp"
+#include "sim/serve/simulation.hpp"
 
 namespace servesim {
 
 namespace {
 
-// A streaming histogram's summary (report_io's summarize()): these figures under its path.
-void add_histogram(std::vector<ReportMetric>& out, const std::string& path, const std::string& what) {
-  const std::pair<const char*, const char*> stats[] = {
-      {"count", "samples of "}, {"mean", "mean "}, {"p50", "median "}, {"p95", "95th percentile of "},
-      {"p99", "99th percentile of "}, {"max", "largest "}, {"jitter", "standard deviation / mean of "}};
-  for (const auto& [stat, prefix] : stats) out.push_back({path + "." + stat, prefix + what, ""});
+using Json = nlohmann::json;
+using Src = const ReportSource&;
+
+double ratio(double a, double b) { return b > 0.0 ? a / b : 0.0; }
+double as_double(std::int64_t n) { return static_cast<double>(n); }
+
+// The statistics of a histogram figure, in one place for the writer and the registry.
+struct HistogramStat {
+  const char* name;
+  const char* meaning_prefix;  // "99th percentile of " + the figure's meaning
+  double (*value)(const LogHistogram&);
+};
+const HistogramStat kHistogramStats[] = {
+    {"count", "samples of ", nullptr},  // an integer: written apart
+    {"mean", "mean ", [](const LogHistogram& h) { return h.mean(); }},
+    {"p50", "median ", [](const LogHistogram& h) { return h.quantile(0.50); }},
+    {"p95", "95th percentile of ", [](const LogHistogram& h) { return h.quantile(0.95); }},
+    {"p99", "99th percentile of ", [](const LogHistogram& h) { return h.quantile(0.99); }},
+    {"max", "largest ", [](const LogHistogram& h) { return h.max(); }},
+    {"jitter", "standard deviation / mean of ", [](const LogHistogram& h) { return h.mean() > 0.0 ? h.stddev() / h.mean() : 0.0; }},
+};
+
+ReportFigure histogram(std::string path, std::string meaning, Json (*value)(Src)) {
+  ReportFigure f{std::move(path), std::move(meaning), value};
+  f.histogram = true;
+  return f;
 }
 
-// A table, one entry per report figure (histogram summaries added by add_histogram): long because
-// the report has that many figures, not because it does several things.
-std::vector<ReportMetric> build_registry() {
-  std::vector<ReportMetric> m = {
-      {"batch.iterations", "iterations run", ""},
-      {"batch.max_size", "most sequences in one iteration", ""},
-      {"batch.mean_size", "sequences per iteration, mean", ""},
-      {"batch.padding_tokens", "tokens computed for padding only (static batches)", ""},
-      {"batch.padding_waste_frac", "padding tokens / computed tokens", ""},
-      {"batch.prefill_iterations", "iterations with a prefill chunk", ""},
-      {"batch.saturation_context_tokens", "context the saturation batch size assumes", ""},
-      {"batch.saturation_size", "cost-model decode batch beyond which doubling adds < 5% tokens/s", ""},
-      {"cluster.gpus", "GPUs of all replicas", ""},
-      {"cluster.instances_per_gpu", "model instances sharing each GPU", ""},
-      {"cluster.kv_transfer.bytes", "KV bytes sent from prefill to decode replicas", "disaggregated serving"},
-      {"cluster.kv_transfer.mean_s", "mean duration of one KV transfer", "disaggregated serving"},
-      {"cluster.kv_transfer.transfers", "prefill-to-decode KV transfers", "disaggregated serving"},
-      {"cluster.replicas", "replicas", ""},
-      {"cold_start.captured_batch_sizes", "CUDA graphs captured at start-up", ""},
-      {"cold_start.cuda_context_s", "start-up: CUDA context and library handles", ""},
-      {"cold_start.framework_init_s", "start-up: framework initialisation", ""},
-      {"cold_start.graph_capture_s", "start-up: CUDA graph capture", ""},
-      {"cold_start.weights_s", "start-up: reading the weights", ""},
-      {"cold_start_s", "start-up time before the first request, total", ""},
-      {"gpu.busy_frac", "time a replica's GPUs run iterations, per replica", ""},
-      {"gpu.comm_frac", "busy time in collectives (tensor/pipeline parallel)", "tensor or pipeline parallelism"},
-      {"gpu.contention_frac", "busy time added by instances sharing a GPU", "instances_per_gpu > 1"},
-      {"gpu.hbm_bw_util_frac", "HBM bytes moved / (peak bandwidth x time), per replica", ""},
-      {"gpu.kernels_per_token", "kernel launches per sampled token", ""},
-      {"gpu.launch_bound_frac", "iterations whose launches take longer than their kernels", ""},
-      {"gpu.launch_time_frac", "busy time the GPU waits on kernel launches", ""},
-      {"gpu.pipeline_bubble_frac", "busy time pipeline stages sit idle", "tensor or pipeline parallelism"},
-      {"kv_cache.allocation_unit_tokens", "tokens per allocation unit (1 under token reservation)", ""},
-      {"kv_cache.block_size", "tokens per KV block", ""},
-      {"kv_cache.capacity_blocks", "allocation units of KV cache, all replicas", ""},
-      {"kv_cache.capacity_tokens", "tokens the KV cache holds, all replicas", ""},
-      {"kv_cache.internal_fragmentation_frac", "unused slots in partly filled blocks / used slots, time-weighted", ""},
-      {"kv_cache.internal_fragmentation_peak_frac", "internal fragmentation, peak", ""},
-      {"kv_cache.mean_used_frac", "KV cache in use, time-weighted mean", ""},
-      {"kv_cache.peak_used_frac", "KV cache in use, peak", ""},
-      {"kv_cache.prefix_evicted_blocks", "cached prefix blocks evicted", ""},
-      {"kv_cache.prefix_hit_ratio", "prompt tokens found in the prefix cache / looked up", ""},
-      {"kv_cache.prefix_hit_tokens", "prompt tokens found in the prefix cache", ""},
-      {"kv_cache.reservation_waste_frac", "reserved slots never written / reserved slots", ""},
-      {"kv_cache.swap_in_bytes", "KV bytes swapped back in from host memory", ""},
-      {"kv_cache.swap_out_bytes", "KV bytes swapped out to host memory", ""},
-      {"kv_cache.swap_s", "time spent copying swapped KV", ""},
-      {"kv_cache.usage_series_step_s", "sampling step of kv_cache.usage_series", ""},
-      {"memory.activation_bytes", "per GPU: activations", ""},
-      {"memory.budget_bytes", "per GPU: gpu_memory_utilization x memory", ""},
-      {"memory.kv_bytes", "per GPU: KV cache", ""},
-      {"memory.kv_bytes_per_token", "per GPU: KV bytes of one token", ""},
-      {"memory.runtime_bytes", "per GPU: CUDA context, workspaces, graphs", ""},
-      {"memory.weight_bytes", "per GPU: weights", ""},
-      {"quantization.emulated", "the GPU lacks the w8a8 format: weights converted at run time", ""},
-      {"requests.arrived", "requests that arrived", ""},
-      {"requests.completed", "requests completed", ""},
-      {"requests.mean_waiting", "requests waiting to start, time-weighted mean", ""},
-      {"requests.preempted", "requests preempted at least once", ""},
-      {"requests.preemptions", "preemption events (a request can be preempted several times)", ""},
-      {"requests.recomputed_tokens", "tokens computed again after preemption by recompute", ""},
-      {"requests.rejected", "requests rejected (too long, queue full, waited too long)", ""},
-      {"requests.rejected_queue_full", "rejected: the waiting queue was full", ""},
-      {"requests.rejected_timeout", "rejected: not started within max_waiting_time_s", ""},
-      {"requests.rejected_too_long", "rejected: longer than max_model_len or the KV cache", ""},
-      {"requests.swapped_out", "preemptions by swap", ""},
-      {"requests.timed_out", "requests whose client gave up (request_timeout_s)", ""},
-      {"requests.trace_rows_skipped", "trace rows read but not turned into requests (BurstGPT failures)", ""},
-      {"sim.events", "events the simulator handled", ""},
-      {"sim.simulated_s", "simulated time", ""},
-      {"slo.goodput_requests_per_s", "requests completed within their SLO per second", ""},
-      {"slo.met", "every class met its SLO (latency targets and success fraction)", "some class has a latency target (null otherwise)"},
-      {"slo.success_frac", "requests completed within their SLO / arrived", ""},
-      {"throughput.output_tokens_per_s", "output tokens per second", ""},
-      {"throughput.requests_per_s", "completed requests per second", ""},
-      {"throughput.total_tokens_per_s", "prompt and output tokens per second", ""},
+// The figures below are written for the fleet and for each replica (FigureScope::run).
+std::vector<ReportFigure> request_figures() {
+  return {
+      {"requests.arrived", "requests that arrived", [](Src x) -> Json { return x.metrics.arrived; }},
+      {"requests.completed", "requests completed", [](Src x) -> Json { return x.metrics.completed; }},
+      {"requests.mean_waiting", "requests waiting to start, time-weighted mean",
+       [](Src x) -> Json { return ratio(x.metrics.waiting_request_seconds, x.duration_s); }},
+      {"requests.preempted", "requests preempted at least once", [](Src x) -> Json { return x.metrics.preempted_requests; }},
+      {"requests.preemptions", "preemption events (a request can be preempted several times)",
+       [](Src x) -> Json { return x.metrics.preemptions; }},
+      {"requests.recomputed_tokens", "tokens computed again after preemption by recompute",
+       [](Src x) -> Json { return x.metrics.recomputed_tokens; }},
+      {"requests.rejected", "requests rejected (too long, queue full, waited too long)",
+       [](Src x) -> Json { return x.metrics.rejected; }},
+      {"requests.rejected_queue_full", "rejected: the waiting queue was full",
+       [](Src x) -> Json { return x.metrics.rejected_queue_full; }},
+      {"requests.rejected_timeout", "rejected: not started within max_waiting_time_s",
+       [](Src x) -> Json { return x.metrics.rejected_timeout; }},
+      {"requests.rejected_too_long", "rejected: longer than max_model_len or the KV cache",
+       [](Src x) -> Json { return x.metrics.rejected_too_long; }},
+      {"requests.swapped_out", "preemptions by swap", [](Src x) -> Json { return x.metrics.swap_outs; }},
+      {"requests.timed_out", "requests whose client gave up (request_timeout_s)", [](Src x) -> Json { return x.metrics.timed_out; }},
+      {"requests.trace_rows_skipped", "trace rows read but not turned into requests (BurstGPT failures)",
+       [](Src x) -> Json { return x.metrics.trace_rows_skipped; }},
+      histogram("latency.e2e_s", "end-to-end latency", [](Src x) { return histogram_summary(x.metrics.e2e_s); }),
+      histogram("latency.itl_s", "inter-token latency", [](Src x) { return histogram_summary(x.metrics.itl_s); }),
+      histogram("latency.queue_s", "time from arrival to the first iteration computing it",
+                [](Src x) { return histogram_summary(x.metrics.queue_s); }),
+      histogram("latency.tpot_s", "time per output token after the first", [](Src x) { return histogram_summary(x.metrics.tpot_s); }),
+      histogram("latency.ttft_s", "time to first token", [](Src x) { return histogram_summary(x.metrics.ttft_s); }),
+      {"throughput.output_tokens_per_s", "output tokens per second",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.output_tokens), x.duration_s); }},
+      {"throughput.requests_per_s", "completed requests per second",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.completed), x.duration_s); }},
+      {"throughput.total_tokens_per_s", "prompt and output tokens per second",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.output_tokens + x.metrics.prompt_tokens), x.duration_s); }},
   };
-  add_histogram(m, "gpu.hbm_bw_util_frac_per_iteration", "HBM bandwidth used per iteration");
-  add_histogram(m, "latency.e2e_s", "end-to-end latency");
-  add_histogram(m, "latency.itl_s", "inter-token latency");
-  add_histogram(m, "latency.queue_s", "time from arrival to the first iteration computing it");
-  add_histogram(m, "latency.tpot_s", "time per output token after the first");
-  add_histogram(m, "latency.ttft_s", "time to first token");
+}
+
+std::vector<ReportFigure> kv_cache_figures() {
+  return {
+      {"kv_cache.allocation_unit_tokens", "tokens per allocation unit (1 under token reservation)",
+       [](Src x) -> Json { return x.metrics.kv_unit_tokens; }},
+      {"kv_cache.block_size", "tokens per KV block", [](Src x) -> Json { return x.scenario.engine.block_size; }},
+      {"kv_cache.capacity_blocks", "allocation units of KV cache, all replicas", [](Src x) -> Json { return x.metrics.kv_capacity_blocks; }},
+      {"kv_cache.capacity_tokens", "tokens the KV cache holds, all replicas",
+       [](Src x) -> Json { return x.metrics.kv_capacity_blocks * x.metrics.kv_unit_tokens; }},
+      {"kv_cache.internal_fragmentation_frac", "unused slots in partly filled blocks / used slots, time-weighted",
+       [](Src x) -> Json { return ratio(x.metrics.kv_frag_slot_seconds, x.metrics.kv_used_slot_seconds); }},
+      {"kv_cache.internal_fragmentation_peak_frac", "internal fragmentation, peak", [](Src x) -> Json { return x.metrics.kv_frag_peak_frac; }},
+      {"kv_cache.mean_used_frac", "KV cache in use, time-weighted mean",
+       [](Src x) -> Json { return ratio(x.metrics.kv_used_block_seconds, as_double(x.metrics.kv_capacity_blocks) * x.duration_s); }},
+      {"kv_cache.peak_used_frac", "KV cache in use, peak",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.kv_peak_used_blocks), as_double(x.metrics.kv_capacity_blocks)); }},
+      {"kv_cache.prefix_evicted_blocks", "cached prefix blocks evicted", [](Src x) -> Json { return x.metrics.prefix_evictions; }},
+      {"kv_cache.prefix_hit_ratio", "prompt tokens found in the prefix cache / looked up",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.prefix_hit_tokens), as_double(x.metrics.prefix_query_tokens)); }},
+      {"kv_cache.prefix_hit_tokens", "prompt tokens found in the prefix cache", [](Src x) -> Json { return x.metrics.prefix_hit_tokens; }},
+      {"kv_cache.reservation_waste_frac", "reserved slots never written / reserved slots",
+       [](Src x) -> Json {
+         return ratio(as_double(x.metrics.kv_released_unwritten_slots), as_double(x.metrics.kv_released_reserved_slots));
+       }},
+      {"kv_cache.swap_in_bytes", "KV bytes swapped back in from host memory", [](Src x) -> Json { return x.metrics.swap_in_bytes; }},
+      {"kv_cache.swap_out_bytes", "KV bytes swapped out to host memory", [](Src x) -> Json { return x.metrics.swap_out_bytes; }},
+      {"kv_cache.swap_s", "time spent copying swapped KV", [](Src x) -> Json { return x.metrics.swap_s; }},
+      {"kv_cache.usage_series_step_s", "sampling step of kv_cache.usage_series",
+       [](Src x) -> Json { return ns_to_seconds(x.metrics.kv_usage.step_ns()); }},
+  };
+}
+
+bool has_contention(Src x) { return x.metrics.contention_s > 0.0; }
+bool has_parallelism(Src x) { return x.metrics.comm_s > 0.0 || x.metrics.bubble_s > 0.0; }
+
+std::vector<ReportFigure> batch_gpu_memory_figures() {
+  return {
+      {"batch.iterations", "iterations run", [](Src x) -> Json { return x.metrics.iterations; }},
+      {"batch.max_size", "most sequences in one iteration", [](Src x) -> Json { return x.metrics.max_batch_seqs; }},
+      {"batch.mean_size", "sequences per iteration, mean",
+       [](Src x) -> Json { return ratio(x.metrics.batch_seqs_sum, as_double(x.metrics.iterations)); }},
+      {"batch.padding_tokens", "tokens computed for padding only (static batches)", [](Src x) -> Json { return x.metrics.padding_tokens; }},
+      {"batch.padding_waste_frac", "padding tokens / computed tokens",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.padding_tokens), as_double(x.metrics.computed_tokens)); }},
+      {"batch.prefill_iterations", "iterations with a prefill chunk", [](Src x) -> Json { return x.metrics.prefill_iterations; }},
+      // busy_s sums each step's time in double seconds while the clock advances in whole ns, so a
+      // GPU busy the whole run can come out a few ulps above 1.
+      {"gpu.busy_frac", "time a replica's GPUs run iterations, per replica",
+       [](Src x) -> Json { return std::min(1.0, ratio(x.metrics.busy_s, x.duration_s * x.replicas)); }},
+      {"gpu.comm_frac", "busy time in collectives (tensor/pipeline parallel)",
+       [](Src x) -> Json { return ratio(x.metrics.comm_s, x.metrics.busy_s); }, "tensor or pipeline parallelism", has_parallelism},
+      {"gpu.contention_frac", "busy time added by instances sharing a GPU",
+       [](Src x) -> Json { return ratio(x.metrics.contention_s, x.metrics.busy_s); }, "instances_per_gpu > 1", has_contention},
+      {"gpu.hbm_bw_util_frac", "HBM bytes moved / (peak bandwidth x time), per replica",
+       [](Src x) -> Json {
+         return ratio(x.metrics.bytes_moved, x.duration_s * x.replicas * x.scenario.hw.hbm_bandwidth_bytes_per_s);
+       }},
+      histogram("gpu.hbm_bw_util_frac_per_iteration", "HBM bandwidth used per iteration",
+                [](Src x) { return histogram_summary(x.metrics.hbm_bw_util_frac); }),
+      {"gpu.kernels_per_token", "kernel launches per sampled token",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.kernels), as_double(x.metrics.sampled_tokens)); }},
+      {"gpu.launch_bound_frac", "iterations whose launches take longer than their kernels",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.launch_bound_iterations), as_double(x.metrics.iterations)); }},
+      {"gpu.launch_time_frac", "busy time the GPU waits on kernel launches",
+       [](Src x) -> Json { return ratio(x.metrics.launch_wait_s, x.metrics.busy_s); }},
+      {"gpu.pipeline_bubble_frac", "busy time pipeline stages sit idle",
+       [](Src x) -> Json { return ratio(x.metrics.bubble_s, x.metrics.busy_s); }, "tensor or pipeline parallelism", has_parallelism},
+      {"memory.activation_bytes", "per GPU: activations", [](Src x) -> Json { return x.memory.activation_bytes; }},
+      {"memory.budget_bytes", "per GPU: gpu_memory_utilization x memory", [](Src x) -> Json { return x.memory.budget_bytes; }},
+      {"memory.kv_bytes", "per GPU: KV cache", [](Src x) -> Json { return x.memory.kv_bytes; }},
+      {"memory.kv_bytes_per_token", "per GPU: KV bytes of one token", [](Src x) -> Json { return x.memory.kv_bytes_per_token; }},
+      {"memory.runtime_bytes", "per GPU: CUDA context, workspaces, graphs", [](Src x) -> Json { return x.memory.runtime_bytes; }},
+      {"memory.weight_bytes", "per GPU: weights", [](Src x) -> Json { return x.memory.weight_bytes; }},
+  };
+}
+
+bool disaggregated(Src x) { return x.scenario.disaggregation.enabled; }
+
+// Written once, at the top level (FigureScope::fleet).
+std::vector<ReportFigure> fleet_figures() {
+  return {
+      // Decode saturation is a property of the model on the hardware, reported once for the fleet.
+      {"batch.saturation_context_tokens", "context the saturation batch size assumes",
+       [](Src x) -> Json { return x.result.saturation.context_tokens; }},
+      {"batch.saturation_size", "cost-model decode batch beyond which doubling adds < 5% tokens/s",
+       [](Src x) -> Json { return x.result.saturation.batch_size; }},
+      {"cluster.gpus", "GPUs of all replicas", [](Src x) -> Json { return x.result.gpus; }},
+      {"cluster.instances_per_gpu", "model instances sharing each GPU", [](Src x) -> Json { return x.scenario.instances; }},
+      {"cluster.kv_transfer.bytes", "KV bytes sent from prefill to decode replicas",
+       [](Src x) -> Json { return x.result.kv_transfer_bytes; }, "disaggregated serving", disaggregated},
+      {"cluster.kv_transfer.mean_s", "mean duration of one KV transfer",
+       [](Src x) -> Json { return ratio(x.result.kv_transfer_s, as_double(x.result.kv_transfers)); }, "disaggregated serving",
+       disaggregated},
+      {"cluster.kv_transfer.transfers", "prefill-to-decode KV transfers", [](Src x) -> Json { return x.result.kv_transfers; },
+       "disaggregated serving", disaggregated},
+      {"cluster.replicas", "replicas", [](Src x) -> Json { return x.result.replicas.size(); }},
+      {"cold_start.captured_batch_sizes", "CUDA graphs captured at start-up", [](Src x) -> Json { return x.cold_start.captured_batch_sizes; }},
+      {"cold_start.cuda_context_s", "start-up: CUDA context and library handles", [](Src x) -> Json { return x.cold_start.cuda_context_s; }},
+      {"cold_start.framework_init_s", "start-up: framework initialisation", [](Src x) -> Json { return x.cold_start.framework_init_s; }},
+      {"cold_start.graph_capture_s", "start-up: CUDA graph capture", [](Src x) -> Json { return x.cold_start.graph_capture_s; }},
+      {"cold_start.weights_s", "start-up: reading the weights", [](Src x) -> Json { return x.cold_start.weights_s; }},
+      {"cold_start_s", "start-up time before the first request, total", [](Src x) -> Json { return x.cold_start.total_s; }},
+      {"quantization.emulated", "the GPU lacks the w8a8 format: weights converted at run time",
+       [](Src x) -> Json { return x.scenario.quant_emulated; }},
+      {"sim.events", "events the simulator handled", [](Src x) -> Json { return x.result.events; }},
+      {"sim.simulated_s", "simulated time", [](Src x) -> Json { return x.duration_s; }},
+      {"slo.goodput_requests_per_s", "requests completed within their SLO per second",
+       [](Src x) -> Json { return x.slo.goodput_requests_per_s; }},
+      // Without a latency target there is no SLO: "met" is null, not true (status says "none").
+      {"slo.met", "every class met its SLO (latency targets and success fraction)",
+       [](Src x) -> Json { return x.slo.defined ? Json(x.slo.met) : Json(nullptr); }, "some class has a latency target (null otherwise)"},
+      {"slo.success_frac", "requests completed within their SLO / arrived", [](Src x) -> Json { return x.slo.success_frac; }},
+  };
+}
+
+std::vector<ReportFigure> build_figures() {
+  std::vector<ReportFigure> out;
+  for (auto section : {request_figures, kv_cache_figures, batch_gpu_memory_figures}) {
+    for (ReportFigure& f : section()) out.push_back(std::move(f));
+  }
+  for (ReportFigure& f : fleet_figures()) {
+    f.scope = FigureScope::fleet;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The registry: each figure's path, a histogram's as one path per statistic, sorted.
+std::vector<ReportMetric> build_registry() {
+  std::vector<ReportMetric> m;
+  for (const ReportFigure& f : report_figures()) {
+    if (!f.histogram) {
+      m.push_back({f.path, f.meaning, f.present});
+      continue;
+    }
+    for (const HistogramStat& stat : kHistogramStats) m.push_back({f.path + "." + stat.name, stat.meaning_prefix + f.meaning, f.present});
+  }
   std::sort(m.begin(), m.end(), [](const ReportMetric& a, const ReportMetric& b) { return a.path < b.path; });
   return m;
 }
@@ -125,6 +245,28 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::map<std::s
 }
 
 }  // namespace
+
+const std::vector<ReportFigure>& report_figures() {
+  static const std::vector<ReportFigure> figures = build_figures();
+  return figures;
+}
+
+void write_report_figures(nlohmann::json& report, const ReportSource& source, FigureScope scope) {
+  for (const ReportFigure& f : report_figures()) {
+    if (f.scope != scope || (f.written && !f.written(source))) continue;
+    std::string pointer = "/" + f.path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    report[nlohmann::json::json_pointer(pointer)] = f.value(source);
+  }
+}
+
+nlohmann::json histogram_summary(const LogHistogram& h) {
+  nlohmann::json j = {{kHistogramStats[0].name, h.count()}};
+  for (const HistogramStat& stat : kHistogramStats) {
+    if (stat.value) j[stat.name] = stat.value(h);
+  }
+  return j;
+}
 
 const std::vector<ReportMetric>& report_metrics() {
   static const std::vector<ReportMetric> registry = build_registry();

@@ -1,5 +1,5 @@
 // The registry of report metric paths (io/report_metrics): it matches what the report writer
-// produces, both ways; summaries read their values from the report; unknown names fail before
+// produces, both ways (the `present` descriptions against the conditions the writer applies); summaries read their values from the report; unknown names fail before
 // any simulation, listing close ones.
 #include <doctest/doctest.h>
 
@@ -53,8 +53,15 @@ TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the
       CHECK(paths.count(m.path) == 1);  // registered as always present, but missing
     }
     seen.insert(paths.begin(), paths.end());
-    // The summary is the report's values, not a second computation.
+    // Run figures are written again under each replica, fleet figures only at the top level.
     const std::map<std::string, double> flat = flatten_report(report);
+    for (const ReportFigure& f : report_figures()) {
+      const std::string leaf = "replicas.0." + f.path + (f.histogram ? ".p50" : "");
+      INFO("replica path " << leaf);
+      if (f.scope == FigureScope::fleet) CHECK(flat.count(leaf) == 0);
+      if (f.scope == FigureScope::run && !f.written) CHECK(flat.count(leaf) == 1);
+    }
+    // The summary is the report's values, not a second computation.
     for (const auto& named : summarize_run(s, r)) {
       INFO(named.first);  // not a structured binding: clang refuses one captured by INFO
       CHECK(named.second == flat.at(named.first));
