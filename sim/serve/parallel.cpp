@@ -57,6 +57,20 @@ BatchShape micro_batch(const BatchShape& b, std::int64_t m) {
   return s;
 }
 
+// One slot of a pipeline stage: the stage's ops for one micro-batch (`ops` less those placed on the
+// other end stage, `skip`) through the launch queue, from an idle GPU.
+StepTime stage_slot(const std::vector<Op>& ops, Placement skip, const HwProfile& hw, Dtype base, const LaunchConfig& launch,
+                    KernelTimeCache* cache) {
+  thread_local std::vector<Op> stage_ops;  // reused: this runs twice per pipeline-parallel iteration
+  thread_local std::vector<KernelTime> times;
+  stage_ops.clear();
+  for (const Op& op : ops) {
+    if (op.placement != skip) stage_ops.push_back(op);
+  }
+  time_kernels(stage_ops, hw, base, cache, times);
+  return combine_step(stage_ops, times, hw, launch, 0);
+}
+
 }  // namespace
 
 StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
@@ -72,29 +86,16 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
   const ModelSpec stage_model = model.stage((model.num_layers + pp - 1) / pp);
   build_iteration_ops(stage_model, mb, precision, ops, plan, tp, par.moe_routing());
 
-  // Per-stage sums: layer ops run on every stage, the rest on the first or the last stage only.
-  struct Part {
-    double gpu_s = 0, comm_s = 0, roofline_s = 0, bytes = 0, flops = 0;
-    std::int64_t kernels = 0;
-  } layer, first, last;
-  for (const Op& op : ops) {
-    const KernelTime k = cache ? cache->get(op) : estimate(op, hw, precision.weights);
-    Part& part = op.placement == Placement::layer ? layer : (op.placement == Placement::first_stage ? first : last);
-    const double n = static_cast<double>(op.count);
-    part.gpu_s += n * k.time_s;
-    part.roofline_s += n * k.roofline_s;
-    part.flops += n * op.flops;
-    part.kernels += op.count * k.launches;
-    if (is_communication(op.kind)) {
-      part.comm_s += n * k.time_s;
-    } else {
-      part.bytes += n * k.bytes;
-    }
-  }
-  const Part& ends = first.gpu_s >= last.gpu_s ? first : last;  // the slower end stage sets the pace
-  const double stage_gpu_s = layer.gpu_s + ends.gpu_s;
-  const std::int64_t stage_kernels = layer.kernels + ends.kernels;
-  const double stage_launch_s = launch.cuda_graphs ? hw.graph_launch_s : static_cast<double>(stage_kernels) * launch.per_kernel_s(hw);
+  // One stage slot (one stage's ops for one micro-batch) goes through the launch queue as a whole
+  // tp-only step does (combine_step: launches, kernels, the dependent-kernel gap, the graph launch).
+  // The host work before and after the iteration counts once, outside the slots.
+  LaunchConfig slot_launch = launch;
+  slot_launch.host_overhead_per_step_s = 0.0;
+  slot_launch.host_overhead_per_seq_s = 0.0;
+  slot_launch.overlap_host = false;
+  const StepTime first = stage_slot(ops, Placement::last_stage, hw, precision.weights, slot_launch, cache);
+  const StepTime last = stage_slot(ops, Placement::first_stage, hw, precision.weights, slot_launch, cache);
+  const StepTime& stage = first.time_s >= last.time_s ? first : last;  // the slower end stage sets the pace
   const double act_bytes = static_cast<double>(mb.total_tokens()) * static_cast<double>(model.hidden_size) *
                            dtype_bytes(precision.activations);
   const double p2p_s = hw.interconnect.time_s(Collective::send_recv, act_bytes, 2, pipeline_link(hw, tp, pp));
@@ -102,17 +103,18 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
   const double md = static_cast<double>(m);
 
   StepTime s;
-  s.gpu_s = slots * (stage_gpu_s + p2p_s);
-  s.comm_s = slots * (layer.comm_s + ends.comm_s + p2p_s);
-  s.roofline_s = slots * (layer.roofline_s + ends.roofline_s);
-  s.bytes = md * (layer.bytes + ends.bytes);  // HBM bytes one stage GPU moves over the iteration
-  s.flops = md * (layer.flops + ends.flops);
-  s.kernels = m * stage_kernels;
-  s.launch_s = slots * stage_launch_s;
-  s.launch_bound = stage_launch_s > stage_gpu_s;
+  s.gpu_s = slots * (stage.gpu_s + p2p_s);
+  s.comm_s = slots * (stage.comm_s + p2p_s);
+  s.roofline_s = slots * stage.roofline_s;
+  s.bytes = md * stage.bytes;  // HBM bytes one stage GPU moves over the iteration
+  s.flops = md * stage.flops;
+  s.kernels = m * stage.kernels;
+  s.launch_s = slots * stage.launch_s;
+  s.launch_wait_s = slots * stage.launch_wait_s;
+  s.launch_bound = stage.launch_bound;
   s.host_s = launch.host_overhead_per_step_s + static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
   s.bubble_frac = 1.0 - md / slots;
-  s.time_s = s.host_s + slots * (std::max(stage_gpu_s, stage_launch_s) + p2p_s);
+  s.time_s = s.host_s + slots * (stage.time_s + p2p_s);
   return s;
 }
 

@@ -6,7 +6,9 @@
 //    that flow through the stages with activations sent stage to stage (send/recv). In steady
 //    state (vLLM/TRT-LLM keep pp micro-batches in flight) every sequence advances one token per
 //    max(m, pp) stage slots, so the iteration takes host + max(m, pp) x (stage time + send/recv)
-//    and a fraction 1 - m / max(m, pp) of the stage slots is bubble.
+//    and a fraction 1 - m / max(m, pp) of the stage slots is bubble. The stage time is the slower
+//    end stage's ops for one micro-batch through the same launch queue as a tp-only step
+//    (combine_step: eager launches or the graph launch, kernels, dependent-kernel gaps).
 #pragma once
 #include <string>
 #include <memory>

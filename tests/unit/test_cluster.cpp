@@ -101,6 +101,39 @@ TEST_CASE("pipeline parallel: bubbles when micro-batches are fewer than stages")
   CHECK(full.comm_s > 0.0);
 }
 
+TEST_CASE("pipeline parallel: each stage slot goes through the launch queue of a step") {
+  const ModelSpec m = model("llama-2-7b");
+  HwProfile h = hw("a100-80gb-sxm");
+  std::vector<Op> ops;
+  ParallelConfig pp2;
+  pp2.pipeline_parallel_size = 2;  // two micro-batches of four sequences: two slots, no bubble
+  BatchShape b;
+  for (int i = 0; i < 8; ++i) b.add_decode(500);
+  LaunchConfig graphs;
+  h.dependent_kernel_gap_s = 0.0;
+  const StepTime base = estimate_iteration(m, h, Precision{}, KernelPlan{}, pp2, b, graphs, 8, ops);
+  CHECK(base.bubble_frac == 0.0);
+  // The GPU's gap between dependent kernels applies to every kernel of every slot, as in a step.
+  const double gap_s = 2e-6;
+  h.dependent_kernel_gap_s = gap_s;
+  const StepTime gap = estimate_iteration(m, h, Precision{}, KernelPlan{}, pp2, b, graphs, 8, ops);
+  CHECK(gap.kernels == base.kernels);
+  CHECK(gap.gpu_s - base.gpu_s == doctest::Approx(static_cast<double>(base.kernels) * gap_s));
+  CHECK(gap.time_s - base.time_s == doctest::Approx(static_cast<double>(base.kernels) * gap_s));
+  // Eager launches far slower than the kernels: a slot lasts its launches plus the kernel the last
+  // one starts, and the GPU's wait for them is reported.
+  h.dependent_kernel_gap_s = 0.0;
+  LaunchConfig eager;
+  eager.cuda_graphs = false;
+  eager.dispatch_s_per_kernel = 1e-3;
+  const StepTime slow = estimate_iteration(m, h, Precision{}, KernelPlan{}, pp2, b, eager, 8, ops);
+  const double launches_s = static_cast<double>(slow.kernels) * 1e-3;  // two slots of one micro-batch's launches
+  CHECK(slow.launch_bound);
+  CHECK(slow.launch_wait_s > 0.9 * launches_s);
+  CHECK(slow.time_s > slow.host_s + launches_s);
+  CHECK(slow.time_s < slow.host_s + launches_s + base.gpu_s);  // the kernels run while the next launch is issued
+}
+
 TEST_CASE("routers: round robin, least outstanding, least KV, prefix affinity") {
   std::vector<ReplicaLoad> loads(3);
   loads[0].outstanding = 5;
