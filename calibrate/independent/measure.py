@@ -464,6 +464,19 @@ def section_gemm(torch, F, quick, res):
 # attention kernels alone (SDPA)
 
 ATTN_HEADS = [(32, 8, 128), (28, 4, 128), (32, 32, 96), (40, 40, 128), (32, 32, 128)]
+# MEASURE_ATTN_HEADS=hq/hkv/d,...: other head layouts (run f). Head dims other than 128 from the
+# Hub config.json of models servesim does not validate on: 64/64/96 EleutherAI/gpt-neox-20b
+# (hidden 6144, 64 heads), 32/32/80 microsoft/phi-2 (2560, 32 heads), 32/8/64
+# meta-llama/Llama-3.2-1B, 16/8/256 google/gemma-2-9b (head_dim 256). Run g: 8/8/d for those
+# head dims, a calibrator's sweep rather than a model (few heads, so that batch 1 gives few
+# work units, as the head_dim 128 layouts' 4-8 KV heads do).
+
+
+def attn_heads():
+    env = os.environ.get("MEASURE_ATTN_HEADS")
+    if not env:
+        return ATTN_HEADS
+    return [tuple(int(v) for v in item.split("/")) for item in env.split(",")]
 
 
 def section_attention(torch, F, quick, res):
@@ -471,7 +484,7 @@ def section_attention(torch, F, quick, res):
                      "K/V [B, hkv, C, d] (enable_gqa when hq != hkv), KV rotated over >= 256 MiB; prefill: causal, "
                      "B=1, q=k=v length S. GPU time per call from CUDA-graph replay (see gemm)")
     res["decode"], res["prefill"] = [], []
-    heads = ATTN_HEADS if not quick else ATTN_HEADS[:1]
+    heads = attn_heads() if not quick else attn_heads()[:1]
     for hq, hkv, d in heads:
         for B in (DECODE_B if not quick else [1, 64]):
             for C in ([128, 256, 512, 1024, 2048, 4096, 8192, 16384] if not quick else [512]):

@@ -27,10 +27,6 @@ HeadLayout row_layout(const nlohmann::json& row, const std::string& file, const 
           static_cast<std::int64_t>(row_positive(row, "head_dim", file, where))};
 }
 
-const nlohmann::json& rows_of(const nlohmann::json& section, const char* key, const std::string& file) {
-  return row_array(section, key, file, "attention");
-}
-
 bool is_streaming(OpKind k) {
   return k == OpKind::embedding || k == OpKind::norm || k == OpKind::rope || k == OpKind::kv_write ||
          k == OpKind::elementwise || k == OpKind::sampler;
@@ -149,16 +145,32 @@ std::vector<std::string> default_independent_files() {
 
 HeadLayout layout_of(const ModelSpec& m) { return {m.num_attention_heads, m.num_kv_heads, m.head_dim}; }
 
-nlohmann::json fit_sdpa_attention(const nlohmann::json& attention, const std::string& file, const HwProfile& hw,
-                                  const std::set<HeadLayout>& exclude) {
+std::vector<AttentionSection> attention_sections(const IndependentSet& set) {
+  std::vector<AttentionSection> out;
+  for (const auto& [name, section] : set.sections) {
+    if (name == "attention" || name.rfind("attention_", 0) == 0) out.push_back({name, &section, set.file(name)});
+  }
+  if (out.empty()) set.section("attention");  // InputError naming the files
+  return out;
+}
+
+namespace {
+// Measured fractions: decode per head dimension (context -> units -> fractions), prefill pooled
+// (FLOPs per launch -> fractions).
+struct SdpaFractions {
+  std::map<std::int64_t, std::map<double, std::map<double, std::vector<double>>>> decode_by_head_dim;
+  std::map<double, std::vector<double>> prefill;
+};
+
+void gather_sdpa(const AttentionSection& sec, const HwProfile& hw, const std::set<HeadLayout>& exclude, SdpaFractions& out) {
   const double peak = hw.peak_flops(Dtype::bf16), bw = hw.hbm_bandwidth_bytes_per_s, overhead = hw.kernel_overhead_s;
+  const std::string& file = sec.file;
   // Decode: one query token per sequence over `context` cached tokens; the same roofline the cost
   // model uses for a decode attention op (K and V read, q read and o written; 4 FLOPs per
   // head-dim element per query-key pair).
-  std::map<double, std::map<double, std::vector<double>>> decode;  // context -> units -> fractions
-  const auto& dec = rows_of(attention, "decode", file);
+  const auto& dec = row_array(*sec.rows, "decode", file, sec.name);
   for (std::size_t i = 0; i < dec.size(); ++i) {
-    const std::string where = "attention.decode[" + std::to_string(i) + "]";
+    const std::string where = sec.name + ".decode[" + std::to_string(i) + "]";
     const HeadLayout l = row_layout(dec[i], file, where);
     if (exclude.count(l)) continue;
     const double b = row_positive(dec[i], "batch", file, where), c = row_positive(dec[i], "context", file, where);
@@ -166,32 +178,59 @@ nlohmann::json fit_sdpa_attention(const nlohmann::json& attention, const std::st
     const double bytes = row_positive(dec[i], "kv_bytes", file, where) + 2.0 * b * q_w * 2.0;
     const double roofline = std::max(4.0 * q_w * b * c / peak, bytes / bw);
     const double busy = row_positive(dec[i], "time_s", file, where) - overhead;
-    decode[c][b * static_cast<double>(l.kv_heads)].push_back(busy > 0.0 ? roofline / busy : 1.0);
+    out.decode_by_head_dim[l.head_dim][c][b * static_cast<double>(l.kv_heads)].push_back(busy > 0.0 ? roofline / busy : 1.0);
   }
   // Prefill: causal, query = key length S per sequence; compute fraction over FLOPs per launch.
-  std::map<double, std::vector<double>> prefill;  // FLOPs per launch -> fractions
-  const auto& pre = rows_of(attention, "prefill", file);
+  // Model layouts only: FLOPs stand for the launch's size only among similar head counts (a
+  // sweep's 8 heads fill the GPU worse than 32 at the same FLOPs). One table for every head
+  // dimension: SDPA prefill at head_dim 80 and 96 takes the time of 128 on the H200 (run f),
+  // which the pooled fractions of the model layouts carry as they did before run f.
+  if (sec.sweep()) return;
+  const auto& pre = row_array(*sec.rows, "prefill", file, sec.name);
   for (std::size_t i = 0; i < pre.size(); ++i) {
-    const std::string where = "attention.prefill[" + std::to_string(i) + "]";
+    const std::string where = sec.name + ".prefill[" + std::to_string(i) + "]";
     const HeadLayout l = row_layout(pre[i], file, where);
     if (exclude.count(l)) continue;
     const double b = row_positive(pre[i], "batch", file, where), s = row_positive(pre[i], "prompt", file, where);
     const double flops = 4.0 * static_cast<double>(l.q_heads * l.head_dim) * b * s * (s + 1.0) / 2.0;
     const double busy = row_positive(pre[i], "time_s", file, where) - overhead;
-    prefill[flops].push_back(busy > 0.0 ? flops / (peak * busy) : 1.0);
+    out.prefill[flops].push_back(busy > 0.0 ? flops / (peak * busy) : 1.0);
   }
-  if (decode.empty() || prefill.empty()) throw InputError(file, "attention", "no decode or prefill rows left to fit");
+}
+}  // namespace
+
+nlohmann::json fit_sdpa_attention(const std::vector<AttentionSection>& sections, const HwProfile& hw,
+                                  const std::set<HeadLayout>& exclude) {
+  SdpaFractions f;
+  for (const AttentionSection& sec : sections) gather_sdpa(sec, hw, exclude, f);
+  const std::string& file = sections.front().file;
+  std::int64_t main_dim = 0;
+  std::size_t most = 0;
+  for (const auto& [d, by_context] : f.decode_by_head_dim) {
+    std::size_t n = 0;
+    for (const auto& [c, by_units] : by_context) n += by_units.size();
+    if (d == 128 || (main_dim != 128 && n > most)) main_dim = d, most = n;
+  }
+  if (main_dim == 0 || f.prefill.empty()) throw InputError(file, sections.front().name, "no decode or prefill rows left to fit");
   nlohmann::json pre_table = nlohmann::json::array();
-  for (const auto& [flops, fracs] : prefill) pre_table.push_back({flops, std::clamp(median(fracs), 1e-3, 1.0)});
-  return {{"decode", decode_attention_json(decode)}, {"prefill_compute_frac_by_flops", pre_table}};
+  for (const auto& [flops, fracs] : f.prefill) pre_table.push_back({flops, std::clamp(median(fracs), 1e-3, 1.0)});
+  nlohmann::json out = {{"decode", decode_attention_json(f.decode_by_head_dim.at(main_dim))},
+                        {"prefill_compute_frac_by_flops", pre_table},
+                        {"head_dim", main_dim}};
+  nlohmann::json others = nlohmann::json::object();
+  for (const auto& [d, by_context] : f.decode_by_head_dim) {
+    if (d != main_dim) others[std::to_string(d)] = {{"decode", decode_attention_json(by_context)}};
+  }
+  if (!others.empty()) out["other_head_dims"] = others;
+  return out;
 }
 
 HwProfile with_sdpa_fit(const IndependentSet& set, const HwProfile& hw, const std::set<HeadLayout>& exclude) {
   HwProfile h = hw;
-  const std::string& file = set.file("attention");
-  const nlohmann::json tables = fit_sdpa_attention(set.section("attention"), file, hw, exclude);
+  const std::vector<AttentionSection> sections = attention_sections(set);
+  const nlohmann::json tables = fit_sdpa_attention(sections, hw, exclude);
   h.attention_kernel_tables[static_cast<std::size_t>(AttentionKernel::sdpa)] =
-      parse_attention_kernel_tables(tables, file, "attention (fit)");
+      parse_attention_kernel_tables(tables, sections.front().file, "attention (fit)");
   return h;
 }
 
@@ -317,21 +356,31 @@ std::vector<CbDecodeStep> cb_decode_steps(const nlohmann::json& run, const std::
   return steps;
 }
 
+std::vector<std::string> engine_run_sections(const IndependentSet& set, const std::string& sec) {
+  std::vector<std::string> out;
+  for (const std::string& name : {sec, sec + "_repeats"}) {
+    if (set.has(name)) out.push_back(name);
+  }
+  return out;
+}
+
 namespace {
 
-// Each run of section `sec` (hf_generate, hf_cb) whose model is not excluded, with its path for
-// errors, and the query of `engine` for its model.
+// Each run of section `sec` (hf_generate, hf_cb) and of its repeats (`sec`_repeats) whose model
+// is not excluded, with its path for errors, and the query of `engine` for its model.
 template <class Fn>
 void for_each_engine_run(const IndependentSet& set, const char* sec, const char* engine, const HwProfile& hw,
                          const TorchEngineFit& torch, const std::set<std::string>& exclude, Fn&& fn) {
-  const std::string& file = set.file(sec);
-  const auto& runs = row_array(set.section(sec), "runs", file, sec);
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string model = runs[i].value("model", "");
-    if (exclude.count(model)) continue;
-    StepQuery q = independent_query(model, hw, engine);
-    apply_torch_fit(q, torch);
-    fn(runs[i], file, std::string(sec) + ".runs[" + std::to_string(i) + "]", q);
+  for (const std::string& name : engine_run_sections(set, sec)) {
+    const std::string& file = set.file(name);
+    const auto& runs = row_array(set.section(name), "runs", file, name);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const std::string model = runs[i].value("model", "");
+      if (exclude.count(model)) continue;
+      StepQuery q = independent_query(model, hw, engine);
+      apply_torch_fit(q, torch);
+      fn(runs[i], file, name + ".runs[" + std::to_string(i) + "]", q);
+    }
   }
 }
 

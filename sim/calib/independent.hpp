@@ -31,6 +31,9 @@ struct IndependentSet {
 IndependentSet load_independent_set(const std::vector<std::string>& files);
 // The committed set: every calibrate/results/h200/independent/run_*.json of the data directory.
 std::vector<std::string> default_independent_files();
+// The sections holding runs of engine section `sec` (hf_generate, hf_cb): `sec` and
+// `sec`_repeats (run f: the same request counts measured again), those present.
+std::vector<std::string> engine_run_sections(const IndependentSet& set, const std::string& sec);
 // The dense models the set times end to end (sections model_<name>, eager_<name>).
 const std::vector<std::string>& independent_dense_models();
 
@@ -49,11 +52,26 @@ struct HeadLayout {
 };
 HeadLayout layout_of(const ModelSpec& m);
 
-// The `attention` section of an independent run: SDPA decode and causal prefill kernel times ->
-// the profile's calibration.attention_kernels.sdpa object (decode grid over (KV head-tokens,
-// context), prefill compute fraction over KV tokens, both fractions of `hw`'s roofline as the
-// standard tables are). Rows of `exclude` layouts are left out.
-nlohmann::json fit_sdpa_attention(const nlohmann::json& attention_section, const std::string& file, const HwProfile& hw,
+// The set's SDPA kernel sections, in name order: `attention` (five model layouts, run b) and
+// every `attention_*` (run f: attention_head_dims, other head dimensions and repeats; run g:
+// attention_small_heads, 8 heads of each head dimension).
+struct AttentionSection {
+  std::string name;
+  const nlohmann::json* rows;  // the section, owned by the set
+  std::string file;
+  // A calibrator's sweep (attention_small_heads), not a model's layout: always fitted, never
+  // held out (leaving a sweep layout out would ask the fit to extrapolate below the fewest
+  // heads it measured, which says nothing about a model).
+  bool sweep() const { return name == "attention_small_heads"; }
+};
+std::vector<AttentionSection> attention_sections(const IndependentSet& set);
+
+// SDPA decode and causal prefill kernel times -> the profile's calibration.attention_kernels.sdpa
+// object (fractions of `hw`'s roofline, as the standard tables are): decode grids over (KV
+// head-tokens, context) per head dimension (head_dim 128's, else the one with the most rows, at
+// the top, the others under "other_head_dims"); one prefill compute fraction over FLOPs from the
+// model layouts. Rows of `exclude` layouts are left out.
+nlohmann::json fit_sdpa_attention(const std::vector<AttentionSection>& sections, const HwProfile& hw,
                                   const std::set<HeadLayout>& exclude = {});
 // `hw` with SDPA tables fitted to every layout of the set but `exclude`.
 HwProfile with_sdpa_fit(const IndependentSet& set, const HwProfile& hw, const std::set<HeadLayout>& exclude = {});

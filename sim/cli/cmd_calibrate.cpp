@@ -127,9 +127,9 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   const std::string hw_path = resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim calibrate independent", "--hw");
   nlohmann::json profile = load_json_file(hw_path);
   const HwProfile hw = parse_hw_profile(profile, hw_path);
-  nlohmann::json tables = fit_sdpa_attention(set.section("attention"), set.file("attention"), hw);
+  nlohmann::json tables = fit_sdpa_attention(attention_sections(set), hw);
   const std::string command = command_line(args);
-  tables["source"] = "PyTorch scaled_dot_product_attention measured by calibrate/independent/measure.py (attention section), "
+  tables["source"] = "PyTorch scaled_dot_product_attention measured by calibrate/independent/measure.py (attention sections), "
                      "fitted by: " + command;
   inline_hw_tables(profile, hw_path);
   profile["tables"]["calibration"]["attention_kernels"]["sdpa"] = tables;
@@ -137,9 +137,10 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   profile["launch"]["dependent_kernel_gap_s"] = fit.kernel_gap_s;
   const std::string out = p["out"].as<std::string>();
   const std::string wrote = write_profile(out, profile);
-  std::printf("wrote %s: sdpa decode grid %zu x %zu, prefill table %zu points; dependent_kernel_gap_s %.4g\n", wrote.c_str(),
-              tables["decode"]["kv_head_tokens"].size(), tables["decode"]["context_tokens"].size(),
-              tables["prefill_compute_frac_by_flops"].size(), fit.kernel_gap_s);
+  std::printf("wrote %s: sdpa decode grid %zu x %zu, prefill table %zu points (head_dim %d, %zu other head dims); "
+              "dependent_kernel_gap_s %.4g\n", wrote.c_str(), tables["decode"]["kv_head_tokens"].size(),
+              tables["decode"]["context_tokens"].size(), tables["prefill_compute_frac_by_flops"].size(),
+              tables["head_dim"].get<int>(), tables.value("other_head_dims", nlohmann::json::object()).size(), fit.kernel_gap_s);
   std::printf("torch engines (scenarios/engines/torch-*.json): elementwise_bw_frac %.3f, dispatch_s_per_kernel %.4g\n",
               fit.elementwise_bw_frac, fit.dispatch_s_per_kernel);
   // The transformers engines' host costs, fitted on top of the torch parameters (as validate

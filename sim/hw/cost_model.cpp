@@ -99,7 +99,7 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
     if (!table.empty()) return table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
   } else if (op.kind == OpKind::attention_decode && op.attn_seqs > 0) {
     const auto* family = hw.attention_tables(op.attn_kernel);
-    const LogGrid2D& grid = family ? family->decode_frac : hw.attention_decode_frac;
+    const LogGrid2D& grid = family ? family->for_head_dim(op.attn_head_dim).decode_frac : hw.attention_decode_frac;
     if (grid.empty()) return 0.0;
     // Parallel work units (sequence x KV head) and context per sequence: what decides how well
     // a decode kernel fills the GPU, whatever the model's head count.
@@ -275,7 +275,7 @@ std::uint64_t bits(double v) {
 // Every field estimate() reads (name, count, per_layer and placement it does not).
 bool same_kernel(const Op& a, const Op& b) {
   return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
-         a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads &&
+         a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads && a.attn_head_dim == b.attn_head_dim &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.comm_gpus == b.comm_gpus &&
          a.groups == b.groups && a.tile_padding == b.tile_padding;

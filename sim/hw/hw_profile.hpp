@@ -2,6 +2,8 @@
 // (from published microbenchmarks or our calibrators) and where every number came from.
 #pragma once
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,7 +66,29 @@ struct HwProfile {
     // latency-bound whatever its head count, and FLOPs carry the head count).
     EfficiencyTable prefill_compute_frac_by_flops;
     std::string source;                              // where the measurements came from
+    // The head dimension decode_frac was measured at (0: not recorded), and decode grids of
+    // other head dimensions (their prefill table and source are this one's; they hold no further
+    // variants). A framework picks its kernel by head dimension: on the H200, PyTorch SDPA decode
+    // at head_dim 96 takes the time of 128 at short contexts and 0.78 of it at long ones, so a
+    // grid of one head dimension does not carry to another.
+    std::int64_t head_dim = 0;
+    std::vector<AttentionKernelTables> other_head_dims;
     bool empty() const { return decode_frac.empty(); }
+    // The tables for head dimension `d`: its own decode grid, else the nearest measured head
+    // dimension's (by ratio; a tie goes to the larger), else these.
+    const AttentionKernelTables& for_head_dim(std::int64_t d) const {
+      if (other_head_dims.empty() || d <= 0 || d == head_dim || head_dim <= 0) return *this;
+      for (const auto& t : other_head_dims) {
+        if (t.head_dim == d) return t;
+      }
+      const AttentionKernelTables* best = this;
+      double best_dist = std::abs(std::log(static_cast<double>(d) / static_cast<double>(head_dim)));
+      for (const auto& t : other_head_dims) {
+        const double dist = std::abs(std::log(static_cast<double>(d) / static_cast<double>(t.head_dim)));
+        if (dist < best_dist || (dist == best_dist && t.head_dim > best->head_dim)) best = &t, best_dist = dist;
+      }
+      return *best;
+    }
   };
   std::array<AttentionKernelTables, kAttentionKernels> attention_kernel_tables;
   const AttentionKernelTables* attention_tables(AttentionKernel k) const {

@@ -4,6 +4,7 @@
 #include "sim/io/hw_io.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -107,13 +108,35 @@ LogGrid2D parse_decode_grid(JsonReader& attn) {
   return LogGrid2D(std::move(batch), std::move(context), std::move(values));
 }
 
-// {"decode": grid, "prefill_compute_frac_by_flops": table, "source"}: one attention kernel family.
+// One attention kernel family: {"decode", "prefill_compute_frac_by_flops", "source", and
+// optionally "head_dim" (what the decode grid was measured at) with "other_head_dims": {"96":
+// {"decode"}, ...}}.
 HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
   HwProfile::AttentionKernelTables t;
   JsonReader decode = f.object("decode");
   t.decode_frac = parse_decode_grid(decode);
   t.prefill_compute_frac_by_flops = parse_table(f, "prefill_compute_frac_by_flops");
   t.source = f.string_or("source", "");
+  t.head_dim = f.integer_in_or("head_dim", 1, 1024, 0);
+  if (auto others = f.object_if("other_head_dims")) {
+    if (t.head_dim == 0) f.fail("other_head_dims", "needs \"head_dim\": the head dimension of the decode grid above");
+    for (const auto& [key, value] : others->json().items()) {
+      std::int64_t d = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), d);
+      if (ec != std::errc() || end != key.data() + key.size() || d < 1 || d > 1024 || d == t.head_dim) {
+        others->fail(key, "must be a head dimension (an integer 1-1024 other than head_dim)");
+      }
+      JsonReader one = others->object(key);
+      JsonReader one_decode = one.object("decode");
+      HwProfile::AttentionKernelTables& o = t.other_head_dims.emplace_back();
+      o.head_dim = d;
+      o.decode_frac = parse_decode_grid(one_decode);
+      o.prefill_compute_frac_by_flops = t.prefill_compute_frac_by_flops;
+      o.source = t.source;
+      one.finish();
+    }
+    others->finish();
+  }
   f.finish();
   return t;
 }

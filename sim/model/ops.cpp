@@ -169,6 +169,7 @@ void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b
 Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelPlan& plan) {
   Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 0.0, 0.0);
   attn.attn_kv_heads = m.is_mla() ? 1 : m.num_kv_heads;  // MLA: every head reads one shared latent
+  attn.attn_head_dim = m.is_mla() ? 0 : m.head_dim;       // MLA: the family's default tables
   attn.attn_kernel = plan.attention_kernel;
   return attn;
 }

@@ -54,6 +54,7 @@ struct Op {
   // Attention: number of sequences, KV heads and tokens of KV read, for efficiency lookups.
   std::int64_t attn_seqs = 0;
   std::int64_t attn_kv_heads = 0;
+  std::int64_t attn_head_dim = 0;  // picks the kernel family's tables of this head dimension
   double attn_kv_tokens = 0.0;
   AttentionKernel attn_kernel = AttentionKernel::standard;
   // Streaming ops (norms, rope, KV writes, elementwise, embedding, sampler): the ceiling of this

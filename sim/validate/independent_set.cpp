@@ -73,62 +73,83 @@ void add_gemm_rows(const IndependentSet& set, const HwProfile& hw, ValidationRes
   }
 }
 
-// SDPA attention rows, leave one head layout out: each layout's rows timed with the SDPA tables
-// fitted to the other layouts.
-void add_sdpa_rows(const IndependentSet& set, const HwProfile& hw, ValidationResult& out) {
-  const nlohmann::json& attn = set.section("attention");
-  const std::string& afile = set.file("attention");
-  std::set<HeadLayout> layouts;
+// The rows of layout `l` in one attention section, timed with `h`.
+void add_sdpa_layout_rows(const AttentionSection& sec, const HeadLayout& l, const std::string& label, const HwProfile& h,
+                          const std::string& phase_suffix, ValidationResult& out) {
+  ModelSpec m;
+  m.num_attention_heads = l.q_heads;
+  m.num_kv_heads = l.kv_heads;
+  m.head_dim = l.head_dim;
+  m.num_layers = 1;
+  m.hidden_size = l.q_heads * l.head_dim;
+  KernelPlan plan;
+  plan.attention_kernel = AttentionKernel::sdpa;
+  const Precision p{Dtype::bf16, Dtype::bf16, Dtype::bf16};
   for (const char* phase : {"decode", "prefill"}) {
-    for (const auto& r : row_array(attn, phase, afile, "attention")) {
-      layouts.insert({r.value("hq", std::int64_t{0}), r.value("hkv", std::int64_t{0}), r.value("head_dim", std::int64_t{0})});
-    }
-  }
-  for (const HeadLayout& l : layouts) {
-    const HwProfile h = with_sdpa_fit(set, hw, {l});
-    char label[48];
-    std::snprintf(label, sizeof label, "%lld/%lld/%lld", static_cast<long long>(l.q_heads), static_cast<long long>(l.kv_heads),
-                  static_cast<long long>(l.head_dim));
-    out.folds.push_back({"kernel", label, "SDPA tables fitted to the other layouts"});
-    ModelSpec m;
-    m.num_attention_heads = l.q_heads;
-    m.num_kv_heads = l.kv_heads;
-    m.head_dim = l.head_dim;
-    m.num_layers = 1;
-    KernelPlan plan;
-    plan.attention_kernel = AttentionKernel::sdpa;
-    const Precision p{Dtype::bf16, Dtype::bf16, Dtype::bf16};
-    for (const char* phase : {"decode", "prefill"}) {
-      const nlohmann::json& rows = row_array(attn, phase, afile, "attention");
-      const bool decode = std::string(phase) == "decode";
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::string where = std::string("attention.") + phase + "[" + std::to_string(i) + "]";
-        if (!(HeadLayout{rows[i].value("hq", std::int64_t{0}), rows[i].value("hkv", std::int64_t{0}),
-                         rows[i].value("head_dim", std::int64_t{0})} == l)) {
-          continue;
-        }
-        const double b = row_positive(rows[i], "batch", afile, where);
-        const double len = row_positive(rows[i], decode ? "context" : "prompt", afile, where);
-        BatchShape shape;
-        for (int s = 0; s < static_cast<int>(b); ++s) {
-          // A decode row attends over `context` tokens: add_decode(c) counts c + 1.
-          if (decode) shape.add_decode(static_cast<std::int64_t>(len) - 1);
-          else shape.add_prefill(static_cast<std::int64_t>(len), 0, false);
-        }
-        Op op{phase, decode ? OpKind::attention_decode : OpKind::attention_prefill};
-        std::vector<Op> ops;
-        m.hidden_size = l.q_heads * l.head_dim;
-        build_iteration_ops(m, shape, p, ops, plan);
-        for (const Op& o : ops) {
-          if (o.kind == op.kind) op = o;
-        }
-        out.rows.push_back({"kernel", "torch", std::string("sdpa-") + phase, label, point_label("B", b, decode ? "C" : "S", len),
-                            row_positive(rows[i], "time_s", afile, where), estimate(op, h, Dtype::bf16).time_s});
+    const nlohmann::json& rows = row_array(*sec.rows, phase, sec.file, sec.name);
+    const bool decode = std::string(phase) == "decode";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::string where = sec.name + "." + phase + "[" + std::to_string(i) + "]";
+      if (!(HeadLayout{rows[i].value("hq", std::int64_t{0}), rows[i].value("hkv", std::int64_t{0}),
+                       rows[i].value("head_dim", std::int64_t{0})} == l)) {
+        continue;
       }
+      const double b = row_positive(rows[i], "batch", sec.file, where);
+      const double len = row_positive(rows[i], decode ? "context" : "prompt", sec.file, where);
+      BatchShape shape;
+      for (int s = 0; s < static_cast<int>(b); ++s) {
+        // A decode row attends over `context` tokens: add_decode(c) counts c + 1.
+        if (decode) shape.add_decode(static_cast<std::int64_t>(len) - 1);
+        else shape.add_prefill(static_cast<std::int64_t>(len), 0, false);
+      }
+      Op op{phase, decode ? OpKind::attention_decode : OpKind::attention_prefill};
+      std::vector<Op> ops;
+      build_iteration_ops(m, shape, p, ops, plan);
+      for (const Op& o : ops) {
+        if (o.kind == op.kind) op = o;
+      }
+      out.rows.push_back({"kernel", "torch", std::string("sdpa-") + phase + phase_suffix, label, point_label("B", b, decode ? "C" : "S", len),
+                          row_positive(rows[i], "time_s", sec.file, where), estimate(op, h, Dtype::bf16).time_s});
     }
   }
 }
 
+// SDPA attention rows, leave one head layout out: each model layout's rows timed with the SDPA
+// tables fitted to the other layouts (of every attention section: a layout measured twice is left
+// out whole; the calibrator's sweep is always in the fit).
+void add_sdpa_rows(const IndependentSet& set, const HwProfile& hw, ValidationResult& out) {
+  const std::vector<AttentionSection> sections = attention_sections(set);
+  std::set<HeadLayout> layouts;
+  for (const AttentionSection& sec : sections) {
+    if (sec.sweep()) continue;
+    for (const char* phase : {"decode", "prefill"}) {
+      for (const auto& r : row_array(*sec.rows, phase, sec.file, sec.name)) {
+        layouts.insert({r.value("hq", std::int64_t{0}), r.value("hkv", std::int64_t{0}), r.value("head_dim", std::int64_t{0})});
+      }
+    }
+  }
+  // The validation models' layouts (section `attention`) are reported apart from the other head
+  // dimensions (run f), whose prefill the pooled table does not describe (head_dim 64 and 256
+  // run kernels of their own) and whose decode grids are then fitted to a sweep alone.
+  std::set<HeadLayout> model_layouts;
+  for (const AttentionSection& sec : sections) {
+    if (sec.name != "attention") continue;
+    for (const auto& r : row_array(*sec.rows, "decode", sec.file, sec.name)) {
+      model_layouts.insert({r.value("hq", std::int64_t{0}), r.value("hkv", std::int64_t{0}), r.value("head_dim", std::int64_t{0})});
+    }
+  }
+  for (const HeadLayout& l : layouts) {
+    const HwProfile h = with_sdpa_fit(set, hw, {l});
+    const std::string suffix = model_layouts.count(l) ? "" : " (other head dims)";
+    char label[48];
+    std::snprintf(label, sizeof label, "%lld/%lld/%lld", static_cast<long long>(l.q_heads), static_cast<long long>(l.kv_heads),
+                  static_cast<long long>(l.head_dim));
+    out.folds.push_back({"kernel", label, "SDPA tables fitted to the other layouts"});
+    for (const AttentionSection& sec : sections) {
+      if (!sec.sweep()) add_sdpa_layout_rows(sec, l, label, h, suffix, out);
+    }
+  }
+}
 }  // namespace
 
 ValidationResult validate_kernels(const IndependentSet& set, const HwProfile& hw) {
@@ -269,14 +290,56 @@ CbLatency simulated_cb_latency(const nlohmann::json& run, const std::string& fil
           lat.at("e2e_s").at("p50").get<double>(), lat.at("ttft_s").at("mean").get<double>()};
 }
 
+// generate_batch runs of model `held` (every run, and per request count the median over its
+// runs: a host event in one run, such as a 1.2 s stall before the first step, shows in the
+// run's rows and is outvoted by the repeats in the median's).
+void add_cb_rows(const IndependentSet& set, const std::string& held, const HwProfile& h, const TorchEngineFit& torch,
+                 const HfCbFit& cb, ValidationResult& out) {
+  std::map<double, std::vector<std::pair<CbLatency, CbLatency>>> by_requests;  // requests -> (measured, predicted)
+  for (const std::string& sec : engine_run_sections(set, "hf_cb")) {
+    const std::string& file = set.file(sec);
+    const auto& runs = row_array(set.section(sec), "runs", file, sec);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].value("model", "") != held) continue;
+      const std::string where = sec + ".runs[" + std::to_string(i) + "]";
+      const double r = row_positive(runs[i], "requests", file, where);
+      const CbLatency m = measured_cb_latency(runs[i], file, where);
+      const CbLatency p = simulated_cb_latency(runs[i], file, where, held, h, torch, cb);
+      by_requests[r].emplace_back(m, p);
+      char pt[64];
+      std::snprintf(pt, sizeof pt, "R=%.0f (%s %zu)", r, sec == "hf_cb" ? "run" : "repeat", i);
+      out.rows.push_back({"engine", "hf-transformers-cb", "ttft-p50", held, pt, m.ttft, p.ttft});
+      out.rows.push_back({"engine", "hf-transformers-cb", "ttft-mean", held, pt, m.ttft_mean, p.ttft_mean});
+      out.rows.push_back({"engine", "hf-transformers-cb", "tpot-p50", held, pt, m.tpot, p.tpot});
+      out.rows.push_back({"engine", "hf-transformers-cb", "e2e-p50", held, pt, m.e2e, p.e2e});
+    }
+  }
+  for (const auto& entry : by_requests) {
+    const auto& pairs = entry.second;  // not a structured binding: clang 14 refuses to capture those
+    char pt[64];
+    std::snprintf(pt, sizeof pt, "R=%.0f (%zu runs)", entry.first, pairs.size());
+    const auto med = [&](double CbLatency::*field, bool measured) {
+      std::vector<double> v;
+      for (const auto& [m, p] : pairs) v.push_back(measured ? m.*field : p.*field);
+      return median(v);
+    };
+    for (const auto& [phase, field] : {std::pair<const char*, double CbLatency::*>{"ttft-p50", &CbLatency::ttft},
+                                       {"tpot-p50", &CbLatency::tpot}, {"e2e-p50", &CbLatency::e2e}}) {
+      out.rows.push_back({"engine", "hf-transformers-cb", std::string(phase) + " (median of runs)", held, pt, med(field, true),
+                          med(field, false)});
+    }
+  }
+}
+
 }  // namespace
 
 ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw) {
   ValidationResult out;
   std::set<std::string> models;
   for (const char* sec : {"hf_generate", "hf_cb"}) {
-    if (!set.has(sec)) continue;
-    for (const auto& r : row_array(set.section(sec), "runs", set.file(sec), sec)) models.insert(r.value("model", ""));
+    for (const std::string& name : engine_run_sections(set, sec)) {
+      for (const auto& r : row_array(set.section(name), "runs", set.file(name), name)) models.insert(r.value("model", ""));
+    }
   }
   for (const std::string& held : models) {
     const ModelSpec model = independent_query(held, hw, nullptr).model;
@@ -310,23 +373,7 @@ ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw
                             time_decode(q, bi, static_cast<std::int64_t>(p + n / 2.0), true).step.time_s});
       }
     }
-    if (set.has("hf_cb")) {
-      const std::string& file = set.file("hf_cb");
-      const auto& runs = row_array(set.section("hf_cb"), "runs", file, "hf_cb");
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (runs[i].value("model", "") != held) continue;
-        const std::string where = "hf_cb.runs[" + std::to_string(i) + "]";
-        const double r = row_positive(runs[i], "requests", file, where);
-        const CbLatency m = measured_cb_latency(runs[i], file, where);
-        const CbLatency p = simulated_cb_latency(runs[i], file, where, held, h, torch, cb);
-        char pt[48];
-        std::snprintf(pt, sizeof pt, "R=%.0f (run %zu)", r, i);
-        out.rows.push_back({"engine", "hf-transformers-cb", "ttft-p50", held, pt, m.ttft, p.ttft});
-        out.rows.push_back({"engine", "hf-transformers-cb", "ttft-mean", held, pt, m.ttft_mean, p.ttft_mean});
-        out.rows.push_back({"engine", "hf-transformers-cb", "tpot-p50", held, pt, m.tpot, p.tpot});
-        out.rows.push_back({"engine", "hf-transformers-cb", "e2e-p50", held, pt, m.e2e, p.e2e});
-      }
-    }
+    add_cb_rows(set, held, h, torch, cb, out);
   }
   return out;
 }
@@ -343,9 +390,7 @@ std::vector<ErrorBand> error_bands(const ValidationResult& res, const std::strin
 }
 
 std::vector<ValidationBound> validation_bounds() {
-  // Where the fidelity issue set a target, the bound is that target, except the one this data
-  // misses (decode worst: phi-3-mini, head dim 96, at batch >= 128 and context 128, where SDPA runs
-  // no faster than at head dim 128 and no other layout in the set shows it: 14%); worst-case
+  // Where the fidelity issue set a target, the bound is that target; worst-case
   // bounds of host-bound rows cover the device host's own spread (a tiny-op probe between points
   // moved 5.9-9.7 us).
   return {
@@ -354,7 +399,13 @@ std::vector<ValidationBound> validation_bounds() {
       {"kernel", "torch", "gemm-fp8-torch", 0.08, 0.40},
       {"kernel", "torch", "sdpa-decode", 0.05, 0.40},
       {"kernel", "torch", "sdpa-prefill", 0.07, 0.30},
-      {"step", "torch-cudagraph", "decode", 0.05, 0.15},
+      // Layouts of other head dimensions (run f: gpt-neox-20b, phi-2, llama-3.2-1b, gemma-2-9b),
+      // each predicted without its own rows: decode from the other layouts of its head dimension
+      // (gemma's head_dim 256 then from an 8-head sweep alone: +43% at batch 16, context 256);
+      // prefill from the pooled table, which does not know head_dim 64's and 256's own kernels.
+      {"kernel", "torch", "sdpa-decode (other head dims)", 0.03, 0.50},
+      {"kernel", "torch", "sdpa-prefill (other head dims)", 0.16, 0.40},
+      {"step", "torch-cudagraph", "decode", 0.05, 0.12},
       {"step", "torch (GPU time)", "prefill", 0.07, 0.15},
       {"step", "torch-eager", "decode", 0.15, 0.35},
       {"step", "torch-eager", "prefill", 0.15, 0.50},
@@ -364,15 +415,23 @@ std::vector<ValidationBound> validation_bounds() {
       // 1 is a 25 ms host-bound prefill predicted 30% short.
       {"engine", "hf-transformers", "ttft", 0.15, 0.35},
       {"engine", "hf-transformers", "tpot", 0.15, 0.45},
-      // generate_batch misses the 15% target on TTFT p50: (1) one run (llama-3-8b, 16 requests)
-      // waited 1.2 s before its first step where its neighbours (8 and 32 requests) waited 0.2-0.4
-      // s, a host event nothing predicts; (2) the p50 of an even count can fall between two prefill
-      // groups, and which requests the engine takes first follows Python's set order. The mean
-      // TTFT weighs every group. Bounds are what this data supports (docs/validation.md 0b).
+      // generate_batch, per run: (1) llama-3-8b's first 16-request call in a process (its second
+      // generate_batch call, after the 8-request one) waits about 0.8 s longer before its first
+      // step, in run c and again in run f; later 16-request calls in the same process do not
+      // (0.38-0.39 s measured, 0.43 s predicted); (2) the p50 of an even count can fall between
+      // two prefill groups, and which requests the engine takes first follows Python's set order.
+      // Bounds are what this data supports (docs/validation.md 0b).
       {"engine", "hf-transformers-cb", "ttft-p50", 0.25, 0.70},
-      {"engine", "hf-transformers-cb", "ttft-mean", 0.10, 0.70},
+      {"engine", "hf-transformers-cb", "ttft-mean", 0.13, 0.70},
       {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.30},
       {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.30},
+      // Per request count, the median over its runs. The issue's target is 15% at every request
+      // count; what misses it: llama-3-8b at 16 requests (TTFT, (1) above: two of its four runs),
+      // phi-3-mini's TTFT at 32-128 requests (-16% to -21%, every repeat alike), llama-3-8b's
+      // TPOT at 8 requests (-19%, both runs) and qwen2-7b's at 64 (+17%, one run).
+      {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.50},
+      {"engine", "hf-transformers-cb", "tpot-p50 (median of runs)", 0.15, 0.25},
+      {"engine", "hf-transformers-cb", "e2e-p50 (median of runs)", 0.15, 0.25},
   };
 }
 

@@ -142,3 +142,34 @@ TEST_CASE("gemm_columns_json: one row per shape over the union of the m grids") 
   CHECK(t["m"] == nlohmann::json::parse("[1.0, 8.0, 64.0]"));
   CHECK(t["shapes"] == nlohmann::json::parse("[[1024.0, 4096.0, 0.125, null, 0.5], [4096.0, 4096.0, 0.5, 0.25, 0.75]]"));
 }
+
+TEST_CASE("SDPA tables per head dimension: own grid, else the nearest by ratio, and strict parsing") {
+  const auto grid = [](double frac) {
+    return nlohmann::json{{"kv_head_tokens", {1000.0, 1e6}}, {"context_tokens", {128.0, 8192.0}},
+                          {"frac", {{frac, frac}, {frac, frac}}}};
+  };
+  const nlohmann::json prefill = nlohmann::json::array({{1e6, 0.5}, {1e12, 0.9}});
+  nlohmann::json doc = {{"decode", grid(0.8)}, {"prefill_compute_frac_by_flops", prefill}, {"head_dim", 128},
+                        {"other_head_dims", {{"96", {{"decode", grid(0.6)}}}, {"256", {{"decode", grid(0.4)}}}}}};
+  const HwProfile::AttentionKernelTables t = parse_attention_kernel_tables(doc, "t.json", "sdpa");
+  const auto frac_of = [](const HwProfile::AttentionKernelTables& x) { return x.decode_frac.at(5000.0, 512.0); };
+  CHECK(frac_of(t.for_head_dim(128)) == doctest::Approx(0.8));
+  CHECK(frac_of(t.for_head_dim(96)) == doctest::Approx(0.6));
+  CHECK(frac_of(t.for_head_dim(256)) == doctest::Approx(0.4));
+  CHECK(frac_of(t.for_head_dim(80)) == doctest::Approx(0.6));    // 80 is nearer 96 than 128 by ratio
+  CHECK(frac_of(t.for_head_dim(112)) == doctest::Approx(0.8));   // 112 is nearer 128
+  CHECK(frac_of(t.for_head_dim(512)) == doctest::Approx(0.4));
+  CHECK(frac_of(t.for_head_dim(0)) == doctest::Approx(0.8));     // MLA ops carry no head dim
+  CHECK(t.for_head_dim(96).prefill_compute_frac_by_flops.at(1e6) == doctest::Approx(0.5));  // one prefill table
+
+  nlohmann::json no_dim = doc;
+  no_dim.erase("head_dim");
+  CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(no_dim, "t.json", "sdpa"), doctest::Contains("other_head_dims"), InputError);
+  nlohmann::json bad_key = doc;
+  bad_key["other_head_dims"]["9x"] = {{"decode", grid(0.5)}};
+  CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(bad_key, "t.json", "sdpa"), doctest::Contains("other_head_dims.9x"), InputError);
+  nlohmann::json extra = doc;
+  extra["other_head_dims"]["96"]["prefill_compute_frac_by_flops"] = prefill;  // one prefill table per family
+  CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(extra, "t.json", "sdpa"), doctest::Contains("prefill_compute_frac_by_flops"),
+                       InputError);
+}

@@ -87,5 +87,6 @@ TEST_CASE("independent set: malformed input names the file and key") {
   nlohmann::json attention = {{"decode", nlohmann::json::array({{{"hq", 32}, {"hkv", 8}, {"batch", 1}}})},
                               {"prefill", nlohmann::json::array()}};
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "test", "hw"));
-  CHECK_THROWS_WITH_AS(fit_sdpa_attention(attention, "bad.json", hw), doctest::Contains("attention.decode[0].head_dim"), InputError);
+  CHECK_THROWS_WITH_AS(fit_sdpa_attention({{"attention", &attention, "bad.json"}}, hw), doctest::Contains("attention.decode[0].head_dim"),
+                       InputError);
 }
