@@ -155,14 +155,19 @@ std::vector<AttentionSection> attention_sections(const IndependentSet& set) {
 }
 
 namespace {
-// Measured fractions: decode per head dimension (context -> units -> fractions), prefill pooled
-// (FLOPs per launch -> fractions).
-struct SdpaFractions {
+// Measured decode fractions per head dimension (context -> units -> fractions), and the prefill
+// rows as measured (the fractions need the head-dim tiles, found from all rows first).
+struct PrefillRow {
+  HeadLayout layout;
+  double batch = 0, prompt = 0, busy_s = 0;
+  bool sweep = false;
+};
+struct SdpaRows {
   std::map<std::int64_t, std::map<double, std::map<double, std::vector<double>>>> decode_by_head_dim;
-  std::map<double, std::vector<double>> prefill;
+  std::vector<PrefillRow> prefill;
 };
 
-void gather_sdpa(const AttentionSection& sec, const HwProfile& hw, const std::set<HeadLayout>& exclude, SdpaFractions& out) {
+void gather_sdpa(const AttentionSection& sec, const HwProfile& hw, const std::set<HeadLayout>& exclude, SdpaRows& out) {
   const double peak = hw.peak_flops(Dtype::bf16), bw = hw.hbm_bandwidth_bytes_per_s, overhead = hw.kernel_overhead_s;
   const std::string& file = sec.file;
   // Decode: one query token per sequence over `context` cached tokens; the same roofline the cost
@@ -180,28 +185,45 @@ void gather_sdpa(const AttentionSection& sec, const HwProfile& hw, const std::se
     const double busy = row_positive(dec[i], "time_s", file, where) - overhead;
     out.decode_by_head_dim[l.head_dim][c][b * static_cast<double>(l.kv_heads)].push_back(busy > 0.0 ? roofline / busy : 1.0);
   }
-  // Prefill: causal, query = key length S per sequence; compute fraction over FLOPs per launch.
-  // Model layouts only: FLOPs stand for the launch's size only among similar head counts (a
-  // sweep's 8 heads fill the GPU worse than 32 at the same FLOPs). One table for every head
-  // dimension: SDPA prefill at head_dim 80 and 96 takes the time of 128 on the H200 (run f),
-  // which the pooled fractions of the model layouts carry as they did before run f.
-  if (sec.sweep()) return;
   const auto& pre = row_array(*sec.rows, "prefill", file, sec.name);
   for (std::size_t i = 0; i < pre.size(); ++i) {
     const std::string where = sec.name + ".prefill[" + std::to_string(i) + "]";
     const HeadLayout l = row_layout(pre[i], file, where);
     if (exclude.count(l)) continue;
-    const double b = row_positive(pre[i], "batch", file, where), s = row_positive(pre[i], "prompt", file, where);
-    const double flops = 4.0 * static_cast<double>(l.q_heads * l.head_dim) * b * s * (s + 1.0) / 2.0;
-    const double busy = row_positive(pre[i], "time_s", file, where) - overhead;
-    out.prefill[flops].push_back(busy > 0.0 ? flops / (peak * busy) : 1.0);
+    out.prefill.push_back({l, row_positive(pre[i], "batch", file, where), row_positive(pre[i], "prompt", file, where),
+                           row_positive(pre[i], "time_s", file, where) - overhead, sec.sweep()});
   }
+}
+
+// The head dimensions SDPA prefill runs a kernel of its own for: a measured head dim d whose
+// launches take (median over rows of equal heads, batch and length) at least 0.95 of the time at
+// the next larger measured head dim runs that one's kernel, padded (on the H200: 80 and 96 run
+// in the time of 128, while 64 and 256 differ from their neighbours; runs f and g).
+std::vector<std::int64_t> prefill_tiles(const std::vector<PrefillRow>& rows) {
+  std::map<std::tuple<std::int64_t, std::int64_t, double, double>, std::map<std::int64_t, double>> by_launch;
+  std::set<std::int64_t> dims;
+  for (const PrefillRow& r : rows) {
+    by_launch[{r.layout.q_heads, r.layout.kv_heads, r.batch, r.prompt}][r.layout.head_dim] = r.busy_s;
+    dims.insert(r.layout.head_dim);
+  }
+  std::vector<std::int64_t> tiles;
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
+    const auto next = std::next(d) == dims.rend() ? dims.end() : dims.upper_bound(*d);
+    std::vector<double> ratios;
+    if (next != dims.end()) {
+      for (const auto& [launch, times] : by_launch) {
+        if (times.count(*d) && times.count(*next) && times.at(*next) > 0.0) ratios.push_back(times.at(*d) / times.at(*next));
+      }
+    }
+    if (ratios.empty() || median(ratios) < 0.95) tiles.insert(tiles.begin(), *d);
+  }
+  return tiles;
 }
 }  // namespace
 
 nlohmann::json fit_sdpa_attention(const std::vector<AttentionSection>& sections, const HwProfile& hw,
                                   const std::set<HeadLayout>& exclude) {
-  SdpaFractions f;
+  SdpaRows f;
   for (const AttentionSection& sec : sections) gather_sdpa(sec, hw, exclude, f);
   const std::string& file = sections.front().file;
   std::int64_t main_dim = 0;
@@ -211,11 +233,25 @@ nlohmann::json fit_sdpa_attention(const std::vector<AttentionSection>& sections,
     for (const auto& [c, by_units] : by_context) n += by_units.size();
     if (d == 128 || (main_dim != 128 && n > most)) main_dim = d, most = n;
   }
-  if (main_dim == 0 || f.prefill.empty()) throw InputError(file, sections.front().name, "no decode or prefill rows left to fit");
+  // Prefill: causal, query = key length S per sequence; compute fraction over FLOPs per launch,
+  // the FLOPs counted at the head-dim tile the kernel runs. Model layouts only: FLOPs stand for
+  // the launch's size only among similar head counts (a sweep's 8 heads fill the GPU worse than
+  // 32 at the same FLOPs).
+  const std::vector<std::int64_t> tiles = prefill_tiles(f.prefill);
+  const double peak = hw.peak_flops(Dtype::bf16);
+  std::map<double, std::vector<double>> prefill;  // FLOPs per launch -> fractions
+  for (const PrefillRow& r : f.prefill) {
+    if (r.sweep) continue;
+    const auto tile = static_cast<double>(HwProfile::prefill_head_dim_tile(tiles, r.layout.head_dim));
+    const double flops = 4.0 * static_cast<double>(r.layout.q_heads) * tile * r.batch * r.prompt * (r.prompt + 1.0) / 2.0;
+    prefill[flops].push_back(r.busy_s > 0.0 ? flops / (peak * r.busy_s) : 1.0);
+  }
+  if (main_dim == 0 || prefill.empty()) throw InputError(file, sections.front().name, "no decode or prefill rows left to fit");
   nlohmann::json pre_table = nlohmann::json::array();
-  for (const auto& [flops, fracs] : f.prefill) pre_table.push_back({flops, std::clamp(median(fracs), 1e-3, 1.0)});
+  for (const auto& [flops, fracs] : prefill) pre_table.push_back({flops, std::clamp(median(fracs), 1e-3, 1.0)});
   nlohmann::json out = {{"decode", decode_attention_json(f.decode_by_head_dim.at(main_dim))},
                         {"prefill_compute_frac_by_flops", pre_table},
+                        {"prefill_head_dim_tiles", tiles},
                         {"head_dim", main_dim}};
   nlohmann::json others = nlohmann::json::object();
   for (const auto& [d, by_context] : f.decode_by_head_dim) {

@@ -75,6 +75,14 @@ double compute_frac(const Op& op, const HwProfile& hw) {
     case OpKind::attention_prefill:
     case OpKind::attention_decode: {
       if (const auto* family = hw.attention_tables(op.attn_kernel)) {
+        // The kernel computes at its head-dim tile: the table is over FLOPs at the tile, and the
+        // useful FLOPs run at d / tile of that rate.
+        const std::int64_t d = op.attn_head_dim;
+        const std::int64_t tile = d > 0 ? HwProfile::prefill_head_dim_tile(family->prefill_head_dim_tiles, d) : d;
+        if (tile > d && d > 0) {
+          const double pad = static_cast<double>(tile) / static_cast<double>(d);
+          return op.compute_efficiency * family->prefill_compute_frac_by_flops.at(op.flops * pad) / pad;
+        }
         return op.compute_efficiency * family->prefill_compute_frac_by_flops.at(op.flops);
       }
       return op.compute_efficiency * hw.attention_prefill_compute_frac_by_tokens.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);

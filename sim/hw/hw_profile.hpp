@@ -73,6 +73,10 @@ struct HwProfile {
     // grid of one head dimension does not carry to another.
     std::int64_t head_dim = 0;
     std::vector<AttentionKernelTables> other_head_dims;
+    // Head dimensions prefill runs a kernel of its own for, increasing (empty: every one); a head
+    // dim between two runs the larger one's kernel, padded, and prefill_compute_frac_by_flops
+    // counts FLOPs at that tile (prefill_head_dim_tile).
+    std::vector<std::int64_t> prefill_head_dim_tiles;
     bool empty() const { return decode_frac.empty(); }
     // The tables for head dimension `d`: its own decode grid, else the nearest measured head
     // dimension's (by ratio; a tie goes to the larger), else these.
@@ -91,6 +95,13 @@ struct HwProfile {
     }
   };
   std::array<AttentionKernelTables, kAttentionKernels> attention_kernel_tables;
+  // The head dim a prefill kernel of head dim `d` computes at: the smallest of `tiles` >= d, else d.
+  static std::int64_t prefill_head_dim_tile(const std::vector<std::int64_t>& tiles, std::int64_t d) {
+    for (std::int64_t t : tiles) {
+      if (t >= d) return t;
+    }
+    return d;
+  }
   const AttentionKernelTables* attention_tables(AttentionKernel k) const {
     k = table_family(k);
     const auto& t = attention_kernel_tables[static_cast<std::size_t>(k)];

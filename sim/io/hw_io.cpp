@@ -118,6 +118,17 @@ HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
   t.prefill_compute_frac_by_flops = parse_table(f, "prefill_compute_frac_by_flops");
   t.source = f.string_or("source", "");
   t.head_dim = f.integer_in_or("head_dim", 1, 1024, 0);
+  if (f.has("prefill_head_dim_tiles")) {
+    const auto& tiles = f.raw("prefill_head_dim_tiles");
+    if (!tiles.is_array()) f.fail("prefill_head_dim_tiles", "must be an array of increasing head dimensions (1-1024)");
+    for (const auto& v : tiles) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024 ||
+          (!t.prefill_head_dim_tiles.empty() && v.get<std::int64_t>() <= t.prefill_head_dim_tiles.back())) {
+        f.fail("prefill_head_dim_tiles", "must be an array of increasing head dimensions (1-1024)");
+      }
+      t.prefill_head_dim_tiles.push_back(v.get<std::int64_t>());
+    }
+  }
   if (auto others = f.object_if("other_head_dims")) {
     if (t.head_dim == 0) f.fail("other_head_dims", "needs \"head_dim\": the head dimension of the decode grid above");
     for (const auto& [key, value] : others->json().items()) {
@@ -132,6 +143,7 @@ HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
       o.head_dim = d;
       o.decode_frac = parse_decode_grid(one_decode);
       o.prefill_compute_frac_by_flops = t.prefill_compute_frac_by_flops;
+      o.prefill_head_dim_tiles = t.prefill_head_dim_tiles;
       o.source = t.source;
       one.finish();
     }

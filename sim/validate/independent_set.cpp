@@ -402,9 +402,10 @@ std::vector<ValidationBound> validation_bounds() {
       // Layouts of other head dimensions (run f: gpt-neox-20b, phi-2, llama-3.2-1b, gemma-2-9b),
       // each predicted without its own rows: decode from the other layouts of its head dimension
       // (gemma's head_dim 256 then from an 8-head sweep alone: +43% at batch 16, context 256);
-      // prefill from the pooled table, which does not know head_dim 64's and 256's own kernels.
+      // prefill from the pooled table of the model layouts (28-40 heads), which gpt-neox-20b's 64
+      // heads at 4096-16384 tokens outgrow (+31-35%).
       {"kernel", "torch", "sdpa-decode (other head dims)", 0.03, 0.50},
-      {"kernel", "torch", "sdpa-prefill (other head dims)", 0.16, 0.40},
+      {"kernel", "torch", "sdpa-prefill (other head dims)", 0.10, 0.40},
       {"step", "torch-cudagraph", "decode", 0.05, 0.12},
       {"step", "torch (GPU time)", "prefill", 0.07, 0.15},
       {"step", "torch-eager", "decode", 0.15, 0.35},
@@ -422,13 +423,13 @@ std::vector<ValidationBound> validation_bounds() {
       // two prefill groups, and which requests the engine takes first follows Python's set order.
       // Bounds are what this data supports (docs/validation.md 0b).
       {"engine", "hf-transformers-cb", "ttft-p50", 0.25, 0.70},
-      {"engine", "hf-transformers-cb", "ttft-mean", 0.13, 0.70},
+      {"engine", "hf-transformers-cb", "ttft-mean", 0.10, 0.70},
       {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.30},
       {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.30},
       // Per request count, the median over its runs. The target is 15% at every request
       // count; what misses it: llama-3-8b at 16 requests (TTFT, (1) above: two of its four runs),
-      // phi-3-mini's TTFT at 32-128 requests (-16% to -21%, every repeat alike), llama-3-8b's
-      // TPOT at 8 requests (-19%, both runs) and qwen2-7b's at 64 (+17%, one run).
+      // llama-3-8b's TPOT at 8 requests (-19%, both runs), phi-3-mini's TPOT at 32 (+16%) and
+      // phi-3-mini's TTFT at 128 (-16%).
       {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.50},
       {"engine", "hf-transformers-cb", "tpot-p50 (median of runs)", 0.15, 0.25},
       {"engine", "hf-transformers-cb", "e2e-p50 (median of runs)", 0.15, 0.25},

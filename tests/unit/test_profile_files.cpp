@@ -162,6 +162,16 @@ TEST_CASE("SDPA tables per head dimension: own grid, else the nearest by ratio, 
   CHECK(frac_of(t.for_head_dim(0)) == doctest::Approx(0.8));     // MLA ops carry no head dim
   CHECK(t.for_head_dim(96).prefill_compute_frac_by_flops.at(1e6) == doctest::Approx(0.5));  // one prefill table
 
+  CHECK(HwProfile::prefill_head_dim_tile({64, 128, 256}, 96) == 128);
+  CHECK(HwProfile::prefill_head_dim_tile({64, 128, 256}, 64) == 64);
+  CHECK(HwProfile::prefill_head_dim_tile({64, 128, 256}, 300) == 300);  // past the last tile: its own
+  CHECK(HwProfile::prefill_head_dim_tile({}, 96) == 96);
+  nlohmann::json tiled = doc;
+  tiled["prefill_head_dim_tiles"] = {64, 128, 256};
+  CHECK(parse_attention_kernel_tables(tiled, "t.json", "sdpa").for_head_dim(96).prefill_head_dim_tiles.size() == 3);
+  tiled["prefill_head_dim_tiles"] = {128, 64};
+  CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(tiled, "t.json", "sdpa"), doctest::Contains("prefill_head_dim_tiles"), InputError);
+
   nlohmann::json no_dim = doc;
   no_dim.erase("head_dim");
   CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(no_dim, "t.json", "sdpa"), doctest::Contains("other_head_dims"), InputError);
