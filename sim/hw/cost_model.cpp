@@ -78,8 +78,8 @@ double compute_frac(const Op& op, const HwProfile& hw) {
         // The kernel computes at its head-dim tile: the table is over FLOPs at the tile, and the
         // useful FLOPs run at d / tile of that rate.
         const std::int64_t d = op.attn_head_dim;
-        const std::int64_t tile = d > 0 ? HwProfile::prefill_head_dim_tile(family->prefill_head_dim_tiles, d) : d;
-        if (tile > d && d > 0) {
+        const std::int64_t tile = HwProfile::prefill_head_dim_tile(family->prefill_head_dim_tiles, d);
+        if (d > 0 && tile > d) {
           const double pad = static_cast<double>(tile) / static_cast<double>(d);
           return op.compute_efficiency * family->prefill_compute_frac_by_flops.at(op.flops * pad) / pad;
         }
@@ -107,7 +107,7 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
     if (!table.empty()) return table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
   } else if (op.kind == OpKind::attention_decode && op.attn_seqs > 0) {
     const auto* family = hw.attention_tables(op.attn_kernel);
-    const LogGrid2D& grid = family ? family->for_head_dim(op.attn_head_dim).decode_frac : hw.attention_decode_frac;
+    const LogGrid2D& grid = family ? family->decode_frac_for(op.attn_head_dim) : hw.attention_decode_frac;
     if (grid.empty()) return 0.0;
     // Parallel work units (sequence x KV head) and context per sequence: what decides how well
     // a decode kernel fills the GPU, whatever the model's head count.

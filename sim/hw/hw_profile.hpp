@@ -67,29 +67,33 @@ struct HwProfile {
     EfficiencyTable prefill_compute_frac_by_flops;
     std::string source;                              // where the measurements came from
     // The head dimension decode_frac was measured at (0: not recorded), and decode grids of
-    // other head dimensions (their prefill table and source are this one's; they hold no further
-    // variants). A framework picks its kernel by head dimension: on the H200, PyTorch SDPA decode
-    // at head_dim 96 takes the time of 128 at short contexts and 0.78 of it at long ones, so a
-    // grid of one head dimension does not carry to another.
+    // other head dimensions. A framework picks its kernel by head dimension: on the H200, PyTorch
+    // SDPA decode at head_dim 96 takes the time of 128 at short contexts and 0.78 of it at long
+    // ones, so a grid of one head dimension does not carry to another.
     std::int64_t head_dim = 0;
-    std::vector<AttentionKernelTables> other_head_dims;
+    struct HeadDimGrid {
+      std::int64_t head_dim;
+      LogGrid2D decode_frac;
+    };
+    std::vector<HeadDimGrid> other_head_dims;
     // Head dimensions prefill runs a kernel of its own for, increasing (empty: every one); a head
     // dim between two runs the larger one's kernel, padded, and prefill_compute_frac_by_flops
     // counts FLOPs at that tile (prefill_head_dim_tile).
     std::vector<std::int64_t> prefill_head_dim_tiles;
     bool empty() const { return decode_frac.empty(); }
-    // The tables for head dimension `d`: its own decode grid, else the nearest measured head
-    // dimension's (by ratio; a tie goes to the larger), else these.
-    const AttentionKernelTables& for_head_dim(std::int64_t d) const {
-      if (other_head_dims.empty() || d <= 0 || d == head_dim || head_dim <= 0) return *this;
-      for (const auto& t : other_head_dims) {
-        if (t.head_dim == d) return t;
+    // The decode grid for head dimension `d`: its own, else the nearest measured head dimension's
+    // (by ratio; a tie goes to the larger), else decode_frac.
+    const LogGrid2D& decode_frac_for(std::int64_t d) const {
+      if (other_head_dims.empty() || d <= 0 || d == head_dim || head_dim <= 0) return decode_frac;
+      for (const auto& g : other_head_dims) {
+        if (g.head_dim == d) return g.decode_frac;
       }
-      const AttentionKernelTables* best = this;
-      double best_dist = std::abs(std::log(static_cast<double>(d) / static_cast<double>(head_dim)));
-      for (const auto& t : other_head_dims) {
-        const double dist = std::abs(std::log(static_cast<double>(d) / static_cast<double>(t.head_dim)));
-        if (dist < best_dist || (dist == best_dist && t.head_dim > best->head_dim)) best = &t, best_dist = dist;
+      const auto distance = [d](std::int64_t m) { return std::abs(std::log(static_cast<double>(d) / static_cast<double>(m))); };
+      const LogGrid2D* best = &decode_frac;
+      std::int64_t best_dim = head_dim;
+      for (const auto& g : other_head_dims) {
+        const double dist = distance(g.head_dim), best_dist = distance(best_dim);
+        if (dist < best_dist || (dist == best_dist && g.head_dim > best_dim)) best = &g.decode_frac, best_dim = g.head_dim;
       }
       return *best;
     }

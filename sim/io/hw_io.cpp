@@ -139,12 +139,7 @@ HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
       }
       JsonReader one = others->object(key);
       JsonReader one_decode = one.object("decode");
-      HwProfile::AttentionKernelTables& o = t.other_head_dims.emplace_back();
-      o.head_dim = d;
-      o.decode_frac = parse_decode_grid(one_decode);
-      o.prefill_compute_frac_by_flops = t.prefill_compute_frac_by_flops;
-      o.prefill_head_dim_tiles = t.prefill_head_dim_tiles;
-      o.source = t.source;
+      t.other_head_dims.push_back({d, parse_decode_grid(one_decode)});
       one.finish();
     }
     others->finish();

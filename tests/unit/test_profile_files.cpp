@@ -152,15 +152,15 @@ TEST_CASE("SDPA tables per head dimension: own grid, else the nearest by ratio, 
   nlohmann::json doc = {{"decode", grid(0.8)}, {"prefill_compute_frac_by_flops", prefill}, {"head_dim", 128},
                         {"other_head_dims", {{"96", {{"decode", grid(0.6)}}}, {"256", {{"decode", grid(0.4)}}}}}};
   const HwProfile::AttentionKernelTables t = parse_attention_kernel_tables(doc, "t.json", "sdpa");
-  const auto frac_of = [](const HwProfile::AttentionKernelTables& x) { return x.decode_frac.at(5000.0, 512.0); };
-  CHECK(frac_of(t.for_head_dim(128)) == doctest::Approx(0.8));
-  CHECK(frac_of(t.for_head_dim(96)) == doctest::Approx(0.6));
-  CHECK(frac_of(t.for_head_dim(256)) == doctest::Approx(0.4));
-  CHECK(frac_of(t.for_head_dim(80)) == doctest::Approx(0.6));    // 80 is nearer 96 than 128 by ratio
-  CHECK(frac_of(t.for_head_dim(112)) == doctest::Approx(0.8));   // 112 is nearer 128
-  CHECK(frac_of(t.for_head_dim(512)) == doctest::Approx(0.4));
-  CHECK(frac_of(t.for_head_dim(0)) == doctest::Approx(0.8));     // MLA ops carry no head dim
-  CHECK(t.for_head_dim(96).prefill_compute_frac_by_flops.at(1e6) == doctest::Approx(0.5));  // one prefill table
+  const auto frac_of = [&t](std::int64_t d) { return t.decode_frac_for(d).at(5000.0, 512.0); };
+  CHECK(frac_of(128) == doctest::Approx(0.8));
+  CHECK(frac_of(96) == doctest::Approx(0.6));
+  CHECK(frac_of(256) == doctest::Approx(0.4));
+  CHECK(frac_of(80) == doctest::Approx(0.6));    // 80 is nearer 96 than 128 by ratio
+  CHECK(frac_of(112) == doctest::Approx(0.8));   // 112 is nearer 128
+  CHECK(frac_of(512) == doctest::Approx(0.4));
+  CHECK(frac_of(0) == doctest::Approx(0.8));     // MLA ops carry no head dim
+  CHECK(t.prefill_compute_frac_by_flops.at(1e6) == doctest::Approx(0.5));  // one prefill table per family
 
   CHECK(HwProfile::prefill_head_dim_tile({64, 128, 256}, 96) == 128);
   CHECK(HwProfile::prefill_head_dim_tile({64, 128, 256}, 64) == 64);
@@ -168,7 +168,7 @@ TEST_CASE("SDPA tables per head dimension: own grid, else the nearest by ratio, 
   CHECK(HwProfile::prefill_head_dim_tile({}, 96) == 96);
   nlohmann::json tiled = doc;
   tiled["prefill_head_dim_tiles"] = {64, 128, 256};
-  CHECK(parse_attention_kernel_tables(tiled, "t.json", "sdpa").for_head_dim(96).prefill_head_dim_tiles.size() == 3);
+  CHECK(parse_attention_kernel_tables(tiled, "t.json", "sdpa").prefill_head_dim_tiles.size() == 3);
   tiled["prefill_head_dim_tiles"] = {128, 64};
   CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(tiled, "t.json", "sdpa"), doctest::Contains("prefill_head_dim_tiles"), InputError);
 
