@@ -307,7 +307,8 @@ void add_cb_rows(const IndependentSet& set, const std::string& held, const HwPro
       const CbLatency p = simulated_cb_latency(runs[i], file, where, held, h, torch, cb);
       by_requests[r].emplace_back(m, p);
       char pt[64];
-      std::snprintf(pt, sizeof pt, "R=%.0f (%s %zu)", r, sec == "hf_cb" ? "run" : "repeat", i);
+      const char* kind = sec == "hf_cb" ? "run" : sec == "hf_cb_repeats" ? "repeat" : "warm";
+      std::snprintf(pt, sizeof pt, "R=%.0f (%s %zu)", r, kind, i);
       out.rows.push_back({"engine", "hf-transformers-cb", "ttft-p50", held, pt, m.ttft, p.ttft});
       out.rows.push_back({"engine", "hf-transformers-cb", "ttft-mean", held, pt, m.ttft_mean, p.ttft_mean});
       out.rows.push_back({"engine", "hf-transformers-cb", "tpot-p50", held, pt, m.tpot, p.tpot});
@@ -416,21 +417,24 @@ std::vector<ValidationBound> validation_bounds() {
       // 1 is a 25 ms host-bound prefill predicted 30% short.
       {"engine", "hf-transformers", "ttft", 0.15, 0.35},
       {"engine", "hf-transformers", "tpot", 0.15, 0.45},
-      // generate_batch, per run: (1) llama-3-8b's first 16-request call in a process (its second
-      // generate_batch call, after the 8-request one) waits about 0.8 s longer before its first
-      // step, in run c and again in run f; later 16-request calls in the same process do not
-      // (0.38-0.39 s measured, 0.43 s predicted); (2) the p50 of an even count can fall between
-      // two prefill groups, and which requests the engine takes first follows Python's set order.
+      // generate_batch, per run: (1) llama-3-8b's first 16-request call in a process waits about
+      // 0.8 s longer before its first step: in run c and run f (its second generate_batch call,
+      // after the 8-request one) and in run h (its first measured call, after a 4-request warm-up),
+      // so it belongs to the first 16-request call, not to the call's position; later 16-request
+      // calls in the same process do not (0.38-0.41 s measured, 0.40 s predicted). phi-3-mini's
+      // first 16-request call has no such wait. (2) the p50 of an even count can fall between two
+      // prefill groups, and which requests the engine takes first follows Python's set order.
       // Bounds are what this data supports (docs/validation.md 0b).
       {"engine", "hf-transformers-cb", "ttft-p50", 0.25, 0.70},
       {"engine", "hf-transformers-cb", "ttft-mean", 0.10, 0.70},
       {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.30},
       {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.30},
-      // Per request count, the median over its runs. The target is 15% at every request
-      // count; what misses it: llama-3-8b at 16 requests (TTFT, (1) above: two of its four runs),
-      // llama-3-8b's TPOT at 8 requests (-19%, both runs), phi-3-mini's TPOT at 32 (+16%) and
-      // phi-3-mini's TTFT at 128 (-16%).
-      {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.50},
+      // Per request count, the median over its runs (20 counts of four models after run h). The
+      // issue's target is 15% at every request count; what misses it: llama-3-8b at 8 requests,
+      // TPOT -16.5% and E2E -16.3% (four runs measured 72-87 ms per token where the other three
+      // models measure 66-82 ms at 8 requests: host time of the Python scheduler). llama-3-8b at
+      // 16 requests (three of its seven runs carry (1)) is within 15% on the median.
+      {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.25},
       {"engine", "hf-transformers-cb", "tpot-p50 (median of runs)", 0.15, 0.25},
       {"engine", "hf-transformers-cb", "e2e-p50 (median of runs)", 0.15, 0.25},
   };
