@@ -59,4 +59,12 @@ inline void apply_cuda_graphs(LaunchConfig& launch, const std::vector<std::int64
   }
 }
 
+// The per-step host work of a replica of `tp` tensor-parallel GPUs: the engine's
+// host_overhead_per_step_per_tp_worker_s for each worker beyond the first (vLLM 0.5.x's driver
+// broadcasts every step's inputs to its workers before any of them can launch). The one place the
+// term is applied (the simulator and `servesim step`).
+inline void apply_tp_workers(LaunchConfig& launch, std::int64_t tp) {
+  if (tp > 1) launch.host_overhead_per_step_s += static_cast<double>(tp - 1) * launch.host_overhead_per_step_per_tp_worker_s;
+}
+
 }  // namespace servesim

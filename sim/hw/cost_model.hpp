@@ -59,6 +59,10 @@ struct LaunchConfig {
   double host_overhead_per_decode_step_s = 0;  // more host work in a step without prefill (HF
                                                // generate()'s per-token loop), added by the caller
   double host_overhead_per_seq_s = 0;  // sampling, detokenisation per sequence, after the GPU
+  double host_overhead_per_step_per_tp_worker_s = 0;  // more per-step host work for each tensor-
+                                                      // parallel worker beyond the first (the
+                                                      // driver feeds every worker each step),
+                                                      // added by the caller (apply_tp_workers)
   bool overlap_host = false;           // host work of step i+1 overlaps the GPU of step i (SGLang)
   double dispatch_s_per_kernel = 0;    // framework's host cost per eager kernel; 0: the GPU profile's
                                        // kernel_launch_s (Python frameworks pay several times more)

@@ -65,11 +65,13 @@ void parse_cuda_graphs(JsonReader g, EngineProfile& p) {
   g.finish();
 }
 
-// host: CPU time per step and per sequence, and whether it overlaps the GPU.
+// host: CPU time per step, per sequence and per extra tensor-parallel worker, and whether it
+// overlaps the GPU.
 void parse_host(JsonReader h, LaunchConfig& launch) {
   launch.host_overhead_per_step_s = h.number_in("overhead_per_step_s", 0.0, 10.0);
   launch.host_overhead_per_decode_step_s = h.number_in_or("overhead_per_decode_step_s", 0.0, 10.0, 0.0);
   launch.host_overhead_per_seq_s = h.number_in("overhead_per_seq_s", 0.0, 1.0);
+  launch.host_overhead_per_step_per_tp_worker_s = h.number_in_or("overhead_per_step_per_tp_worker_s", 0.0, 1.0, 0.0);
   launch.overlap_host = h.boolean_or("overlap_with_gpu", false);
   launch.dispatch_s_per_kernel = h.number_in_or("dispatch_s_per_kernel", 0.0, 1.0, 0.0);
   h.finish();

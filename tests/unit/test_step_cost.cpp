@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "sim/config/engine_profile.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/engine_io.hpp"
 #include "sim/io/report_io.hpp"
 #include "sim/serve/simulation.hpp"
 #include "sim/serve/step_cost.hpp"
@@ -90,4 +92,41 @@ TEST_CASE("CUDA-graph padding: the next captured size, eager above them, eager w
   apply_cuda_graphs(l, {}, any);  // no list: every size captured
   CHECK(l.cuda_graphs);
   CHECK(any.decode_seqs == 5);
+}
+
+TEST_CASE("tensor-parallel host term: per worker beyond the first, strict key, in the simulator's step") {
+  auto doc = nlohmann::json::parse(R"({"name":"x","kernels_per_layer":{},"cuda_graphs":{"decode":false},
+      "host":{"overhead_per_step_s":0.001,"overhead_per_seq_s":0,"overhead_per_step_per_tp_worker_s":0.0005},
+      "defaults":{"scheduler":"continuous","kv_cache":"paged","block_size":16}})");
+  const EngineProfile p = parse_engine_profile(doc, "x.json");
+  CHECK(p.launch.host_overhead_per_step_per_tp_worker_s == doctest::Approx(0.0005));
+  LaunchConfig l = p.launch;
+  apply_tp_workers(l, 1);
+  CHECK(l.host_overhead_per_step_s == doctest::Approx(0.001));  // TP1: no worker to feed
+  l = p.launch;
+  apply_tp_workers(l, 4);
+  CHECK(l.host_overhead_per_step_s == doctest::Approx(0.001 + 3 * 0.0005));
+  doc["host"]["overhead_per_step_per_tp_worker_s"] = "1 ms";
+  std::string err;
+  try {
+    parse_engine_profile(doc, "x.json");
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  CHECK(err.find("x.json") != std::string::npos);
+  CHECK(err.find("overhead_per_step_per_tp_worker_s") != std::string::npos);
+
+  // The simulator's step pays it once per step, on top of everything else.
+  auto sdoc = test::base_scenario();
+  sdoc["engine"]["profile"] = "vllm-0.5";
+  sdoc["parallel"] = {{"tensor_parallel_size", 2}};
+  Scenario s = test::scenario_from(sdoc);
+  REQUIRE(s.engine.launch.host_overhead_per_step_per_tp_worker_s > 0);
+  BatchShape decode;
+  for (int i = 0; i < 8; ++i) decode.add_decode(200);
+  const double with_s = make_step_cost_model(s, s.parallel, false)->step_time(decode).time_s;
+  const double term_s = s.engine.launch.host_overhead_per_step_per_tp_worker_s;
+  s.engine.launch.host_overhead_per_step_per_tp_worker_s = 0.0;
+  const double without_s = make_step_cost_model(s, s.parallel, false)->step_time(decode).time_s;
+  CHECK(with_s - without_s == doctest::Approx(term_s).epsilon(1e-9));
 }
