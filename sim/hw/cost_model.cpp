@@ -74,18 +74,25 @@ double compute_frac(const Op& op, const HwProfile& hw) {
     case OpKind::gemm: return hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m));
     case OpKind::attention_prefill:
     case OpKind::attention_decode: {
+      // An engine kernel with its own plateau: the table's curve rescaled to reach it, never
+      // below the table (the engine's kernel is the profile's or a faster one).
+      const auto plateau = [&op](const EfficiencyTable& curve) {
+        return op.compute_plateau_frac > 0.0 ? std::max(1.0, op.compute_plateau_frac / curve.max_value()) : 1.0;
+      };
       if (const auto* family = hw.attention_tables(op.attn_kernel)) {
         // The kernel computes at its head-dim tile: the table is over FLOPs at the tile, and the
         // useful FLOPs run at d / tile of that rate.
+        const EfficiencyTable& curve = family->prefill_compute_frac_by_flops;
         const std::int64_t d = op.attn_head_dim;
         const std::int64_t tile = HwProfile::prefill_head_dim_tile(family->prefill_head_dim_tiles, d);
         if (d > 0 && tile > d) {
           const double pad = static_cast<double>(tile) / static_cast<double>(d);
-          return op.compute_efficiency * family->prefill_compute_frac_by_flops.at(op.flops * pad) / pad;
+          return op.compute_efficiency * plateau(curve) * curve.at(op.flops * pad) / pad;
         }
-        return op.compute_efficiency * family->prefill_compute_frac_by_flops.at(op.flops);
+        return op.compute_efficiency * plateau(curve) * curve.at(op.flops);
       }
-      return op.compute_efficiency * hw.attention_prefill_compute_frac_by_tokens.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
+      const EfficiencyTable& curve = hw.attention_prefill_compute_frac_by_tokens;
+      return op.compute_efficiency * plateau(curve) * curve.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
     }
     default: return 1.0;
   }
@@ -285,6 +292,7 @@ bool same_kernel(const Op& a, const Op& b) {
   return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads && a.attn_head_dim == b.attn_head_dim &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
+         a.compute_efficiency == b.compute_efficiency && a.compute_plateau_frac == b.compute_plateau_frac &&
          a.comm_gpus == b.comm_gpus &&
          a.groups == b.groups && a.tile_padding == b.tile_padding;
 }

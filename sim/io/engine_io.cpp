@@ -31,6 +31,7 @@ KernelPlan parse_kernel_plan(JsonReader k) {
   kp.sampler_kernels = kernel_count(k, "sampler_kernels", 1, 64, 1);
   kp.elementwise_bw_frac = k.number_in_or("elementwise_bw_frac", 0.05, 1.0, 1.0);
   kp.packed_attention_compute_frac = k.number_in_or("packed_attention_compute_frac", 0.01, 2.0, 1.0);
+  kp.prefill_attention_peak_frac = k.number_in_or("prefill_attention_peak_frac", 0.0, 1.0, 0.0);
   if (k.has("attention_impl")) {
     const std::string impl = k.string("attention_impl");
     bool known = false;

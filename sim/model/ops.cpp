@@ -176,6 +176,7 @@ Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelP
 
 Op prefill_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
   Op attn = attention_op("attention_prefill", OpKind::attention_prefill, m, plan);
+  if (!m.is_mla()) attn.compute_plateau_frac = plan.prefill_attention_peak_frac;
   set_prefill_attention_work(attn, m, b, p, plan);
   return attn;
 }

@@ -63,6 +63,9 @@ struct Op {
   // Attention without a measured table for its exact kernel: its compute rate as a fraction of the
   // family's table (KernelPlan::packed_attention_compute_frac for the packed, masked call).
   double compute_efficiency = 1.0;
+  // Attention prefill: the engine kernel's plateau as a fraction of the 16-bit peak
+  // (KernelPlan::prefill_attention_peak_frac); 0: the table's own plateau.
+  double compute_plateau_frac = 0.0;
   // Communication ops: GPUs in the collective (bytes is the message size per GPU).
   int comm_gpus = 0;
   // grouped_gemm: experts with at least one token (m is then the tokens per such expert, n and k
@@ -129,6 +132,11 @@ struct KernelPlan {
   // causal flash kernel the SDPA prefill table measured; its compute rate as a fraction of that
   // table's (fitted to transformers' generate_batch prefill steps). 1: as the table.
   double packed_attention_compute_frac = 1.0;
+  // The engine's own prefill (context) attention kernel, where the profile's table is another
+  // kernel's: its compute rate at long prompts as a fraction of the 16-bit tensor-core peak. The
+  // table's curve keeps its shape over prompt length, scaled so that its plateau is this (never
+  // below the table). 0: the table as measured. Not applied to MLA (other context kernels).
+  double prefill_attention_peak_frac = 0.0;
   // Mixture-of-experts layers: launches that score, select and sort the token copies (vLLM:
   // topk_softmax and moe_align_block_size), and launches of an explicit permutation (0: the
   // grouped GEMM reads its rows through the sorted ids, as vLLM's fused_moe; a plain PyTorch

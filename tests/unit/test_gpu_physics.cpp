@@ -64,6 +64,39 @@ TEST_CASE("weight-only GEMM: faster than 16-bit at M=1, slower at large M (dequa
   CHECK(estimate(gemm(1, 4096, 4096, QuantScheme::fp8), h, Dtype::bf16).gemm == GemmKernel::w8a8);
 }
 
+TEST_CASE("prefill attention with an engine plateau: the table's curve scaled up to it, never down") {
+  const HwProfile h = hw("h200-sxm");
+  Op op{"attention_prefill", OpKind::attention_prefill};
+  op.attn_seqs = 1;
+  op.attn_kv_tokens = 20000;
+  op.attn_kv_heads = 8;
+  op.attn_head_dim = 128;
+  op.flops = 4.0 * 32 * 128 * (20000.0 * 20001.0 / 2.0);
+  op.bytes = 20000.0 * 2 * 1024 * 2;
+  const KernelTime table = estimate(op, h, Dtype::bf16);
+  CHECK(table.bound == Bound::compute);
+  const double curve_max = h.attention_prefill_compute_frac_by_tokens.max_value();
+  op.compute_plateau_frac = 0.55;
+  const KernelTime engine = estimate(op, h, Dtype::bf16);
+  CHECK(engine.compute_s == doctest::Approx(table.compute_s * curve_max / 0.55));
+  op.compute_plateau_frac = curve_max / 2;  // a plateau below the table's: the table holds
+  CHECK(estimate(op, h, Dtype::bf16).time_s == doctest::Approx(table.time_s));
+  // The engine's plan sets it on prefill attention only.
+  KernelPlan plan;
+  plan.prefill_attention_peak_frac = 0.55;
+  BatchShape b;
+  b.add_prefill(512, 0, true);
+  b.add_decode(100);
+  std::vector<Op> ops;
+  build_iteration_ops(model("llama-3.1-8b"), b, Precision{}, ops, plan);
+  int prefill_ops = 0;
+  for (const Op& o : ops) {
+    if (o.kind == OpKind::attention_prefill) ++prefill_ops;
+    CHECK(o.compute_plateau_frac == (o.kind == OpKind::attention_prefill ? 0.55 : 0.0));
+  }
+  CHECK(prefill_ops == 1);
+}
+
 TEST_CASE("launch queue: the folded max-plus recursion equals the unrolled one; one instance of the sharing sim too") {
   const HwProfile h = hw("h200-sxm");
   const ModelSpec m = model("llama-3-8b");
