@@ -74,10 +74,14 @@ double compute_frac(const Op& op, const HwProfile& hw) {
     case OpKind::gemm: return hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m));
     case OpKind::attention_prefill:
     case OpKind::attention_decode: {
-      // An engine kernel with its own plateau: the table's curve rescaled to reach it, never
-      // below the table (the engine's kernel is the profile's or a faster one).
-      const auto plateau = [&op](const EfficiencyTable& curve) {
-        return op.compute_plateau_frac > 0.0 ? std::max(1.0, op.compute_plateau_frac / curve.max_value()) : 1.0;
+      // An engine kernel with its own plateau (never below the table's: the engine's kernel is
+      // the profile's or a faster one): the table's fraction f raised by the plateau ratio s where
+      // the table's kernel is compute-bound (f at its plateau), fading to no change toward small,
+      // latency-bound launches (f -> 0), where nothing measures a speed-up.
+      const auto at_plateau = [&op](const EfficiencyTable& curve, double f) {
+        if (op.compute_plateau_frac <= 0.0) return f;
+        const double s = std::max(1.0, op.compute_plateau_frac / curve.max_value());
+        return f * (1.0 + (s - 1.0) * f / curve.max_value());
       };
       if (const auto* family = hw.attention_tables(op.attn_kernel)) {
         // The kernel computes at its head-dim tile: the table is over FLOPs at the tile, and the
@@ -87,12 +91,12 @@ double compute_frac(const Op& op, const HwProfile& hw) {
         const std::int64_t tile = HwProfile::prefill_head_dim_tile(family->prefill_head_dim_tiles, d);
         if (d > 0 && tile > d) {
           const double pad = static_cast<double>(tile) / static_cast<double>(d);
-          return op.compute_efficiency * plateau(curve) * curve.at(op.flops * pad) / pad;
+          return op.compute_efficiency * at_plateau(curve, curve.at(op.flops * pad)) / pad;
         }
-        return op.compute_efficiency * plateau(curve) * curve.at(op.flops);
+        return op.compute_efficiency * at_plateau(curve, curve.at(op.flops));
       }
       const EfficiencyTable& curve = hw.attention_prefill_compute_frac_by_tokens;
-      return op.compute_efficiency * plateau(curve) * curve.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0);
+      return op.compute_efficiency * at_plateau(curve, curve.at(op.attn_seqs > 0 ? op.attn_kv_tokens : 1.0));
     }
     default: return 1.0;
   }

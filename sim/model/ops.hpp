@@ -133,9 +133,9 @@ struct KernelPlan {
   // table's (fitted to transformers' generate_batch prefill steps). 1: as the table.
   double packed_attention_compute_frac = 1.0;
   // The engine's own prefill (context) attention kernel, where the profile's table is another
-  // kernel's: its compute rate at long prompts as a fraction of the 16-bit tensor-core peak. The
-  // table's curve keeps its shape over prompt length, scaled so that its plateau is this (never
-  // below the table). 0: the table as measured. Not applied to MLA (other context kernels).
+  // kernel's: its compute rate at long prompts as a fraction of the 16-bit tensor-core peak (never
+  // below the table's). The table's plateau is raised to it; short, latency-bound prompts keep
+  // the table's rate (cost_model.cpp). 0: the table as measured. Not applied to MLA.
   double prefill_attention_peak_frac = 0.0;
   // Mixture-of-experts layers: launches that score, select and sort the token copies (vLLM:
   // topk_softmax and moe_align_block_size), and launches of an explicit permutation (0: the

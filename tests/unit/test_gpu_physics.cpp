@@ -64,7 +64,7 @@ TEST_CASE("weight-only GEMM: faster than 16-bit at M=1, slower at large M (dequa
   CHECK(estimate(gemm(1, 4096, 4096, QuantScheme::fp8), h, Dtype::bf16).gemm == GemmKernel::w8a8);
 }
 
-TEST_CASE("prefill attention with an engine plateau: the table's curve scaled up to it, never down") {
+TEST_CASE("prefill attention with an engine plateau: the table's plateau raised to it, short prompts and lower plateaus as the table") {
   const HwProfile h = hw("h200-sxm");
   Op op{"attention_prefill", OpKind::attention_prefill};
   op.attn_seqs = 1;
@@ -76,9 +76,11 @@ TEST_CASE("prefill attention with an engine plateau: the table's curve scaled up
   const KernelTime table = estimate(op, h, Dtype::bf16);
   CHECK(table.bound == Bound::compute);
   const double curve_max = h.attention_prefill_compute_frac_by_tokens.max_value();
+  const double f = h.attention_prefill_compute_frac_by_tokens.at(20000);
   op.compute_plateau_frac = 0.55;
   const KernelTime engine = estimate(op, h, Dtype::bf16);
-  CHECK(engine.compute_s == doctest::Approx(table.compute_s * curve_max / 0.55));
+  CHECK(engine.compute_s == doctest::Approx(table.compute_s / (1.0 + (0.55 / curve_max - 1.0) * f / curve_max)));
+  CHECK(engine.compute_s < table.compute_s * curve_max / (0.9 * 0.55));  // near the plateau: within 10% of it
   op.compute_plateau_frac = curve_max / 2;  // a plateau below the table's: the table holds
   CHECK(estimate(op, h, Dtype::bf16).time_s == doctest::Approx(table.time_s));
   // The engine's plan sets it on prefill attention only.
