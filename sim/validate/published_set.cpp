@@ -455,8 +455,11 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 // Bounds at what the data supports today, not the accuracy target (kPublishedMedianTarget): each is
 // the error when these mappings were written plus a margin, so a change that moves an engine's
 // error past it fails. Why each engine misses by what it does (docs/validation.md):
-// - trtllm-1.0-pytorch on H100/H200 (measured GPU profiles): median 7-10%, worst 23-25% (8B at
-//   20000/2000 and 70B at long outputs under-predicted). On B200/GB200 the GPU profiles are
+// - trtllm-1.0-pytorch on H100/H200 (measured GPU profiles): median 7-10%, worst 22-24% (70B TP2
+//   at 128/4096 and 405B TP8 at 128/2048 under-predicted; 8B at 20000/2000 -18%). Tightened
+//   (h100 13% / 30% -> 11% / 27%, h200 10% / 30% -> 9% / 25%, all 15% -> 12%; 0.20 and 0.17
+//   10% / 25% -> 7% / 20%) when the engines' context attention got its own kernel's plateau
+//   (prefill_attention_peak_frac). On B200/GB200 the GPU profiles are
 //   datasheet-derived with no measured kernel table, and NVFP4 MoE (Qwen3-30B-A3B) is
 //   over-predicted by 75-92%: bounded loosely there, so the H100/H200 bounds stay tight.
 // - trtllm-0.14-triton: online Triton rows (mean TTFT / ITL at a QPS); the Triton frontend and
@@ -469,13 +472,13 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 //   (not the benchmark's sample). Bounds: the error with the TP term plus a margin.
 std::vector<ValidationBound> published_bounds() {
   return {
-      {"published", "trtllm-1.0-pytorch", "h100-sxm", 0.13, 0.30},
-      {"published", "trtllm-1.0-pytorch", "h200-sxm", 0.10, 0.30},
+      {"published", "trtllm-1.0-pytorch", "h100-sxm", 0.11, 0.27},
+      {"published", "trtllm-1.0-pytorch", "h200-sxm", 0.09, 0.25},
       {"published", "trtllm-1.0-pytorch", "b200", 0.35, 1.00},
       {"published", "trtllm-1.0-pytorch", "gb200", 0.30, 0.35},
-      {"published", "trtllm-1.0-pytorch", "all", 0.15, 1.00},
-      {"published", "trtllm-0.20-pytorch", "all", 0.10, 0.25},
-      {"published", "trtllm-0.17-cpp", "all", 0.10, 0.25},
+      {"published", "trtllm-1.0-pytorch", "all", 0.12, 1.00},
+      {"published", "trtllm-0.20-pytorch", "all", 0.07, 0.20},
+      {"published", "trtllm-0.17-cpp", "all", 0.07, 0.20},
       {"published", "trtllm-0.14-triton", "all", 0.25, 0.50},
       {"published", "trtllm-0.9-static", "all", 0.12, 0.30},
       {"published", "vllm-0.5.4", "all", 0.25, 1.30},
