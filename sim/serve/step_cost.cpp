@@ -14,12 +14,13 @@ namespace {
 class CalibratedStepCost final : public StepCostModel {
  public:
   CalibratedStepCost(const Scenario& s, const ParallelConfig& parallel, bool reference_path)
-      : engine_(s.engine), timer_(s, parallel), tp_(parallel.tensor_parallel_size), reference_path_(reference_path) {}
+      : engine_(s.engine), launch_(s.engine.launch), timer_(s, parallel), reference_path_(reference_path) {
+    apply_tp_workers(launch_, parallel.tensor_parallel_size);  // fixed for the replica: once, not per step
+  }
 
   StepTime step_time(const BatchShape& planned) override {
     BatchShape shape = planned;
-    LaunchConfig launch = engine_.launch;
-    apply_tp_workers(launch, tp_);
+    LaunchConfig launch = launch_;
     apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape);
     const std::int64_t batch_seqs = planned.total_seqs();  // host work is per real sequence, not padding
     return reference_path_ ? timer_.time_uncached(shape, launch, batch_seqs) : timer_.time(shape, launch, batch_seqs);
@@ -27,8 +28,8 @@ class CalibratedStepCost final : public StepCostModel {
 
  private:
   const EngineConfig& engine_;
+  LaunchConfig launch_;  // the engine's, with this replica's tensor-parallel host term
   IterationTimer timer_;
-  std::int64_t tp_;
   bool reference_path_;
 };
 
