@@ -23,7 +23,7 @@ using namespace servesim;
 TEST_CASE("published engine tables: simulated runs against the published figures") {
   const std::string file = default_published_file();
   const auto rows = validate_published(load_json_file(file), file, {});
-  REQUIRE(rows.size() == 180);
+  REQUIRE(rows.size() == 220);
   std::vector<ValidationRow> table = published_validation_rows(rows, PublishedSlice::gpu);
   const std::size_t simulated = table.size();
   const auto all = published_validation_rows(rows, PublishedSlice::all);
@@ -47,7 +47,7 @@ TEST_CASE("published engine tables: simulated runs against the published figures
     CHECK(s.median_abs <= s.bound->median);
     CHECK(s.worst_abs <= s.bound->worst);
   }
-  CHECK(bounded_engines == 6);
+  CHECK(bounded_engines == 7);
   std::map<std::string, int> reasons;
   std::vector<double> errors;
   for (const auto& r : rows) {
@@ -69,8 +69,8 @@ TEST_CASE("published engine tables: simulated runs against the published figures
   const double overall = median(errors);
   std::printf("  all engines: median |error| %.1f%% over %zu rows (target %.0f%%: %s)\n", 100 * overall, errors.size(),
               100 * kPublishedMedianTarget, overall <= kPublishedMedianTarget ? "met" : "not met");
-  // The rows servesim runs today (141): a mapping change that silently stops simulating rows fails.
-  CHECK(simulated >= 141);
+  // The rows servesim runs today (157): a mapping change that silently stops simulating rows fails.
+  CHECK(simulated >= 157);
   // plan's per-(GPU, engine) throughput bands come from these rows and are committed.
   const std::vector<ErrorBand> bands = published_error_bands(rows);
   test::check_bands_equal(bands, test::committed_bands(test::kPublishedBandSource, false));
@@ -78,6 +78,8 @@ TEST_CASE("published engine tables: simulated runs against the published figures
   const auto h200 = serving_band(bands, "h200-sxm", "tensorrt-llm-pytorch");
   REQUIRE(h200.has_value());
   CHECK(h200->phase == "throughput");
+  // The default engine profile has a band from the vLLM 0.6.0 rows.
+  CHECK(serving_band(bands, "h100-sxm", "vllm").has_value());
 }
 
 TEST_CASE("published engine tables: bad input names the file and key") {
