@@ -145,6 +145,10 @@ struct RowInput {
   bool has_dataset = false;
   double value = 0.0;
   nlohmann::json settings;
+  // Engine settings a harness reads (the rest of `settings` is the source's free text).
+  std::int64_t num_scheduler_steps = 1;  // vLLM 0.6 multi-step scheduling; 1 = off
+  std::int64_t max_model_len = 0;        // 0: not stated as a number
+  double gpu_memory_utilization = 0.0;   // 0: not stated
 };
 
 // A count that may be absent, null or stated in words (the source's text): 0 unless a number.
@@ -197,6 +201,17 @@ RowInput read_row(const nlohmann::json& row, const std::string& file, const std:
   }
   in.settings = r.raw("engine_settings");
   if (!in.settings.is_object()) r.fail("engine_settings", "must be an object");
+  {
+    // Free text where the source gives no number ("not stated ..."); a number must be valid.
+    JsonReader es(in.settings, file, r.path_of("engine_settings"));
+    if (es.has("num_scheduler_steps")) in.num_scheduler_steps = es.integer_in("num_scheduler_steps", 1, 1024);
+    if (es.has("max_model_len") && !es.raw("max_model_len").is_string()) {
+      in.max_model_len = es.integer_in("max_model_len", 1, std::int64_t{1} << 24);
+    }
+    if (es.has("gpu_memory_utilization") && !es.raw("gpu_memory_utilization").is_string()) {
+      in.gpu_memory_utilization = es.number_in("gpu_memory_utilization", 0.01, 1.0);
+    }
+  }
   r.finish();
   return in;
 }
@@ -223,7 +238,7 @@ std::string skip_reason(const RowInput& in, const SourceMap& src, const std::str
   // With multi-step scheduling vLLM streams a request's tokens in chunks of num_scheduler_steps,
   // so the client's inter-token latency is the gap between chunks, not between tokens; servesim
   // has no multi-step scheduler.
-  if (in.metric.rfind("itl", 0) == 0 && es.value("num_scheduler_steps", std::int64_t{1}) > 1) {
+  if (in.metric.rfind("itl", 0) == 0 && in.num_scheduler_steps > 1) {
     return "ITL of multi-step scheduling (tokens streamed in chunks) is not modelled";
   }
   if (in.concurrency > 0 && src.harness == Harness::trtllm_bench) return "closed-loop --concurrency runs are not mapped";
@@ -351,14 +366,10 @@ void bench_sharegpt_setup(const RowInput& in, nlohmann::json& engine, nlohmann::
   // The server's --max_model_len (the rows' command line); vLLM 0.6 turns chunked prefill on by
   // itself only above 32k context (engine/arg_utils.py) and multi-step scheduling excludes it,
   // so the default continuous scheduler with max_num_batched_tokens = max_model_len.
-  if (in.settings.contains("max_model_len") && in.settings["max_model_len"].is_number_integer()) {
-    engine["max_model_len"] = in.settings["max_model_len"];
-  }
-  if (in.settings.contains("gpu_memory_utilization") && in.settings["gpu_memory_utilization"].is_number()) {
-    engine["gpu_memory_utilization"] = in.settings["gpu_memory_utilization"];
-  }
+  if (in.max_model_len > 0) engine["max_model_len"] = in.max_model_len;
+  if (in.gpu_memory_utilization > 0) engine["gpu_memory_utilization"] = in.gpu_memory_utilization;
   assumed += std::string("ShareGPT lengths lognormal (means 215 / 198, Llama-3 tokenizer); ") + (rate > 0 ? "Poisson arrivals; " : "") +
-             (in.settings.value("num_scheduler_steps", std::int64_t{1}) > 1 ? "multi-step scheduling not modelled; " : "") +
+             (in.num_scheduler_steps > 1 ? "multi-step scheduling not modelled; " : "") +
              "vLLM defaults otherwise; ";
 }
 

@@ -87,4 +87,19 @@ TEST_CASE("published engine tables: bad input names the file and key") {
   nlohmann::json doc = {{"schema", "servesim-published-engines/1"}, {"rows", nlohmann::json::array({{{"id", "a"}}})}};
   CHECK_THROWS_WITH_AS(validate_published(doc, "x.json", {}), doctest::Contains("rows[0].source"), InputError);
   CHECK_THROWS_WITH_AS(load_json_file("/nonexistent/published.json"), doctest::Contains("published.json"), InputError);
+  // The engine settings a harness reads are numbers when given as such (text means "not stated").
+  nlohmann::json pub = load_json_file(default_published_file());
+  nlohmann::json one = {{"schema", "servesim-published-engines/1"}, {"rows", nlohmann::json::array()}};
+  for (const auto& row : pub["rows"]) {
+    if (row["id"].get<std::string>().rfind("vllm0.6.0", 0) == 0) {
+      one["rows"].push_back(row);
+      break;
+    }
+  }
+  REQUIRE(one["rows"].size() == 1);
+  one["rows"][0]["engine_settings"]["num_scheduler_steps"] = "ten";
+  CHECK_THROWS_WITH_AS(validate_published(one, "x.json", {}), doctest::Contains("engine_settings.num_scheduler_steps"), InputError);
+  one["rows"][0]["engine_settings"]["num_scheduler_steps"] = 10;
+  one["rows"][0]["engine_settings"]["gpu_memory_utilization"] = 1.5;
+  CHECK_THROWS_WITH_AS(validate_published(one, "x.json", {}), doctest::Contains("engine_settings.gpu_memory_utilization"), InputError);
 }
