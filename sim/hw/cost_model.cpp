@@ -69,9 +69,9 @@ double peak_rate(const Op& op, const HwProfile& hw, Dtype gemm_dtype) {
   }
 }
 
-double compute_frac(const Op& op, const HwProfile& hw) {
+double compute_frac(const Op& op, const HwProfile& hw, Dtype gemm_dtype) {
   switch (op.kind) {
-    case OpKind::gemm: return hw.gemm_compute_frac_by_m.at(static_cast<double>(op.m));
+    case OpKind::gemm: return hw.gemm_frac_curve(gemm_dtype).at(static_cast<double>(op.m));
     case OpKind::attention_prefill:
     case OpKind::attention_decode: {
       // An engine kernel with its own plateau (never below the table's: the engine's kernel is
@@ -150,7 +150,7 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
     t.compute_s = compute_floor_s / frac + extra_compute_s;
     t.memory_s = memory_floor_s / frac;
   } else {
-    if (op.flops > 0.0 && peak > 0.0) t.compute_s = op.flops / (peak * compute_frac(op, hw));
+    if (op.flops > 0.0 && peak > 0.0) t.compute_s = op.flops / (peak * compute_frac(op, hw, gemm_dtype));
     t.compute_s += extra_compute_s;
     if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw, op.stream_efficiency));
   }

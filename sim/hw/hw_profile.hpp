@@ -45,6 +45,10 @@ struct HwProfile {
   double dependent_kernel_gap_s = 0.0;
 
   EfficiencyTable gemm_compute_frac_by_m;              // achieved/peak FLOP rate vs GEMM M (tokens)
+  // FP4 tensor-core GEMMs (block-scaled NVFP4/MXFP4) reach a different fraction of their peak
+  // than 16/8-bit ones at the same M (4x the MMA rate per SM makes per-tile fixed costs weigh
+  // more). Optional; empty = gemm_compute_frac_by_m serves FP4 as well.
+  EfficiencyTable gemm_compute_frac_by_m_fp4;
   EfficiencyTable memory_bw_frac_by_bytes;             // achieved/peak bandwidth vs bytes per kernel
   EfficiencyTable attention_decode_bw_frac_by_bytes;   // decode attention (KV streaming) vs KV bytes
   EfficiencyTable attention_prefill_compute_frac_by_tokens;  // flash-style prefill vs KV tokens per launch
@@ -147,6 +151,10 @@ struct HwProfile {
 
   double peak_flops(Dtype d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }
   bool supports(Dtype d) const { return peak_flops(d) > 0.0; }
+  // The GEMM compute-fraction curve for GEMMs that run at `d`'s tensor-core rate.
+  const EfficiencyTable& gemm_frac_curve(Dtype d) const {
+    return d == Dtype::fp4 && !gemm_compute_frac_by_m_fp4.empty() ? gemm_compute_frac_by_m_fp4 : gemm_compute_frac_by_m;
+  }
   // Arithmetic intensity (FLOP/byte) above which a kernel at full efficiency is compute-bound.
   double ridge_point(Dtype d) const { return peak_flops(d) / hbm_bandwidth_bytes_per_s; }
 };

@@ -411,6 +411,11 @@ void parse_efficiency_curves(JsonReader& r, std::optional<JsonReader>& tables, H
   hw.memory_bw_frac_by_bytes = curve("memory_bw_frac_by_bytes");
   hw.attention_decode_bw_frac_by_bytes = curve("attention_decode_bw_frac_by_bytes");
   hw.attention_prefill_compute_frac_by_tokens = curve("attention_prefill_compute_frac_by_kv_tokens");
+  // Optional FP4 curve (profile only): a GPU without FP4 tensor cores never runs at that rate.
+  if (eff && eff->has("gemm_compute_frac_by_m_fp4")) {
+    if (!hw.supports(Dtype::fp4)) eff->fail("gemm_compute_frac_by_m_fp4", "set, but peak_flops_per_s has no fp4 rate");
+    hw.gemm_compute_frac_by_m_fp4 = parse_table(*eff, "gemm_compute_frac_by_m_fp4");
+  }
   if (eff) eff->finish();
   if (measured) measured->finish();
 }

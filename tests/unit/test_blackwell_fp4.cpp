@@ -35,10 +35,15 @@ TEST_CASE("an FP4 GEMM runs at the FP4 tensor-core rate on Blackwell and is emul
   const HwProfile b200 = gpu("b200"), h100 = gpu("h100-sxm");
   const KernelTime fp4 = estimate(big, b200, Dtype::bf16);
   CHECK(fp4.gemm == GemmKernel::w8a8);
-  CHECK(fp4.compute_s == doctest::Approx(big.flops / (9.0e15 * b200.gemm_compute_frac_by_m.at(8192.0))));
+  // FP4 GEMMs take the profile's FP4 curve (measured B200 kernels), 16-bit ones the generic curve.
+  const double fp4_frac = b200.gemm_frac_curve(Dtype::fp4).at(8192.0), bf16_frac = b200.gemm_compute_frac_by_m.at(8192.0);
+  CHECK(fp4_frac == doctest::Approx(b200.gemm_compute_frac_by_m_fp4.at(8192.0)));
+  CHECK(fp4_frac < bf16_frac);
+  CHECK(fp4.compute_s == doctest::Approx(big.flops / (9.0e15 * fp4_frac)));
   Precision bf{Dtype::bf16, Dtype::bf16, Dtype::bf16};
   const KernelTime dense = estimate(make_gemm_op("gemm", 1, 8192, 8192, 8192, bf), b200, Dtype::bf16);
-  CHECK(dense.time_s / fp4.time_s == doctest::Approx(4.0).epsilon(0.05));  // 9 vs 2.25 PFLOPS dense
+  // 9 vs 2.25 PFLOPS dense, at each dtype's fraction of its peak.
+  CHECK(dense.time_s / fp4.time_s == doctest::Approx(4.0 * fp4_frac / bf16_frac).epsilon(0.05));
   CHECK(estimate(big, h100, Dtype::bf16).gemm == GemmKernel::w8a8_emulated);
   CHECK_FALSE(gpu("gh200").supports(Dtype::fp4));
   CHECK(gpu("rtx-pro-6000").supports(Dtype::fp4));

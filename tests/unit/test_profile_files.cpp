@@ -136,6 +136,23 @@ TEST_CASE("profile tables: strict, and each table in one place") {
   CHECK(load_error(gaps, "p.json").empty());
 }
 
+TEST_CASE("the FP4 GEMM curve: optional, only on a GPU with an FP4 rate, checked like the others") {
+  const std::string b200 = resolve_data_ref("hwprofiles", "b200", "", "");
+  const nlohmann::json doc = load_json_file(b200);
+  CHECK(load_error(doc, "b.json").empty());
+  auto no_fp4 = doc;
+  no_fp4["peak_flops_per_s"].erase("fp4");
+  CHECK(load_error(no_fp4, "b.json").find("b.json: efficiency.gemm_compute_frac_by_m_fp4: set, but peak_flops_per_s has no fp4 rate") !=
+        std::string::npos);
+  auto bad = doc;
+  bad["efficiency"]["gemm_compute_frac_by_m_fp4"][1][1] = 1.5;
+  CHECK(load_error(bad, "b.json").find("gemm_compute_frac_by_m_fp4") != std::string::npos);
+  // Without it, FP4 GEMMs take the generic curve.
+  auto none = doc;
+  none["efficiency"].erase("gemm_compute_frac_by_m_fp4");
+  CHECK(load_error(none, "b.json").empty());
+}
+
 TEST_CASE("gemm_columns_json: one row per shape over the union of the m grids") {
   const GemmCurves curves = {{{4096, 4096}, {{1, 0.5}, {8, 0.25}, {64, 0.75}}}, {{1024, 4096}, {{1, 0.125}, {64, 0.5}}}};
   const nlohmann::json t = gemm_columns_json(curves);
