@@ -22,6 +22,24 @@ std::size_t LogHistogram::bucket_of(double value) const {
   return idx;
 }
 
+void LogHistogram::rebucket(double value) {
+  const std::size_t b = bucket_of(value);
+  const bool again = b == cached_bucket_;
+  cached_bucket_ = b;
+  inner_lo_ = 1.0;
+  inner_hi_ = 0.0;
+  // The first and last buckets also hold the values clamped into them: keep those on bucket_of.
+  if (!again || b == 0 || b + 1 >= buckets_.size()) return;
+  // Bucket b holds log(v) in [log_min + b step, log_min + (b + 1) step). bucket_of's position
+  // (log(v) - log_min) / step is off by ~1e-11 at most (a few ulp of log() and of the
+  // subtraction, times 1 / step = 500); a 1e-9 relative margin moves it by 1e-9 / step = 5e-7.
+  constexpr double kMargin = 1e-9;
+  const double lo = std::exp(log_min_ + static_cast<double>(b) * log_step_);
+  const double hi = std::exp(log_min_ + static_cast<double>(b + 1) * log_step_);
+  inner_lo_ = lo * (1.0 + kMargin);
+  inner_hi_ = hi * (1.0 - kMargin);
+}
+
 void LogHistogram::merge(const LogHistogram& o) {
   if (o.count_ == 0) return;
   if (o.buckets_.size() != buckets_.size()) throw std::logic_error("LogHistogram::merge: different bucket layouts");

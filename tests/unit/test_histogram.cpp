@@ -58,3 +58,30 @@ TEST_CASE("add_repeated(v, n) matches n adds: counts and quantiles exactly, sums
   CHECK(repeated.mean() == doctest::Approx(one_by_one.mean()).epsilon(1e-12));
   CHECK(repeated.stddev() == doctest::Approx(one_by_one.stddev()).epsilon(1e-9));
 }
+
+TEST_CASE("values creeping across bucket edges land where a fresh histogram puts them") {
+  // The bucket cache (rebucket's inner interval) must never change a bucket: values at and
+  // within a few ulp-scaled margins of many edges, ascending as a quiet decode run's gaps do,
+  // against each value added to its own fresh histogram (no cache) and merged.
+  LogHistogram creeping, reference;
+  const double log_min = std::log(1e-7), step = std::log1p(0.002);
+  int n = 0;
+  for (int k = 7000; k < 7400; ++k) {  // edges near 1.2e-4 .. 2.6e-4 s
+    const double edge = std::exp(log_min + k * step);
+    for (double rel : {-3e-9, -1e-9, -1e-12, 0.0, 1e-12, 1e-9, 3e-9, 4e-4, 8e-4, 1.2e-3}) {
+      const double v = edge * (1.0 + rel);
+      creeping.add(v);
+      creeping.add(v);  // a repeat: the equal-value path
+      LogHistogram one;
+      one.add_repeated(v, 2);
+      reference.merge(one);
+      n += 2;
+    }
+  }
+  REQUIRE(creeping.count() == reference.count());
+  for (int r = 1; r <= n; ++r) {
+    const double q = (r - 0.5) / n;
+    INFO("rank " << r);
+    REQUIRE(creeping.quantile(q) == reference.quantile(q));
+  }
+}
