@@ -14,6 +14,35 @@ int kernel_count(JsonReader& r, const std::string& key, int lo, int hi, int fall
   return static_cast<int>(v);
 }
 
+// fused_fp8_input_quant: a list of distinct GEMM-input names (qkv, o_proj, gate_up, down) whose
+// FP8 quantization the engine writes from the producing kernel. "down" needs the one fused
+// activation kernel (act_kernels 1) that would write it.
+unsigned parse_fused_input_quant(JsonReader& k, const KernelPlan& kp) {
+  const std::string key = "fused_fp8_input_quant";
+  if (!k.has(key)) return 0;
+  const auto& a = k.raw(key);
+  const std::string names = "must be an array of distinct names from qkv, o_proj, gate_up, down";
+  if (!a.is_array()) k.fail(key, names);
+  unsigned sites = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!a[i].is_string()) k.fail(at, names);
+    const std::string name = a[i].get<std::string>();
+    unsigned bit = 0;
+    for (InputQuantSite s : kInputQuantSites) {
+      if (name == input_quant_site_name(s)) bit = static_cast<unsigned>(s);
+    }
+    if (bit == 0) k.fail(at, names + ", got '" + name + "'");
+    if (sites & bit) k.fail(at, "'" + name + "' is listed twice");
+    sites |= bit;
+  }
+  if ((sites & static_cast<unsigned>(InputQuantSite::down)) && kp.act_kernels != 1) {
+    k.fail(key, "down needs act_kernels 1 (the fused activation kernel writes the quantized input), got " +
+                    std::to_string(kp.act_kernels));
+  }
+  return sites;
+}
+
 // kernels_per_layer: how many kernels each part of a layer launches, and how fast the
 // engine's own kernels run against the profile's.
 KernelPlan parse_kernel_plan(JsonReader k) {
@@ -45,6 +74,7 @@ KernelPlan parse_kernel_plan(JsonReader k) {
   }
   kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
   kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
+  kp.fused_fp8_input_quant = parse_fused_input_quant(k, kp);
   k.finish();
   return kp;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace servesim {
 
@@ -119,6 +120,18 @@ Op kv_concat_op(const ModelSpec& m, const BatchShape& b, const Precision& p) {
                   2.0 * kv_tokens * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache));
 }
 
+// Whether the producer of GEMM input `site` writes it already quantized (plan.fused_fp8_input_quant),
+// where the fusion applies: per-tensor FP8 w8a8 only (the engines' fused kernels take one static
+// scale; other schemes keep their quantize kernels); the attention kernel writes 8-bit output
+// only on its FP8 path, with an FP8 KV cache (TensorRT-LLM's TrtllmAttention condition), and not
+// for MLA; the activation kernel of a dense gated MLP only (MoE experts quantize on their own path).
+bool fuses_input_quant(const ModelSpec& m, const Precision& p, const KernelPlan& plan, InputQuantSite site) {
+  if ((plan.fused_fp8_input_quant & static_cast<unsigned>(site)) == 0 || p.quant != QuantScheme::fp8) return false;
+  if (site == InputQuantSite::o_proj) return !m.is_mla() && p.kv_cache == Dtype::fp8;
+  if (site == InputQuantSite::down) return !m.is_moe() && m.gated_mlp;
+  return true;
+}
+
 // The fields of an attention op that follow the batch's contexts: attention over `seqs`
 // sequences, `q_tokens` query tokens against `kv_tokens` cached ones and `pairs` query-key pairs
 // (both summed over the sequences), in plan.attention_kernels launches that split the work (the
@@ -129,9 +142,13 @@ void set_attention_work(Op& attn, const ModelSpec& m, std::int64_t seqs, std::in
   const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
   const int kernels = plan.attention_kernels;
   attn.flops = 4.0 * heads_x_dim * pairs / kernels;
-  attn.bytes = (2.0 * static_cast<double>(q_tokens) * static_cast<double>(m.q_width()) * dtype_bytes(p.activations) +
-                kv_tokens * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache)) /
-               kernels;
+  const double q_tokens_d = static_cast<double>(q_tokens), q_w = static_cast<double>(m.q_width());
+  const double ab = dtype_bytes(p.activations);
+  // Reads q, writes the output: in 8 bits where the kernel quantizes o_proj's input itself.
+  const double q_io_bytes = fuses_input_quant(m, p, plan, InputQuantSite::o_proj)
+                                ? q_tokens_d * q_w * (ab + quant_input_bytes(p.quant))
+                                : 2.0 * q_tokens_d * q_w * ab;
+  attn.bytes = (q_io_bytes + kv_tokens * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache)) / kernels;
   attn.attn_seqs = seqs;
   attn.attn_kv_tokens = kv_tokens;
 }
@@ -425,14 +442,29 @@ void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p
   const std::int64_t L = m.num_layers;
   const double h = static_cast<double>(m.hidden_size);
   const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights);
-  const double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
+  double norm_bytes = 2.0 * t * h * ab + h * wb + (plan.fused_add_norm ? 2.0 * t * h * ab : 0.0);
+  // A norm that quantizes its output for the next GEMM writes it in 8 bits (the op is both
+  // norms of the layer: the saving is averaged over its two launches).
+  const int quantizing_norms = (fuses_input_quant(m, p, plan, InputQuantSite::qkv) ? 1 : 0) +
+                               (fuses_input_quant(m, p, plan, InputQuantSite::gate_up) ? 1 : 0);
+  if (quantizing_norms > 0) norm_bytes -= quantizing_norms / 2.0 * t * h * (ab - quant_input_bytes(q));
   out.push_back(layer_op(plan.fused_add_norm ? "fused_add_rmsnorm" : "rmsnorm", OpKind::norm, 2, L, plan.norm_kernels,
                          true, 4.0 * t * h, norm_bytes));
   if (w8a8_dtype(q)) {
-    const double q_w = static_cast<double>(m.q_width());
-    const double ffn = static_cast<double>(m.ffn_size);
-    out.push_back(layer_op("act_quant", OpKind::elementwise, 4, L, 1, true, 2.0 * t * (2.0 * h + q_w + ffn) / 4.0,
-                           t * (2.0 * h + q_w + ffn) / 4.0 * (ab + quant_input_bytes(q))));
+    // One quantize kernel per GEMM input whose producer does not quantize it: each reads the
+    // 16-bit tensor and writes it in 8 bits (op fields are per launch: the mean width).
+    const double width_of[] = {h, static_cast<double>(m.q_width()), h, static_cast<double>(m.ffn_size)};
+    double width = 0.0;
+    int kernels = 0;
+    for (std::size_t i = 0; i < std::size(kInputQuantSites); ++i) {
+      if (fuses_input_quant(m, p, plan, kInputQuantSites[i])) continue;
+      width += width_of[i];
+      ++kernels;
+    }
+    if (kernels > 0) {
+      out.push_back(layer_op("act_quant", OpKind::elementwise, kernels, L, 1, true, 2.0 * t * width / kernels,
+                             t * width / kernels * (ab + quant_input_bytes(q))));
+    }
   }
 }
 
@@ -505,8 +537,12 @@ void push_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Precision
   }
   const double act_reads = m.gated_mlp ? 2.0 : 1.0;
   if (plan.act_kernels > 0 && !m.is_moe()) {  // 0: fused into the gate/up GEMM's epilogue (TensorRT-LLM gated MLP)
+    // Reads gate and up, writes the product: in 8 bits where it quantizes down's input itself.
+    const double act_bytes = fuses_input_quant(m, p, plan, InputQuantSite::down)
+                                 ? (act_reads * ab + quant_input_bytes(q)) * t * ffn
+                                 : (act_reads + 1.0) * t * ffn * ab;
     out.push_back(layer_op("mlp_act", OpKind::elementwise, 1, L, m.gated_mlp ? plan.act_kernels : 1, true,
-                           5.0 * t * ffn, (act_reads + 1.0) * t * ffn * ab));
+                           5.0 * t * ffn, act_bytes));
   }
   if (!m.is_moe()) out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
   if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));

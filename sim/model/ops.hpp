@@ -143,7 +143,28 @@ struct KernelPlan {
   // block gathers the copies and weights them in kernels of their own).
   int moe_route_kernels = 2;
   int moe_permute_kernels = 0;
+  // FP8 w8a8: the GEMM inputs whose quantization the engine folds into the kernel that produces
+  // them (a bitmask of InputQuantSite) instead of a quantize kernel of its own. Named by the GEMM
+  // input, not counted, because each fusion removes a different tensor (the QKV and gate/up
+  // inputs are hidden wide, the o_proj input q wide, the down input ffn wide) and moves the 8-bit
+  // write into a different producer (norm, attention, activation). 0: four separate kernels.
+  unsigned fused_fp8_input_quant = 0;
 };
+
+// The four quantized GEMM inputs of a decoder layer and their producers: qkv (the input norm),
+// o_proj (attention), gate_up (the post-attention norm), down (the gated activation).
+enum class InputQuantSite : unsigned { qkv = 1u, o_proj = 2u, gate_up = 4u, down = 8u };
+inline constexpr InputQuantSite kInputQuantSites[] = {InputQuantSite::qkv, InputQuantSite::o_proj,
+                                                      InputQuantSite::gate_up, InputQuantSite::down};
+inline const char* input_quant_site_name(InputQuantSite s) {
+  switch (s) {
+    case InputQuantSite::qkv: return "qkv";
+    case InputQuantSite::o_proj: return "o_proj";
+    case InputQuantSite::gate_up: return "gate_up";
+    case InputQuantSite::down: return "down";
+  }
+  return "?";
+}
 
 // How the tokens of a mixture-of-experts layer spread over GPUs (ignored by dense models).
 //  ep: expert-parallel GPUs (parallel.expert_parallel_size); routed experts are split over them.

@@ -46,11 +46,11 @@ struct SourceMap {
 };
 
 // The engine profile of each release: 1.x and 0.20 ran the PyTorch backend (perf-overview:
-// "Starting with v0.19, testing was performed using the PyTorch backend"), 0.17 and older the
-// C++ runtime on TensorRT engines.
+// "Starting with v0.19, testing was performed using the PyTorch backend"; 0.20 has its own
+// profile, without 1.0's fused FP8 SwiGLU), 0.17 and older the C++ runtime on TensorRT engines.
 constexpr SourceMap kSources[] = {
     {"trtllm-perf-overview-1.0", "", "trtllm-1.0-pytorch", "tensorrt-llm-pytorch", Harness::trtllm_bench},
-    {"trtllm-perf-overview-0.20", "", "trtllm-0.20-pytorch", "tensorrt-llm-pytorch", Harness::trtllm_bench},
+    {"trtllm-perf-overview-0.20", "", "trtllm-0.20-pytorch", "tensorrt-llm-pytorch-0.20", Harness::trtllm_bench},
     {"trtllm-perf-overview-main-03e27c7", "", "trtllm-main-pytorch", "tensorrt-llm-pytorch", Harness::trtllm_bench},
     {"trtllm-dsr1-best-perf-blog", "", "trtllm-dsr1-blog", "tensorrt-llm-pytorch", Harness::trtllm_bench},
     {"trtllm-perf-overview-0.17", "0.14", "trtllm-0.14-triton", "tensorrt-llm", Harness::triton_online},

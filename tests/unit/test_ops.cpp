@@ -1,6 +1,8 @@
 // Op-list formulas checked by hand: GEMM FLOPs, weight bytes read once per step, attention terms.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "sim/io/data_paths.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
@@ -60,4 +62,50 @@ TEST_CASE("causal prefill pairs: n(n+1)/2 for a fresh prompt, n*c more after a c
   CHECK(b.prefill_attn_pairs == 10.0 + 2 * 5 + 3);
   CHECK(b.prefill_sampled == 1);
   CHECK(b.total_tokens() == 6);
+}
+
+TEST_CASE("fused FP8 input quantization removes the named quantize kernels and narrows their producers' writes") {
+  const ModelSpec m = llama2_7b();
+  const double L = static_cast<double>(m.num_layers), h = 4096.0, q_w = 4096.0, ffn = 11008.0;
+  BatchShape b;
+  for (int i = 0; i < 8; ++i) b.add_decode(1023);
+  const double t = 8.0;
+  const Precision fp8{Dtype::bf16, Dtype::bf16, Dtype::fp8, QuantScheme::fp8};
+  std::vector<Op> plain, fused;
+  build_iteration_ops(m, b, fp8, plain);
+  const Op& q4 = find(plain, "act_quant");
+  CHECK(q4.count == 4 * m.num_layers);
+  CHECK(q4.per_layer == 4);
+  CHECK(q4.bytes == t * (2 * h + q_w + ffn) / 4.0 * 3.0);  // each reads 16 bits, writes 8
+
+  KernelPlan plan;
+  plan.fused_fp8_input_quant = static_cast<unsigned>(InputQuantSite::o_proj) | static_cast<unsigned>(InputQuantSite::down);
+  build_iteration_ops(m, b, fp8, fused, plan);
+  const Op& q2 = find(fused, "act_quant");  // qkv and gate_up are left: both hidden wide
+  CHECK(q2.count == 2 * m.num_layers);
+  CHECK(q2.per_layer == 2);
+  CHECK(q2.bytes == t * h * 3.0);
+  CHECK(q2.flops == 2.0 * t * h);
+  // Attention writes its output (o_proj's input) in 8 bits, the activation writes down's input in 8 bits.
+  CHECK(find(fused, "attention_decode").bytes == find(plain, "attention_decode").bytes - t * q_w * 1.0);
+  CHECK(find(plain, "mlp_act").bytes == 3.0 * t * ffn * 2.0);
+  CHECK(find(fused, "mlp_act").bytes == (2.0 * 2.0 + 1.0) * t * ffn);
+  // The launches and bytes the step no longer has: two quantize kernels per layer.
+  double launches_plain = 0, launches_fused = 0;
+  for (const Op& op : plain) launches_plain += static_cast<double>(op.count);
+  for (const Op& op : fused) launches_fused += static_cast<double>(op.count);
+  CHECK(launches_plain - launches_fused == 2.0 * L);
+
+  // All four: no quantize kernel left; both norms write 8 bits.
+  plan.fused_fp8_input_quant = 0xF;
+  build_iteration_ops(m, b, fp8, fused, plan);
+  for (const Op& op : fused) CHECK(std::string(op.name) != "act_quant");
+  CHECK(find(fused, "rmsnorm").bytes == find(plain, "rmsnorm").bytes - t * h * 1.0);
+
+  // The attention kernel only writes 8 bits from its FP8-KV path; other schemes keep their kernels.
+  plan.fused_fp8_input_quant = static_cast<unsigned>(InputQuantSite::o_proj);
+  build_iteration_ops(m, b, Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16, QuantScheme::fp8}, fused, plan);
+  CHECK(find(fused, "act_quant").count == 4 * m.num_layers);
+  build_iteration_ops(m, b, Precision{Dtype::bf16, Dtype::bf16, Dtype::fp8, QuantScheme::int8}, fused, plan);
+  CHECK(find(fused, "act_quant").count == 4 * m.num_layers);
 }

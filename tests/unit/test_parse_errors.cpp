@@ -5,6 +5,7 @@
 
 #include "../support.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/engine_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
 
@@ -202,4 +203,39 @@ TEST_CASE("--set reads the value as its key's declared type") {
   apply_override(doc, "engine.max_num_seq=abc", "s.json");
   CHECK(doc["engine"]["max_num_seq"] == "abc");
   CHECK(contains(parse_error(doc), "engine.max_num_seq: unknown key"));
+}
+
+TEST_CASE("engine profile: fused_fp8_input_quant takes distinct GEMM-input names; bad values exit 2 naming file and key") {
+  const auto base = nlohmann::json::parse(R"({"name":"x","kernels_per_layer":{"fused_fp8_input_quant":["o_proj","down"]},
+      "cuda_graphs":{"decode":true},"host":{"overhead_per_step_s":0,"overhead_per_seq_s":0},
+      "defaults":{"scheduler":"continuous","kv_cache":"paged","block_size":16}})");
+  CHECK(parse_engine_profile(base, "x.json").kernels.fused_fp8_input_quant ==
+        (static_cast<unsigned>(InputQuantSite::o_proj) | static_cast<unsigned>(InputQuantSite::down)));
+  auto doc = base;
+  doc["kernels_per_layer"].erase("fused_fp8_input_quant");
+  CHECK(parse_engine_profile(doc, "x.json").kernels.fused_fp8_input_quant == 0);  // absent: four kernels
+  const auto error_of = [&](const nlohmann::json& value, int act_kernels = 1) {
+    auto d = base;
+    d["kernels_per_layer"]["fused_fp8_input_quant"] = value;
+    d["kernels_per_layer"]["act_kernels"] = act_kernels;
+    try {
+      parse_engine_profile(d, "x.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(contains(error_of("o_proj"), "x.json: kernels_per_layer.fused_fp8_input_quant: must be an array of distinct names"));
+  CHECK(contains(error_of({"o_proj", "attn"}), "kernels_per_layer.fused_fp8_input_quant[1]: must be an array of distinct names from qkv, o_proj, gate_up, down, got 'attn'"));
+  CHECK(contains(error_of({"down", "down"}), "kernels_per_layer.fused_fp8_input_quant[1]: 'down' is listed twice"));
+  CHECK(contains(error_of({1}), "kernels_per_layer.fused_fp8_input_quant[0]: must be an array"));
+  CHECK(contains(error_of({"down"}, 2), "kernels_per_layer.fused_fp8_input_quant: down needs act_kernels 1"));
+  CHECK(error_of(nlohmann::json::array()) == "");
+  // Through the CLI: exit code 2, one line naming the file and the key.
+  auto bad = base;
+  bad["kernels_per_layer"]["fused_fp8_input_quant"] = {"o_proj", "attn"};
+  const std::string path = write_temp("engine_fused_quant.json", bad.dump());
+  const auto r = run_cli("step --model llama-3.1-8b --hw h100-sxm --batch 1 --context 128 --quant fp8 --engine " + path);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, path + ": kernels_per_layer.fused_fp8_input_quant[1]: "));
 }
