@@ -513,11 +513,14 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 // Bounds at what the data supports today, not the accuracy target (kPublishedMedianTarget): each is
 // the error when these mappings were written plus a margin, so a change that moves an engine's
 // error past it fails. Why each engine misses by what it does (docs/validation.md):
-// - trtllm-1.0-pytorch on H100/H200 (measured GPU profiles): median 7-10%, worst 22-24% (70B TP2
-//   at 128/4096 and 405B TP8 at 128/2048 under-predicted; 8B at 20000/2000 -18%). Tightened
-//   (h100 13% / 30% -> 11% / 27%, h200 10% / 30% -> 9% / 25%, all 15% -> 12%; 0.20 and 0.17
-//   10% / 25% -> 7% / 20%) when the engines' context attention got its own kernel's plateau
-//   (prefill_attention_peak_frac). On B200/GB200 the GPU profiles are derived; their FP4 GEMM
+// - trtllm-1.0-pytorch on H100/H200 (measured GPU profiles): median 6-7%, worst 21-24% (70B TP2
+//   at 128/4096 and 405B TP8 at 128/2048 under-predicted; 8B at 128/128 on H200 +24%, where the
+//   table puts H100 above H200). Tightened (h100 13% / 30% -> 11% / 27%, h200 10% / 30% -> 9% /
+//   25%, all 15% -> 12%; 0.20 and 0.17 10% / 25% -> 7% / 20%) when the engines' context attention
+//   got its own kernel's plateau (prefill_attention_peak_frac), then (h100 11% / 27% -> 9% / 24%,
+//   h200 median 9% -> 8%, all median 12% -> 10%) when the FP8 quantizations TensorRT-LLM fuses
+//   into their producers (fused_fp8_input_quant) left the layer's kernel list; the h200 worst
+//   stays at 25% (the 8B 128/128 row moved from +19% to +24% with it). On B200/GB200 the GPU profiles are derived; their FP4 GEMM
 //   curve, HBM rate (B200) and decode-attention curve come from others' B200 kernel benchmarks
 //   (hwprofiles/b200.json). With them: B200 median 14%, worst +46% (NVFP4 MoE, Qwen3-30B-A3B,
 //   +35-46%), 70B decode-heavy -25%; GB200 13% / 21%. Tightened from 35% / 100% (B200),
@@ -539,11 +542,11 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 //   the same reason). Median 9.4%, worst 82%; bounds that plus a margin.
 std::vector<ValidationBound> published_bounds() {
   return {
-      {"published", "trtllm-1.0-pytorch", "h100-sxm", 0.11, 0.27},
-      {"published", "trtllm-1.0-pytorch", "h200-sxm", 0.09, 0.25},
+      {"published", "trtllm-1.0-pytorch", "h100-sxm", 0.09, 0.24},
+      {"published", "trtllm-1.0-pytorch", "h200-sxm", 0.08, 0.25},
       {"published", "trtllm-1.0-pytorch", "b200", 0.20, 0.60},
       {"published", "trtllm-1.0-pytorch", "gb200", 0.20, 0.30},
-      {"published", "trtllm-1.0-pytorch", "all", 0.12, 0.60},
+      {"published", "trtllm-1.0-pytorch", "all", 0.10, 0.60},
       {"published", "trtllm-0.20-pytorch", "all", 0.07, 0.20},
       {"published", "trtllm-0.17-cpp", "all", 0.07, 0.20},
       {"published", "trtllm-0.14-triton", "all", 0.25, 0.50},
