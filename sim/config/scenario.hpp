@@ -164,6 +164,9 @@ struct EngineConfig {
   // and input preparation per step, sampling per sequence); `step` and `roofline` use them too.
   static constexpr double kDefaultHostOverheadPerStepS = 4e-4, kDefaultHostOverheadPerSeqS = 5e-6;
   std::int64_t max_num_seqs = 256;
+  // vLLM V0 multi-step scheduling (--num-scheduler-steps, vLLM 0.5.5-0.6.x): the scheduler runs
+  // once per window of this many decode steps (sched/continuous.cpp); 1 = every step.
+  std::int64_t num_scheduler_steps = 1;
   std::int64_t max_num_batched_tokens = 0;  // 0 in the file means max(max_model_len, 2048), as vLLM
   std::int64_t block_size = 16;
   double gpu_memory_utilization = 0.9;

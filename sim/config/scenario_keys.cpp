@@ -114,6 +114,8 @@ std::vector<ScenarioKey> build() {
       object("engine", "all defaults", "the serving engine (vLLM names)"),
       text("engine.profile", "none", "engine profile: scenarios/engines/NAME.json or a path; supplies defaults the keys below override"),
       key("engine.max_num_seqs", T::integer, integer_text(engine.max_num_seqs), closed(1.0, 1 << 20), "most sequences in one iteration"),
+      key("engine.num_scheduler_steps", T::integer, integer_text(engine.num_scheduler_steps), closed(1.0, 1024.0),
+          "vLLM multi-step scheduling: decode steps per scheduler call, tokens delivered at the window's end (continuous only)"),
       key("engine.max_num_batched_tokens", T::integer, "max(max_model_len, 2048) (or the profile's)", closed(1.0, 4294967296.0), "most tokens in one iteration"),
       key("engine.block_size", T::integer, integer_text(engine.block_size) + " (or the profile's)", closed(1.0, 65536.0), "tokens per KV block"),
       key("engine.gpu_memory_utilization", T::number, number_text(engine.gpu_memory_utilization), closed(0.01, 1.0),

@@ -354,6 +354,7 @@ EngineConfig parse_engine(KeyReader r) {
     r.accept("profile");
   }
   e.max_num_seqs = r.integer("max_num_seqs", e.max_num_seqs);
+  e.num_scheduler_steps = r.integer("num_scheduler_steps", e.num_scheduler_steps);
   e.max_num_batched_tokens = r.integer("max_num_batched_tokens", e.profile.max_num_batched_tokens);
   e.block_size = r.integer("block_size", e.block_size);
   e.gpu_memory_utilization = r.number("gpu_memory_utilization", e.gpu_memory_utilization);
@@ -376,6 +377,14 @@ EngineConfig parse_engine(KeyReader r) {
   e.preemption_mode = r.string("preemption_mode", "recompute") == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
   e.swap_space_bytes = r.number("swap_space_bytes", e.swap_space_bytes);
   if (auto s = r.object_if("scheduler")) e.scheduler = parse_scheduler(*s);
+  if (e.num_scheduler_steps > 1 && e.scheduler.impl != "continuous") {
+    // vLLM 0.6.0 refused multi-step with chunked prefill ("Chunked prefill is not supported with
+    // multi-step (--num-scheduler-steps > 1)", vllm/engine/arg_utils.py; reported against 0.6.0 in
+    // vllm-project/vllm issue "vllm 0.6.0 ... --enable-chunked-prefill --num-scheduler-steps 8");
+    // the other policies are not vLLM's. Only the continuous window is modelled.
+    r.fail("num_scheduler_steps", "multi-step scheduling (> 1) needs engine.scheduler.impl continuous (vLLM 0.6.0 refused it with "
+                                  "chunked prefill), got scheduler " + e.scheduler.impl);
+  }
   r.finish();
   return e;
 }
@@ -656,6 +665,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
             {"balance_rel_threshold", s.router.balance_rel_threshold}}},
           {"workload", workload_to_json(w)}};
   if (w.legacy_lengths) j["slo"] = slo_to_json(w.classes[0].slo);
+  // Only when multi-step is on, so single-step reports keep their bytes.
+  if (e.num_scheduler_steps != 1) j["engine"]["num_scheduler_steps"] = e.num_scheduler_steps;
   if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
     j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;

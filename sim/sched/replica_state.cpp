@@ -414,6 +414,42 @@ void ReplicaState::decode_all(IterationPlan& plan) {
   plan.shape.decode_kv_tokens += static_cast<double>(kv_tokens);
 }
 
+void ReplicaState::decode_window(IterationPlan& plan, std::int64_t steps) {
+  // The decode window is off under multi-step (Replica::set_checks), so every sequence's
+  // kv_tokens and computed_tokens are current here.
+  const std::int64_t preemptions_before = preemptions;
+  std::int64_t kv_tokens = 0;  // context of the window's first step
+  std::size_t i = 0;
+  while (i < running.size()) {
+    // vLLM's _append_slots reserves 1 + num_lookahead_slots (= steps - 1) slots per sequence at
+    // the window's start; a sequence that holds them already (none does: a window ends with
+    // kv_tokens == computed_tokens) needs nothing.
+    const std::int64_t tokens = running[i].computed_tokens + steps;
+    if (running[i].kv_tokens >= tokens || grow_or_preempt(i, tokens)) {
+      kv_tokens += running[i].computed_tokens + 1;
+      ++i;
+    }
+  }
+  if (preemptions == preemptions_before && !swapped.empty()) {
+    const std::size_t first = running.size();
+    swap_in();
+    for (std::size_t j = first; j < running.size(); ++j) {
+      // swap_in checked room for the next token only. A lookahead that does not fit (at most a
+      // block or two past the watermark: rare) is not made by preemption in a step that swaps
+      // in (as decode_all); that sequence then gets its tokens for the slots it holds only.
+      if (!grow(j, running[j].computed_tokens + steps)) grow(j, running[j].computed_tokens + 1);
+      kv_tokens += running[j].computed_tokens + 1;
+    }
+  }
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    const std::int64_t held = std::min(steps, running[j].kv_tokens - running[j].computed_tokens);
+    plan.items.push_back({static_cast<std::uint32_t>(j), held, false});
+  }
+  plan.decode_steps = steps;
+  plan.shape.decode_seqs += static_cast<std::int64_t>(running.size());
+  plan.shape.decode_kv_tokens += static_cast<double>(kv_tokens);
+}
+
 void ReplicaState::drop_expired() {
   if (config.scheduler.max_waiting_time_s <= 0.0) return;
   const TimeNs limit = seconds_to_ns(config.scheduler.max_waiting_time_s);

@@ -174,6 +174,12 @@ struct ReplicaState {
   // Every running sequence decodes one token (making room by preemption); then, if nothing was
   // preempted, swapped sequences come back and decode too. The continuous decode step.
   void decode_all(IterationPlan& plan);
+  // vLLM's multi-step decode window (engine.num_scheduler_steps = `steps` > 1; semantics and
+  // sources in continuous.cpp): every running sequence reserves KV for `steps` more tokens at the
+  // window's start (1 + num_lookahead_slots, making room by preemption as decode_all does), then
+  // swapped sequences come back if nothing was preempted; each is planned as one item of `steps`
+  // decode tokens, and plan.decode_steps = steps. The plan's shape is the window's first step.
+  void decode_window(IterationPlan& plan, std::int64_t steps);
   // Drops waiting requests (never started) that have waited longer than max_waiting_time_s.
   void drop_expired();
   // Aborts every request older than `timeout_ns` since arrival (its client gave up), wherever it
@@ -217,12 +223,17 @@ struct IterationPlan {
   // be written and read back.
   bool all_running_decode = false;
   std::size_t all_running_seqs = 0;
+  // A multi-step decode window (ReplicaState::decode_window): `shape` is its first step, each
+  // later step has every sequence's context one token longer; the replica prices and records
+  // each step and commits the window's tokens together at its end. 1: an ordinary iteration.
+  std::int64_t decode_steps = 1;
   // Sequences in the iteration.
   std::size_t seqs() const { return all_running_decode ? all_running_seqs : items.size(); }
   void clear() {
     items.clear();
     all_running_decode = false;
     all_running_seqs = 0;
+    decode_steps = 1;
     shape = BatchShape{};
     padding_tokens = 0;
     wake_at_ns = -1;

@@ -156,11 +156,12 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
   run_policy(now);
   if (!account_plan(now)) return std::nullopt;
-  StepTime step = have_priced_ && same_shape(priced_shape_, plan_.shape) ? priced_step_ : cost_->step_time(plan_.shape);
-  have_priced_ = false;
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
+  if (plan_.decode_steps > 1) return record_window(now, swap_s);
+  StepTime step = have_priced_ && same_shape(priced_shape_, plan_.shape) ? priced_step_ : cost_->step_time(plan_.shape);
+  have_priced_ = false;
   if (gpu_share_) {
     // Other instances on this GPU running iterations now stretch this one (contention model).
     gpu_share_->busy += 1;
@@ -274,6 +275,26 @@ inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double
     observer_->on_iteration(it);
   }
   return duration_ns;
+}
+
+TimeNs Replica::record_window(TimeNs now, double swap_s) {
+  const BatchShape first = plan_.shape;
+  const auto seqs = static_cast<double>(plan_.shape.decode_seqs);
+  if (gpu_share_) gpu_share_->busy += 1;
+  TimeNs elapsed = 0;
+  for (std::int64_t k = 0; k < plan_.decode_steps; ++k) {
+    plan_.shape.decode_kv_tokens = first.decode_kv_tokens + static_cast<double>(k) * seqs;
+    StepTime step = cost_->step_time(plan_.shape);
+    if (gpu_share_) {
+      const double factor = gpu_share_->slowdown(gpu_share_->busy, plan_.shape);
+      metrics_.contention_s += (factor - 1.0) * step.time_s;
+      step.time_s *= factor;
+    }
+    // Swaps happen once, before the window's first forward pass.
+    elapsed += record_iteration(now + elapsed, step, k == 0 ? swap_s : 0.0);
+  }
+  plan_.shape = first;
+  return elapsed;
 }
 
 bool Replica::quiet_decode() const {
@@ -473,6 +494,12 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
       seq.computed_tokens += item.new_tokens;
       if (!seq.prefilled()) continue;
       Request& r = state_.requests[seq.request];
+      if (plan_.decode_steps > 1) {
+        // A multi-step window's tokens reach the client together at its end; a sequence that
+        // finished mid-window ran (and cost) every step, its extra tokens are dropped.
+        const std::int64_t tokens = std::min<std::int64_t>(item.new_tokens, r.output_tokens - r.generated_tokens);
+        for (std::int64_t t = 1; t < tokens; ++t) emit_token(r, now);
+      }
       emit_token(r, now);
       if (item.prefill && observer_) observer_->on_prefill_done(r.id, now);
       // Only a sequence that ran can have finished (the others left when they did).

@@ -108,7 +108,9 @@ class Replica {
   // check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
     cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path);
-    use_decode_window_ = !reference_path;
+    // Multi-step windows (engine.num_scheduler_steps > 1) take the per-item path: no decode
+    // window, so no lazy tokens and no quiet decode runs (quiet_decode needs lazy_computed).
+    use_decode_window_ = !reference_path && scenario_.engine.num_scheduler_steps == 1;
     state_.lazy_kv = use_decode_window_ && spec_.role != ReplicaRole::prefill && state_.plain_paged();
     state_.lazy_computed = state_.lazy_kv && !scheduler_->reads_running_tokens();
     check_every_iteration_ = check_every_iteration;
@@ -121,6 +123,10 @@ class Replica {
   void run_policy(TimeNs now);
   bool account_plan(TimeNs now);
   TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s);
+  // start_iteration for a multi-step decode window (plan_.decode_steps > 1): prices and records
+  // each of its steps, every sequence's context one token longer than in the step before;
+  // returns the window's duration.
+  TimeNs record_window(TimeNs now, double swap_s);
   void note_kv_usage(TimeNs now);
   // note_kv_usage when nothing changed since the last call (KV blocks, fragmentation, the other
   // replicas' blocks): only the integrals and the series' sample times move.
