@@ -50,6 +50,24 @@ TEST_CASE("invariants hold after every event on a contended run (check_every_ite
   check_accounting(r, 150);
 }
 
+TEST_CASE("invariants hold on a contended multi-step run (num_scheduler_steps 8, recompute and swap)") {
+  for (const char* mode : {"recompute", "swap"}) {
+    auto doc = base_scenario();
+    doc["engine"]["gpu_memory_utilization"] = 0.3;
+    doc["engine"]["max_num_seqs"] = 128;
+    doc["engine"]["num_scheduler_steps"] = 8;
+    doc["engine"]["preemption_mode"] = mode;
+    doc["workload"] = nlohmann::json::parse(R"({"num_requests": 150, "arrival": {"impl": "poisson", "rate_per_s": 50},
+        "prompt_tokens": {"impl": "uniform", "min_tokens": 200, "max_tokens": 1800},
+        "output_tokens": {"impl": "uniform", "min_tokens": 1, "max_tokens": 700}})");
+    SimHooks opts;
+    opts.check_every_iteration = true;
+    const SimResult r = simulate(scenario_from(doc), opts);
+    CHECK_MESSAGE(r.metrics.preemptions > 0, mode);
+    check_accounting(r, 150);
+  }
+}
+
 TEST_CASE("the request table holds requests in flight, not every request") {
   auto doc = base_scenario();
   doc["workload"] = workload(3000, R"({"impl": "poisson", "rate_per_s": 5})", 64, 16);
