@@ -8,6 +8,7 @@
 #include "sim/io/report_io.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/simulation.hpp"
+#include "small_engine.hpp"
 
 using namespace servesim;
 using namespace servesim::test;
@@ -43,12 +44,7 @@ TEST_CASE("multi-step: num_scheduler_steps 1 is the single-step scheduler, byte 
 }
 
 TEST_CASE("multi-step: a prompt arriving mid-window is admitted only at the window's end; K slots reserved") {
-  EngineConfig cfg;
-  cfg.max_num_seqs = 16;
-  cfg.max_num_batched_tokens = 4096;
-  cfg.max_model_len = 4096;
-  cfg.block_size = 16;
-  cfg.watermark_frac = 0.0;
+  EngineConfig cfg = test::small_engine("continuous");
   cfg.num_scheduler_steps = 4;
   RequestPool requests;
   ReplicaState st(cfg, 1000, 1000.0, requests);

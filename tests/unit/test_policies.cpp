@@ -4,6 +4,7 @@
 
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/sched/token_level.hpp"
+#include "small_engine.hpp"
 
 using namespace servesim;
 
@@ -68,16 +69,7 @@ struct Harness {
   }
 };
 
-EngineConfig engine(const std::string& impl) {
-  EngineConfig e;
-  e.max_num_seqs = 16;
-  e.max_num_batched_tokens = 4096;
-  e.max_model_len = 4096;
-  e.block_size = 16;
-  e.watermark_frac = 0.0;
-  e.scheduler.impl = impl;
-  return e;
-}
+EngineConfig engine(const std::string& impl) { return test::small_engine(impl); }
 
 }  // namespace
 
