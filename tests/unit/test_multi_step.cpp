@@ -8,7 +8,7 @@
 #include "sim/io/report_io.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/simulation.hpp"
-#include "small_engine.hpp"
+#include "scheduler_harness.hpp"
 
 using namespace servesim;
 using namespace servesim::test;
@@ -46,23 +46,13 @@ TEST_CASE("multi-step: num_scheduler_steps 1 is the single-step scheduler, byte 
 TEST_CASE("multi-step: a prompt arriving mid-window is admitted only at the window's end; K slots reserved") {
   EngineConfig cfg = test::small_engine("continuous");
   cfg.num_scheduler_steps = 4;
-  RequestPool requests;
-  ReplicaState st(cfg, 1000, 1000.0, requests);
-  auto sched = make_scheduler(cfg.scheduler);
-  const auto add = [&](std::int32_t prompt, std::int32_t output) {
-    Request r;
-    r.prompt_tokens = prompt;
-    r.output_tokens = output;
-    r.stream_id = static_cast<std::uint32_t>(requests.high_water());
-    Sequence s;
-    s.request = requests.acquire(r);
-    s.target_tokens = prompt;
-    st.waiting.push_back(s, st.class_of(s));
-  };
-  IterationPlan plan;
-  add(16, 10);  // A
-  add(30, 2);   // B: finishes inside its first window
-  sched->schedule(st, plan);
+  test::Harness h(cfg, 1000);
+  ReplicaState& st = *h.st;
+  RequestPool& requests = h.requests;
+  const IterationPlan& plan = h.plan;
+  h.add(16, 10);  // A
+  h.add(30, 2);   // B: finishes inside its first window
+  h.step();
   REQUIRE(plan.items.size() == 2);
   CHECK(plan.items[0].prefill);
   CHECK(plan.decode_steps == 1);  // a prefill is one step (no lookahead for prompts)
@@ -70,8 +60,7 @@ TEST_CASE("multi-step: a prompt arriving mid-window is admitted only at the wind
   requests[st.running[0].request].generated_tokens = 1;
   requests[st.running[1].request].generated_tokens = 1;
 
-  plan.clear();
-  sched->schedule(st, plan);
+  h.step();
   CHECK(plan.decode_steps == 4);
   REQUIRE(plan.items.size() == 2);
   for (const auto& item : plan.items) {
@@ -86,14 +75,13 @@ TEST_CASE("multi-step: a prompt arriving mid-window is admitted only at the wind
   CHECK(plan.shape.decode_kv_tokens == doctest::Approx(17 + 31));  // the window's first step
 
   // C arrives while the window runs: the engine calls schedule() only when the window ends.
-  add(20, 5);
+  h.add(20, 5);
   for (const auto& item : plan.items) st.running[item.running_index].computed_tokens += item.new_tokens;
   requests[st.running[0].request].generated_tokens += 4;
   requests[st.running[1].request].generated_tokens = 2;
   st.release(st.running[1]);
   st.running.pop_back();
-  plan.clear();
-  sched->schedule(st, plan);
+  h.step();
   REQUIRE(plan.items.size() == 1);
   CHECK(plan.items[0].prefill);  // C, prefill-prioritised, at the boundary
   CHECK(plan.decode_steps == 1);
