@@ -163,13 +163,18 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   StepTime step = have_priced_ && same_shape(priced_shape_, plan_.shape) ? priced_step_ : cost_->step_time(plan_.shape);
   have_priced_ = false;
   if (gpu_share_) {
-    // Other instances on this GPU running iterations now stretch this one (contention model).
     gpu_share_->busy += 1;
-    const double factor = gpu_share_->slowdown(gpu_share_->busy, plan_.shape);
-    metrics_.contention_s += (factor - 1.0) * step.time_s;
-    step.time_s *= factor;
+    stretch_by_contention(step);
   }
   return record_iteration(now, step, swap_s);
+}
+
+// Other instances on this GPU running iterations now (gpu_share_->busy, this one counted) stretch
+// this step of plan_.shape (contention model).
+inline void Replica::stretch_by_contention(StepTime& step) {
+  const double factor = gpu_share_->slowdown(gpu_share_->busy, plan_.shape);
+  metrics_.contention_s += (factor - 1.0) * step.time_s;
+  step.time_s *= factor;
 }
 
 // run_policy, account_plan and record_iteration are start_iteration's steps, `inline` so the
@@ -285,11 +290,7 @@ TimeNs Replica::record_window(TimeNs now, double swap_s) {
   for (std::int64_t k = 0; k < plan_.decode_steps; ++k) {
     plan_.shape.decode_kv_tokens = first.decode_kv_tokens + static_cast<double>(k) * seqs;
     StepTime step = cost_->step_time(plan_.shape);
-    if (gpu_share_) {
-      const double factor = gpu_share_->slowdown(gpu_share_->busy, plan_.shape);
-      metrics_.contention_s += (factor - 1.0) * step.time_s;
-      step.time_s *= factor;
-    }
+    if (gpu_share_) stretch_by_contention(step);
     // Swaps happen once, before the window's first forward pass.
     elapsed += record_iteration(now + elapsed, step, k == 0 ? swap_s : 0.0);
   }

@@ -127,6 +127,7 @@ class Replica {
   // each of its steps, every sequence's context one token longer than in the step before;
   // returns the window's duration.
   TimeNs record_window(TimeNs now, double swap_s);
+  void stretch_by_contention(StepTime& step);
   void note_kv_usage(TimeNs now);
   // note_kv_usage when nothing changed since the last call (KV blocks, fragmentation, the other
   // replicas' blocks): only the integrals and the series' sample times move.
