@@ -394,7 +394,7 @@ std::vector<CbDecodeStep> cb_decode_steps(const nlohmann::json& run, const std::
 
 std::vector<std::string> engine_run_sections(const IndependentSet& set, const std::string& sec) {
   std::vector<std::string> out;
-  for (const std::string& name : {sec, sec + "_repeats", sec + "_warm"}) {
+  for (const std::string& name : {sec, sec + "_repeats", sec + "_warm", sec + "_series"}) {
     if (set.has(name)) out.push_back(name);
   }
   return out;

@@ -32,8 +32,9 @@ IndependentSet load_independent_set(const std::vector<std::string>& files);
 // The committed set: every calibrate/results/h200/independent/run_*.json of the data directory.
 std::vector<std::string> default_independent_files();
 // The sections holding runs of engine section `sec` (hf_generate, hf_cb): `sec` and
-// `sec`_repeats (run f: the same request counts measured again) and `sec`_warm (run h: a warm-up
-// call before each model's first measured one), those present.
+// `sec`_repeats (run f: the same request counts measured again), `sec`_warm (run h: a warm-up
+// call before each model's first measured one) and `sec`_series (run i: every request count of
+// every model three to five times over in one process per model), those present.
 std::vector<std::string> engine_run_sections(const IndependentSet& set, const std::string& sec);
 // The dense models the set times end to end (sections model_<name>, eager_<name>).
 const std::vector<std::string>& independent_dense_models();

@@ -293,8 +293,9 @@ CbLatency simulated_cb_latency(const nlohmann::json& run, const std::string& fil
 // generate_batch runs of model `held` (every run, and per request count the median over its
 // runs: a host event in one run, such as a 1.2 s stall before the first step, shows in the
 // run's rows and is outvoted by the repeats in the median's).
-void add_cb_rows(const IndependentSet& set, const std::string& held, const HwProfile& h, const TorchEngineFit& torch,
-                 const HfCbFit& cb, ValidationResult& out) {
+// Returns the note on the model's widest run-to-run TPOT spread ("" without runs).
+std::string add_cb_rows(const IndependentSet& set, const std::string& held, const HwProfile& h, const TorchEngineFit& torch,
+                        const HfCbFit& cb, ValidationResult& out) {
   std::map<double, std::vector<std::pair<CbLatency, CbLatency>>> by_requests;  // requests -> (measured, predicted)
   for (const std::string& sec : engine_run_sections(set, "hf_cb")) {
     const std::string& file = set.file(sec);
@@ -307,7 +308,7 @@ void add_cb_rows(const IndependentSet& set, const std::string& held, const HwPro
       const CbLatency p = simulated_cb_latency(runs[i], file, where, held, h, torch, cb);
       by_requests[r].emplace_back(m, p);
       char pt[64];
-      const char* kind = sec == "hf_cb" ? "run" : sec == "hf_cb_repeats" ? "repeat" : "warm";
+      const char* kind = sec == "hf_cb" ? "run" : sec == "hf_cb_repeats" ? "repeat" : sec == "hf_cb_warm" ? "warm" : "series";
       std::snprintf(pt, sizeof pt, "R=%.0f (%s %zu)", r, kind, i);
       out.rows.push_back({"engine", "hf-transformers-cb", "ttft-p50", held, pt, m.ttft, p.ttft});
       out.rows.push_back({"engine", "hf-transformers-cb", "ttft-mean", held, pt, m.ttft_mean, p.ttft_mean});
@@ -315,8 +316,18 @@ void add_cb_rows(const IndependentSet& set, const std::string& held, const HwPro
       out.rows.push_back({"engine", "hf-transformers-cb", "e2e-p50", held, pt, m.e2e, p.e2e});
     }
   }
+  // The run-to-run spread of the measured TPOT (the same requests, one process per model): the
+  // widest count's, returned for the fold's note, since it bounds what any single-number
+  // prediction can reach on single runs.
+  double widest_ratio = 0.0, widest_lo_s = 0.0, widest_hi_s = 0.0, widest_requests = 0.0;
   for (const auto& entry : by_requests) {
     const auto& pairs = entry.second;  // not a structured binding: clang 14 refuses to capture those
+    const auto [lo, hi] = std::minmax_element(pairs.begin(), pairs.end(),
+                                              [](const auto& a, const auto& b) { return a.first.tpot < b.first.tpot; });
+    if (hi->first.tpot / lo->first.tpot > widest_ratio) {
+      widest_ratio = hi->first.tpot / lo->first.tpot;
+      widest_lo_s = lo->first.tpot, widest_hi_s = hi->first.tpot, widest_requests = entry.first;
+    }
     char pt[64];
     std::snprintf(pt, sizeof pt, "R=%.0f (%zu runs)", entry.first, pairs.size());
     const auto med = [&](double CbLatency::*field, bool measured) {
@@ -330,6 +341,11 @@ void add_cb_rows(const IndependentSet& set, const std::string& held, const HwPro
                           med(field, false)});
     }
   }
+  if (widest_ratio <= 0.0) return "";
+  char note[160];
+  std::snprintf(note, sizeof note, "; its generate_batch repeats (same requests) measure TPOT p50 %.1f-%.1f ms at R=%.0f (%.2fx)",
+                widest_lo_s * 1e3, widest_hi_s * 1e3, widest_requests, widest_ratio);
+  return note;
 }
 
 }  // namespace
@@ -349,12 +365,6 @@ ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw
     h.dependent_kernel_gap_s = torch.kernel_gap_s;
     const double decode_step_s = fit_hf_decode_step_s(set, h, torch, {held});
     const HfCbFit cb = fit_hf_cb(set, h, torch, {held});
-    char note[320];
-    std::snprintf(note, sizeof note,
-                  "generate() decode-step host %.1f ms; generate_batch host %.1f ms per step + %.3f ms per sequence, "
-                  "packed attention at %.2f of the SDPA prefill rate (fitted to the other models)",
-                  decode_step_s * 1e3, cb.per_step_s * 1e3, cb.per_seq_s * 1e3, cb.packed_attention_compute_frac);
-    out.folds.push_back({"engine", held, note});
     if (set.has("hf_generate")) {
       const std::string& file = set.file("hf_generate");
       StepQuery q = independent_query(held, h, "hf-transformers");
@@ -374,7 +384,13 @@ ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw
                             time_decode(q, bi, static_cast<std::int64_t>(p + n / 2.0), true).step.time_s});
       }
     }
-    add_cb_rows(set, held, h, torch, cb, out);
+    const std::string spread = add_cb_rows(set, held, h, torch, cb, out);
+    char note[320];
+    std::snprintf(note, sizeof note,
+                  "generate() decode-step host %.1f ms; generate_batch host %.1f ms per step + %.3f ms per sequence, "
+                  "packed attention at %.2f of the SDPA prefill rate (fitted to the other models)",
+                  decode_step_s * 1e3, cb.per_step_s * 1e3, cb.per_seq_s * 1e3, cb.packed_attention_compute_frac);
+    out.folds.push_back({"engine", held, note + spread});
   }
   return out;
 }
@@ -424,19 +440,20 @@ std::vector<ValidationBound> validation_bounds() {
       // calls in the same process do not (0.38-0.41 s measured, 0.40 s predicted). phi-3-mini's
       // first 16-request call has no such wait. (2) the p50 of an even count can fall between two
       // prefill groups, and which requests the engine takes first follows Python's set order.
+      // (3) single runs of the same requests in one process differ by up to 1.7x in TPOT (run i:
+      // phi-3-mini at 16 requests 69.4-119.4 ms, llama-3-8b at 16 66.7-111.6 ms; host stalls of
+      // 110-120 ms between tokens come and go in bursts), so a single run's TPOT and E2E can sit
+      // 35% from any one prediction; the folds' notes print each model's widest spread.
       // Bounds are what this data supports (docs/validation.md 0b).
       {"engine", "hf-transformers-cb", "ttft-p50", 0.25, 0.70},
       {"engine", "hf-transformers-cb", "ttft-mean", 0.10, 0.70},
-      {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.30},
-      {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.30},
-      // Per request count, the median over its runs (20 counts of four models after run h). The
-      // issue's target is 15% at every request count; what misses it: llama-3-8b at 8 requests,
-      // TPOT -16.5% and E2E -16.3% (four runs measured 72-87 ms per token where the other three
-      // models measure 66-82 ms at 8 requests: host time of the Python scheduler). llama-3-8b at
-      // 16 requests (three of its seven runs carry (1)) is within 15% on the median.
-      {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.25},
-      {"engine", "hf-transformers-cb", "tpot-p50 (median of runs)", 0.15, 0.25},
-      {"engine", "hf-transformers-cb", "e2e-p50 (median of runs)", 0.15, 0.25},
+      {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.40},
+      {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.40},
+      // Per request count, the median over its runs (20 counts of four models, 4-12 runs each
+      // after run i): the target, 15% at every request count, is the worst-case bound.
+      {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.15},
+      {"engine", "hf-transformers-cb", "tpot-p50 (median of runs)", 0.15, 0.15},
+      {"engine", "hf-transformers-cb", "e2e-p50 (median of runs)", 0.15, 0.15},
   };
 }
 
