@@ -111,31 +111,45 @@ double bandwidth_frac(const Op& op, double bytes, const HwProfile& hw, double ce
   return ceiling < 1.0 ? std::min(f, ceiling * hw.memory_bw_frac_by_bytes.max_value()) : f;
 }
 
+// The measured decode-attention grid for a decode attention op (its kernel family's, at its head
+// dimension, else the profile's default grid; empty when the profile has none).
+const LogGrid2D& decode_grid(const Op& op, const HwProfile& hw) {
+  const auto* family = hw.attention_tables(op.attn_kernel);
+  return family ? family->decode_frac_for(op.attn_head_dim) : hw.attention_decode_frac;
+}
+
+// The measured roofline fraction of a decode attention op (attn_seqs > 0) from its non-empty grid;
+// `hint`: the grid cell of the previous lookup (LogGrid2D::at).
+double decode_frac(const Op& op, const LogGrid2D& grid, LogGrid2D::Hint& hint) {
+  // Parallel work units (sequence x KV head) and context per sequence: what decides how well
+  // a decode kernel fills the GPU, whatever the model's head count.
+  const double units = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
+  const double context = op.attn_kv_tokens / static_cast<double>(op.attn_seqs);
+  // Less work than the smallest gridded launch: latency-bound, the time holds at that launch's.
+  const double work = units * context, min_work = grid.xs().front();
+  if (work < min_work) return grid.at(min_work, context, hint) * work / min_work;
+  return grid.at(work, context, hint);
+}
+
 // The measured roofline fraction for this op, or 0 when the profile has no table for it.
 double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
   if (op.kind == OpKind::gemm) {
     const GemmTable& table = hw.gemm_tables[static_cast<std::size_t>(compute_dtype)];
     if (!table.empty()) return table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
   } else if (op.kind == OpKind::attention_decode && op.attn_seqs > 0) {
-    const auto* family = hw.attention_tables(op.attn_kernel);
-    const LogGrid2D& grid = family ? family->decode_frac_for(op.attn_head_dim) : hw.attention_decode_frac;
+    const LogGrid2D& grid = decode_grid(op, hw);
     if (grid.empty()) return 0.0;
-    // Parallel work units (sequence x KV head) and context per sequence: what decides how well
-    // a decode kernel fills the GPU, whatever the model's head count.
-    const double units = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
-    const double context = op.attn_kv_tokens / static_cast<double>(op.attn_seqs);
-    // Less work than the smallest gridded launch: latency-bound, the time holds at that launch's.
-    const double work = units * context, min_work = grid.xs().front();
-    if (work < min_work) return grid.at(min_work, context) * work / min_work;
-    return grid.at(work, context);
+    LogGrid2D::Hint none;
+    return decode_frac(op, grid, none);
   }
   return 0.0;
 }
 
-// Roofline of one kernel with extra ALU seconds (dequantization) added to the compute side.
-KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s) {
+// Roofline of one kernel with extra ALU seconds (dequantization) added to the compute side, at
+// FLOP rate `peak` (peak_rate) and measured fraction `frac` (measured_frac).
+KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s, double peak,
+                    double frac) {
   KernelTime t;
-  const double peak = peak_rate(op, hw, gemm_dtype);
   const double bw = hw.hbm_bandwidth_bytes_per_s;
   const double compute_floor_s = peak > 0.0 ? op.flops / peak : 0.0;
   const double memory_floor_s = bytes / bw;
@@ -144,7 +158,6 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
   t.bytes = bytes;
   // Calibrated tables describe plain GEMMs; a fused dequantizing kernel of the same shape streams
   // its (smaller) weights as well as the dense kernel does, plus its ALU time.
-  const double frac = measured_frac(op, hw, gemm_dtype);
   if (frac > 0.0) {
     // Calibrated: one measured fraction of the roofline covers both regimes.
     t.compute_s = compute_floor_s / frac + extra_compute_s;
@@ -162,6 +175,9 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
     t.bound = t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
   }
   return t;
+}
+KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s) {
+  return roofline(op, bytes, hw, gemm_dtype, extra_compute_s, peak_rate(op, hw, gemm_dtype), measured_frac(op, hw, gemm_dtype));
 }
 
 // Converts the 8/4-bit weights of `op` to 16 bits in a separate pass, then runs the dense GEMM.
@@ -321,6 +337,17 @@ const KernelTime& KernelTimeCache::get(const Op& op) {
   e.op = op;
   e.time = estimate(op, hw_, base_);
   return e.time;
+}
+
+KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype base, DecodeAttentionCursor& cursor) {
+  // estimate() takes roofline() for attention (a dense kernel, 16-bit rate), and roofline() the
+  // grid's fraction when there is one.
+  if (op.kind != OpKind::attention_decode || op.attn_seqs <= 0) return estimate(op, hw, base);
+  if (cursor.grid == nullptr || cursor.kernel != op.attn_kernel || cursor.head_dim != op.attn_head_dim) {
+    cursor = {&decode_grid(op, hw), op.attn_kernel, op.attn_head_dim, {}};
+  }
+  const double frac = cursor.grid->empty() ? 0.0 : decode_frac(op, *cursor.grid, cursor.hint);  // as measured_frac
+  return roofline(op, op.bytes, hw, base, 0.0, peak_rate(op, hw, base), frac);
 }
 
 void time_kernels(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, KernelTimeCache* cache,

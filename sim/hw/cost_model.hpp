@@ -52,6 +52,18 @@ struct KernelTime {
 // Time of one launch of `op` on `hw`; `base` is the 16-bit dtype of unquantized work.
 KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base);
 
+// estimate() of a decode attention op, called again and again as its context changes (every
+// decode step re-times it): the cursor keeps the measured grid of the op's kernel and head
+// dimension and the grid cell of the last call, so a call looks up neither again when they hold.
+// Bit-identical to estimate().
+struct DecodeAttentionCursor {
+  const LogGrid2D* grid = nullptr;  // null: not looked up yet
+  AttentionKernel kernel = AttentionKernel::standard;
+  std::int64_t head_dim = 0;        // the op the grid was looked up for
+  LogGrid2D::Hint hint;
+};
+KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype base, DecodeAttentionCursor& cursor);
+
 // How a step's kernels reach the GPU. Engine profiles (scenarios/engines/) fill it.
 struct LaunchConfig {
   bool cuda_graphs = true;             // one graph launch per step instead of one launch per kernel

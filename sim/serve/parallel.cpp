@@ -184,11 +184,12 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
     time_kernels(scratch_ops_, s.hw, s.precision.weights, &cache_, scratch_times_);
     summarize_step(scratch_ops_, scratch_times_, per_kernel_s, s.hw.dependent_kernel_gap_s, m.pieces);
   } else {
-    // Contexts rarely repeat: estimate() directly, no cache entry to evict others for.
+    // Contexts rarely repeat: estimate() directly, no cache entry to evict others for (decode
+    // attention through the cursor: its grid and last cell kept from the step before).
     for (std::size_t i = 0; i < m.pieces.num_context; ++i) {
       StepPieces::ContextOp& ctx = m.pieces.context[i];
       refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
-      ctx.time = estimate(ctx.op, s.hw, s.precision.weights);
+      ctx.time = estimate_decode_attention(ctx.op, s.hw, s.precision.weights, decode_cursor_);
     }
   }
   m.shape = shape;

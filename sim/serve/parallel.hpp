@@ -65,6 +65,7 @@ class IterationTimer {
   ParallelConfig parallel_;
   ModelSpec sharded_model_;  // the slice one GPU of the tensor-parallel group holds
   KernelTimeCache cache_;
+  DecodeAttentionCursor decode_cursor_;  // decode attention's grid and last cell, between steps
   std::vector<Op> scratch_ops_;     // op list of the step being built or timed unmemoised
   std::vector<KernelTime> scratch_times_;
   std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)

@@ -8,6 +8,7 @@
 #include "sim/analysis/step_query.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/contention.hpp"
+#include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
@@ -216,4 +217,52 @@ TEST_CASE("error bands: a malformed file names the file and key") {
     "phase": "decode", "n": 3, "median_abs": 0.5, "worst_abs": 0.1, "source": "s"}]})");
   CHECK_THROWS_WITH_AS(load_error_bands(path), doctest::Contains("bands[0].worst_abs"), InputError);
   CHECK_THROWS_WITH_AS(load_error_bands("/nonexistent/bands.json"), doctest::Contains("bands.json"), InputError);
+}
+
+TEST_CASE("decode attention through a cursor: estimate() bit for bit as the context walks the grid and jumps") {
+  // The cursor keeps the grid and its last cell between calls (IterationTimer re-times decode
+  // attention every step through one); each call must give what estimate() gives, wherever the
+  // context goes: step by step, back, past either end of the grid, onto another head dimension.
+  for (const char* gpu : {"a100-80gb-sxm", "h200-sxm", "h100-sxm"}) {
+    const HwProfile h = hw(gpu);
+    for (const AttentionKernel k : {AttentionKernel::standard, AttentionKernel::sdpa}) {  // sdpa_packed: no decode op
+      KernelPlan plan;
+      plan.attention_kernel = k;
+      DecodeAttentionCursor cursor;
+      for (const char* name : {"llama-2-70b", "phi-3-mini"}) {
+        const ModelSpec m = model(name);
+        for (const std::int64_t seqs : {1, 7, 64}) {
+          BatchShape b;
+          for (std::int64_t i = 0; i < seqs; ++i) b.add_decode(100);
+          std::vector<Op> ops;
+          build_iteration_ops(m, b, Precision{}, ops, plan);
+          Op* attn = nullptr;
+          for (Op& op : ops) {
+            if (op.kind == OpKind::attention_decode) attn = &op;
+          }
+          REQUIRE(attn != nullptr);
+          std::vector<double> contexts;
+          for (double c = 1; c < 40000; c = c * 1.07 + 1) contexts.push_back(c);
+          for (double c = 3000; c > 1; c = c * 0.8) contexts.push_back(c);
+          for (double c : {1e6, 2.0, 1e6, 513.0, 514.0, 515.0}) contexts.push_back(c);
+          for (const double context : contexts) {
+            b.decode_kv_tokens = context * static_cast<double>(seqs);
+            refresh_context_op(m, b, Precision{}, *attn, plan);
+            const KernelTime want = estimate(*attn, h, Dtype::bf16);
+            const KernelTime got = estimate_decode_attention(*attn, h, Dtype::bf16, cursor);
+            CAPTURE(gpu);
+            CAPTURE(static_cast<int>(k));
+            CAPTURE(name);
+            CAPTURE(context);
+            CHECK(got.time_s == want.time_s);
+            CHECK(got.compute_s == want.compute_s);
+            CHECK(got.memory_s == want.memory_s);
+            CHECK(got.roofline_s == want.roofline_s);
+            CHECK(got.bytes == want.bytes);
+            CHECK(got.bound == want.bound);
+          }
+        }
+      }
+    }
+  }
 }
