@@ -175,8 +175,13 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   if (parallel_.pipeline_parallel_size > 1) {
     return estimate_iteration(s.model, s.hw, s.precision, plan, parallel_, shape, launch, batch_seqs, scratch_ops_, &cache_);
   }
+  return time_with(memo_for(shape), shape, launch, batch_seqs);
+}
+
+StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
+  const Scenario& s = scenario_;
+  const KernelPlan& plan = s.engine.profile.kernels;
   const std::int64_t tp = parallel_.tensor_parallel_size;
-  Memo& m = memo_for(shape);
   const double per_kernel_s = launch.per_kernel_s(s.hw);
   // The runs' queue maps hold the launch cost (CUDA graphs or eager): rebuilt when it changes.
   if (!m.valid || !same_but_context(shape, m.shape) || m.pieces.per_kernel_s != per_kernel_s) {
@@ -195,6 +200,20 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   m.shape = shape;
   m.valid = true;
   return combine_pieces(m.pieces, s.hw, launch, batch_seqs);
+}
+
+void IterationTimer::begin_decode_run(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
+  run_shape_ = shape;
+  run_launch_ = launch;
+  run_batch_seqs_ = batch_seqs;
+  run_memo_ = nullptr;
+}
+
+StepTime IterationTimer::decode_run_step(double decode_kv_tokens) {
+  run_shape_.decode_kv_tokens = decode_kv_tokens;
+  if (parallel_.pipeline_parallel_size > 1) return time(run_shape_, run_launch_, run_batch_seqs_);
+  if (run_memo_ == nullptr) run_memo_ = &memo_for(run_shape_);
+  return time_with(*run_memo_, run_shape_, run_launch_, run_batch_seqs_);
 }
 
 }  // namespace servesim

@@ -50,6 +50,11 @@ class IterationTimer {
   StepTime time(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
   // The exact reference: estimate() for every kernel, no cache, no memo.
   StepTime time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
+  // The steps of a decode run (StepCostModel::begin_decode_run): decode-only shapes equal but for
+  // decode_kv_tokens; decode_run_step(kv) == time(shape with decode_kv_tokens = kv, launch,
+  // batch_seqs), bit for bit, with the shape's memo found once per run.
+  void begin_decode_run(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
+  StepTime decode_run_step(double decode_kv_tokens);
 
  private:
   // What a step of a memoised shape needs, in one block: the pieces hold the context ops
@@ -60,6 +65,8 @@ class IterationTimer {
     StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
   };
   Memo& memo_for(const BatchShape& shape);
+  // time() with the shape's memo found: fills it on a miss, else re-times its context ops.
+  StepTime time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
 
   const Scenario& scenario_;
   ParallelConfig parallel_;
@@ -70,6 +77,12 @@ class IterationTimer {
   std::vector<KernelTime> scratch_times_;
   std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
   std::vector<std::unique_ptr<Memo>> other_memos_;  // shapes with a prefill: direct-mapped by token count
+  // The decode run: its shape, launch and host sequences, and its memo once the first step found it
+  // (no other shape is timed until the run ends, so the memo stays where it is).
+  BatchShape run_shape_;
+  LaunchConfig run_launch_;
+  std::int64_t run_batch_seqs_ = 0;
+  Memo* run_memo_ = nullptr;
 };
 
 }  // namespace servesim

@@ -319,6 +319,7 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
   plan_.all_running_decode = true;
   plan_.all_running_seqs = st.running.size();
   plan_.shape.decode_seqs = n;
+  bool priced = false;  // begin_decode_run at the first step priced (most runs end before it)
   std::int64_t steps = 0;
   for (;; ++steps) {
     if (st.finish_slot(st.window_steps + 1) != 0) break;  // a sequence finishes in this step
@@ -327,7 +328,9 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
     if (st.kv.free_blocks() < fresh) break;  // decode_all would preempt
     // decode_all: every sequence's context grows by one (lazy_computed_sum + members).
     plan_.shape.decode_kv_tokens = static_cast<double>(st.lazy_computed_sum + n);
-    const StepTime step = cost_->step_time(plan_.shape);
+    if (!priced) cost_->begin_decode_run(plan_.shape);
+    priced = true;
+    const StepTime step = cost_->decode_run_step(plan_.shape.decode_kv_tokens);
     const TimeNs end = now + std::max<TimeNs>(1, seconds_to_ns(step.time_s + 0.0));
     if (end >= horizon_ns) {  // another event comes first (or at the same instant)
       priced_shape_ = plan_.shape;

@@ -25,12 +25,30 @@ class CalibratedStepCost final : public StepCostModel {
     const std::int64_t batch_seqs = planned.total_seqs();  // host work is per real sequence, not padding
     return reference_path_ ? timer_.time_uncached(shape, launch, batch_seqs) : timer_.time(shape, launch, batch_seqs);
   }
+  // The padding and launch configuration once per run, not per step.
+  void begin_decode_run(const BatchShape& planned) override {
+    StepCostModel::begin_decode_run(planned);
+    if (reference_path_) return;
+    BatchShape shape = planned;
+    LaunchConfig launch = launch_;
+    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape);
+    padded_seqs_ = shape.decode_seqs - planned.decode_seqs;
+    timer_.begin_decode_run(shape, launch, planned.total_seqs());
+  }
+  StepTime decode_run_step(double decode_kv_tokens) override {
+    if (reference_path_) return StepCostModel::decode_run_step(decode_kv_tokens);
+    // apply_cuda_graphs' padding: each padded slot is an empty decode (add_decode(0): one token).
+    double padded_kv_tokens = decode_kv_tokens;
+    for (std::int64_t i = 0; i < padded_seqs_; ++i) padded_kv_tokens += 1.0;
+    return timer_.decode_run_step(padded_kv_tokens);
+  }
 
  private:
   const EngineConfig& engine_;
   LaunchConfig launch_;  // the engine's, with this replica's tensor-parallel host term
   IterationTimer timer_;
   bool reference_path_;
+  std::int64_t padded_seqs_ = 0;  // empty decodes CUDA-graph padding adds to the decode run's batch
 };
 
 // The datasheet floor of every op (KernelTime::roofline_s, the same floor `servesim roofline`

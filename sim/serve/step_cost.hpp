@@ -26,6 +26,17 @@ class StepCostModel {
   virtual ~StepCostModel() = default;
   // Wall time of one iteration of `shape` (as the scheduler planned it) on the replica.
   virtual StepTime step_time(const BatchShape& shape) = 0;
+  // The steps of a decode run (Replica::advance_decode_run): decode-only shapes equal but for
+  // decode_kv_tokens. begin_decode_run(shape), then decode_run_step(kv) for each step, equal bit
+  // for bit to step_time(shape with decode_kv_tokens = kv); a model may keep what the steps share.
+  virtual void begin_decode_run(const BatchShape& shape) { run_shape_ = shape; }
+  virtual StepTime decode_run_step(double decode_kv_tokens) {
+    run_shape_.decode_kv_tokens = decode_kv_tokens;
+    return step_time(run_shape_);
+  }
+
+ protected:
+  BatchShape run_shape_;  // the decode run's shape (begin_decode_run)
 };
 
 // The model `scenario.cost_model.impl` names, for one replica of `parallel`. reference_path:
