@@ -132,6 +132,20 @@ bool fuses_input_quant(const ModelSpec& m, const Precision& p, const KernelPlan&
   return true;
 }
 
+AttentionWorkRates attention_work_rates(const ModelSpec& m, std::int64_t q_tokens, const Precision& p, const KernelPlan& plan) {
+  AttentionWorkRates r;
+  r.heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
+  r.kernels = plan.attention_kernels;
+  const double q_tokens_d = static_cast<double>(q_tokens), q_w = static_cast<double>(m.q_width());
+  const double ab = dtype_bytes(p.activations);
+  // Reads q, writes the output: in 8 bits where the kernel quantizes o_proj's input itself.
+  r.q_io_bytes = fuses_input_quant(m, p, plan, InputQuantSite::o_proj) ? q_tokens_d * q_w * (ab + quant_input_bytes(p.quant))
+                                                                       : 2.0 * q_tokens_d * q_w * ab;
+  r.kv_width = static_cast<double>(m.kv_width());
+  r.kv_bytes = dtype_bytes(p.kv_cache);
+  return r;
+}
+
 // The fields of an attention op that follow the batch's contexts: attention over `seqs`
 // sequences, `q_tokens` query tokens against `kv_tokens` cached ones and `pairs` query-key pairs
 // (both summed over the sequences), in plan.attention_kernels launches that split the work (the
@@ -139,18 +153,7 @@ bool fuses_input_quant(const ModelSpec& m, const Precision& p, const KernelPlan&
 // and copying it cost a store-forwarding stall per step.
 void set_attention_work(Op& attn, const ModelSpec& m, std::int64_t seqs, std::int64_t q_tokens, double kv_tokens,
                         double pairs, const Precision& p, const KernelPlan& plan) {
-  const double heads_x_dim = static_cast<double>(m.num_attention_heads * m.head_dim);
-  const int kernels = plan.attention_kernels;
-  attn.flops = 4.0 * heads_x_dim * pairs / kernels;
-  const double q_tokens_d = static_cast<double>(q_tokens), q_w = static_cast<double>(m.q_width());
-  const double ab = dtype_bytes(p.activations);
-  // Reads q, writes the output: in 8 bits where the kernel quantizes o_proj's input itself.
-  const double q_io_bytes = fuses_input_quant(m, p, plan, InputQuantSite::o_proj)
-                                ? q_tokens_d * q_w * (ab + quant_input_bytes(p.quant))
-                                : 2.0 * q_tokens_d * q_w * ab;
-  attn.bytes = (q_io_bytes + kv_tokens * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache)) / kernels;
-  attn.attn_seqs = seqs;
-  attn.attn_kv_tokens = kv_tokens;
+  set_attention_work(attn, attention_work_rates(m, q_tokens, p, plan), seqs, kv_tokens, pairs);
 }
 
 void set_mla_prefill_work(Op& attn, const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan);
@@ -580,6 +583,20 @@ void push_head(const ModelSpec& m, const ModelSpec& full, const BatchShape& b, d
 }
 
 }  // namespace
+
+void set_attention_work(Op& attn, const AttentionWorkRates& r, std::int64_t seqs, double kv_tokens, double pairs) {
+  attn.flops = 4.0 * r.heads_x_dim * pairs / r.kernels;
+  attn.bytes = (r.q_io_bytes + kv_tokens * 2.0 * r.kv_width * r.kv_bytes) / r.kernels;
+  attn.attn_seqs = seqs;
+  attn.attn_kv_tokens = kv_tokens;
+}
+
+bool decode_attention_rates(const ModelSpec& m, std::int64_t decode_seqs, const Precision& p, const KernelPlan& plan,
+                            AttentionWorkRates& rates) {
+  if (m.is_mla() || m.has_sliding_window()) return false;  // set_decode_attention_work's other formulas
+  rates = attention_work_rates(m, decode_seqs, p, plan);
+  return true;
+}
 
 bool depends_on_context(const Op& op) {
   return op.kind == OpKind::attention_prefill || op.kind == OpKind::attention_decode || op.name == kKvConcatName;

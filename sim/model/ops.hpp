@@ -200,6 +200,23 @@ void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const 
                          std::vector<Op>& out, const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1,
                          const MoeRouting& routing = MoeRouting{});
 
+// What an attention op's work takes from the model, precision and plan for `q_tokens` query
+// tokens (set_attention_work in ops.cpp), kept by a caller that rewrites the op every step.
+struct AttentionWorkRates {
+  double heads_x_dim = 0.0, q_io_bytes = 0.0, kv_width = 0.0, kv_bytes = 0.0;
+  int kernels = 1;
+};
+// The decode attention op of `decode_seqs` sequences as their contexts grow (a decode run):
+// refresh_context_op's arithmetic for it is set_decode_attention_work(op, rates, decode_seqs,
+// kv_tokens), with `rates` from here once; false where refresh_context_op takes another formula
+// (MLA, sliding windows).
+bool decode_attention_rates(const ModelSpec& sharded, std::int64_t decode_seqs, const Precision& p, const KernelPlan& plan,
+                            AttentionWorkRates& rates);
+void set_attention_work(Op& attn, const AttentionWorkRates& rates, std::int64_t seqs, double kv_tokens, double pairs);
+inline void set_decode_attention_work(Op& attn, const AttentionWorkRates& rates, std::int64_t decode_seqs, double kv_tokens) {
+  set_attention_work(attn, rates, decode_seqs, kv_tokens, kv_tokens);
+}
+
 // Ops whose counts depend on how the batch's tokens split into sequences and contexts
 // (attention; HF's KV concat). Every other op depends only on total_tokens() and sampled_seqs().
 bool depends_on_context(const Op& op);

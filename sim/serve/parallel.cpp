@@ -178,7 +178,8 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   return time_with(memo_for(shape), shape, launch, batch_seqs);
 }
 
-StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
+StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs,
+                                   const AttentionWorkRates* decode_rates) {
   const Scenario& s = scenario_;
   const KernelPlan& plan = s.engine.profile.kernels;
   const std::int64_t tp = parallel_.tensor_parallel_size;
@@ -193,7 +194,11 @@ StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const Launc
     // attention through the cursor: its grid and last cell kept from the step before).
     for (std::size_t i = 0; i < m.pieces.num_context; ++i) {
       StepPieces::ContextOp& ctx = m.pieces.context[i];
-      refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
+      if (decode_rates != nullptr && ctx.op.kind == OpKind::attention_decode) {
+        set_decode_attention_work(ctx.op, *decode_rates, shape.decode_seqs, shape.decode_kv_tokens);
+      } else {
+        refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
+      }
       ctx.time = estimate_decode_attention(ctx.op, s.hw, s.precision.weights, decode_cursor_);
     }
   }
@@ -212,8 +217,12 @@ void IterationTimer::begin_decode_run(const BatchShape& shape, const LaunchConfi
 StepTime IterationTimer::decode_run_step(double decode_kv_tokens) {
   run_shape_.decode_kv_tokens = decode_kv_tokens;
   if (parallel_.pipeline_parallel_size > 1) return time(run_shape_, run_launch_, run_batch_seqs_);
-  if (run_memo_ == nullptr) run_memo_ = &memo_for(run_shape_);
-  return time_with(*run_memo_, run_shape_, run_launch_, run_batch_seqs_);
+  if (run_memo_ == nullptr) {
+    run_memo_ = &memo_for(run_shape_);
+    run_has_rates_ = decode_attention_rates(sharded_model_, run_shape_.decode_seqs, scenario_.precision,
+                                            scenario_.engine.profile.kernels, run_rates_);
+  }
+  return time_with(*run_memo_, run_shape_, run_launch_, run_batch_seqs_, run_has_rates_ ? &run_rates_ : nullptr);
 }
 
 }  // namespace servesim

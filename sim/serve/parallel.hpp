@@ -65,8 +65,10 @@ class IterationTimer {
     StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
   };
   Memo& memo_for(const BatchShape& shape);
-  // time() with the shape's memo found: fills it on a miss, else re-times its context ops.
-  StepTime time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
+  // time() with the shape's memo found: fills it on a miss, else re-times its context ops (decode
+  // attention from `decode_rates` when given: set_decode_attention_work's constants for the shape).
+  StepTime time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs,
+                     const AttentionWorkRates* decode_rates = nullptr);
 
   const Scenario& scenario_;
   ParallelConfig parallel_;
@@ -83,6 +85,8 @@ class IterationTimer {
   LaunchConfig run_launch_;
   std::int64_t run_batch_seqs_ = 0;
   Memo* run_memo_ = nullptr;
+  AttentionWorkRates run_rates_;  // decode attention's work constants for the run's batch
+  bool run_has_rates_ = false;    // false: refresh_context_op (MLA, sliding windows)
 };
 
 }  // namespace servesim
