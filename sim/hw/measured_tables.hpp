@@ -5,6 +5,9 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -23,7 +26,7 @@ struct GemmShapeCurve {
 class GemmTable {
  public:
   GemmTable() = default;
-  explicit GemmTable(std::vector<GemmShapeCurve> shapes) : shapes_(std::move(shapes)) {
+  explicit GemmTable(std::vector<GemmShapeCurve> shapes) : shapes_(std::move(shapes)), id_(next_id()) {
     // Logs of the calibrated shapes once, not on every lookup: frac() runs for every GEMM of
     // every simulated iteration.
     for (const auto& s : shapes_) log_nk_.emplace_back(std::log(s.n), std::log(s.k));
@@ -39,33 +42,79 @@ class GemmTable {
   // predicts bf16 GEMMs to a median 4.6% (worst 208%), a blend of 3 to 3.8% (worst 70%); fp8
   // 5.5% (122%) against 4.3% (61%). See docs/validation.md.
   double frac(double m, double n, double k) const {
-    static constexpr std::size_t kNeighbours = 3;
+    const Blend& b = blend(n, k);
+    if (b.exact < shapes_.size()) return shapes_[b.exact].frac_by_m.at(m);
+    double sum = 0.0;
+    for (std::size_t j = 0; j < b.count; ++j) sum += b.weight[j] * shapes_[b.index[j]].frac_by_m.at(m);
+    return b.sum_w > 0.0 ? sum / b.sum_w : 1.0;
+  }
+
+ private:
+  static constexpr std::size_t kNeighbours = 3;
+  // What frac() takes from (n, k) alone: the shape whose curve it is (exact < shapes), else the
+  // neighbours' indices and weights, in the order frac() adds them. The search over every
+  // calibrated shape (~2,700 instructions on the H200 table) runs once per (n, k): a model has a
+  // few GEMM shapes, and a new token count (a prefill memo miss) times every one of them again.
+  struct Blend {
+    std::uint64_t table = 0;  // id_ of the table it was made for (0: none)
+    double n = 0.0, k = 0.0;
+    std::size_t exact = static_cast<std::size_t>(-1);
+    std::size_t count = 0;
+    std::array<std::size_t, kNeighbours> index{};
+    std::array<double, kNeighbours> weight{};
+    double sum_w = 0.0;
+  };
+  Blend make_blend(double n, double k) const {
     static constexpr double kSoften = 0.05;
+    Blend b;
+    b.table = id_;
+    b.n = n;
+    b.k = k;
     const double log_n = std::log(n), log_k = std::log(k);
     std::array<std::pair<double, std::size_t>, kNeighbours> best;
     best.fill({std::numeric_limits<double>::infinity(), 0});
     for (std::size_t i = 0; i < shapes_.size(); ++i) {
       const double dn = log_n - log_nk_[i].first, dk = log_k - log_nk_[i].second;
       const double d = dn * dn + dk * dk;
-      if (d == 0.0) return shapes_[i].frac_by_m.at(m);
+      if (d == 0.0) {
+        b.exact = i;
+        return b;
+      }
       if (d < best.back().first) {
         best.back() = {d, i};
         std::sort(best.begin(), best.end());
       }
     }
-    double sum_w = 0.0, sum = 0.0;
     for (const auto& [d2, i] : best) {
       if (!std::isfinite(d2)) break;
       const double w = 1.0 / ((std::sqrt(d2) + kSoften) * (std::sqrt(d2) + kSoften));
-      sum_w += w;
-      sum += w * shapes_[i].frac_by_m.at(m);
+      b.sum_w += w;
+      b.index[b.count] = i;
+      b.weight[b.count++] = w;
     }
-    return sum_w > 0.0 ? sum / sum_w : 1.0;
+    return b;
+  }
+  // Blends are kept per thread, keyed by the table's id (unique to each constructed table, so a
+  // table made later at the same address does not find another's), so the table itself stays
+  // read-only: one hardware profile serves every thread of a sweep.
+  const Blend& blend(double n, double k) const {
+    thread_local std::array<Blend, 64> memo;
+    std::uint64_t nb, kb;
+    std::memcpy(&nb, &n, sizeof nb);
+    std::memcpy(&kb, &k, sizeof kb);
+    const std::uint64_t key = id_ * 0x9E3779B97F4A7C15ull ^ nb ^ ((kb << 29) | (kb >> 35));
+    Blend& b = memo[(key * 0x9E3779B97F4A7C15ull) >> 58];
+    if (b.table != id_ || b.n != n || b.k != k || id_ == 0) b = make_blend(n, k);
+    return b;
+  }
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> ids{0};
+    return ++ids;
   }
 
- private:
   std::vector<GemmShapeCurve> shapes_;
   std::vector<std::pair<double, double>> log_nk_;  // (log n, log k) per shape
+  std::uint64_t id_ = 0;                            // 0: default-constructed (no shapes)
 };
 
 // Decode-attention efficiency measured on a (parallel units = sequences x KV heads, context)

@@ -266,3 +266,45 @@ TEST_CASE("decode attention through a cursor: estimate() bit for bit as the cont
     }
   }
 }
+
+TEST_CASE("GEMM table: the blend kept per (n, k) gives the nearest-shapes formula, and a table replaced in place its own") {
+  // frac() keeps what depends on (n, k) alone (neighbours, weights) per thread, keyed by the
+  // table; the reference here is the formula in full (3 nearest in log n, log k, weights
+  // 1 / (distance + 0.05)^2).
+  const HwProfile h = hw("h200-sxm");
+  GemmTable t = h.gemm_tables[static_cast<std::size_t>(Dtype::bf16)];
+  REQUIRE(!t.empty());
+  const auto reference = [](const GemmTable& table, double m, double n, double k) {
+    std::vector<std::pair<double, std::size_t>> d;
+    for (std::size_t i = 0; i < table.shapes().size(); ++i) {
+      const auto& s = table.shapes()[i];
+      const double dn = std::log(n) - std::log(s.n), dk = std::log(k) - std::log(s.k);
+      if (dn * dn + dk * dk == 0.0) return s.frac_by_m.at(m);
+      d.emplace_back(dn * dn + dk * dk, i);
+    }
+    std::sort(d.begin(), d.end());
+    double sum_w = 0.0, sum = 0.0;
+    for (std::size_t j = 0; j < 3 && j < d.size(); ++j) {
+      const double w = 1.0 / ((std::sqrt(d[j].first) + 0.05) * (std::sqrt(d[j].first) + 0.05));
+      sum_w += w;
+      sum += w * table.shapes()[d[j].second].frac_by_m.at(m);
+    }
+    return sum / sum_w;
+  };
+  const double n0 = t.shapes().front().n, k0 = t.shapes().front().k;
+  const std::vector<std::pair<double, double>> nks = {{n0, k0}, {5120, 8192}, {4096, 4096}, {n0, k0}, {1e5, 512}, {5120, 8192}};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [n, k] : nks) {
+      for (const double m : {1.0, 7.0, 64.0, 300.0, 4096.0}) {
+        CAPTURE(pass);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(m);
+        CHECK(t.frac(m, n, k) == doctest::Approx(reference(t, m, n, k)).epsilon(1e-12));
+      }
+    }
+    // Replaced in place without its first shape (as calibration's leave-one-out does): the
+    // blend kept for the old table must not be found for the new one.
+    t = GemmTable(std::vector<GemmShapeCurve>(t.shapes().begin() + 1, t.shapes().end()));
+  }
+}
