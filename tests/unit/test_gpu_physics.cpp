@@ -294,7 +294,8 @@ TEST_CASE("GEMM table: the blend kept per (n, k) gives the nearest-shapes formul
   const double n0 = t.shapes().front().n, k0 = t.shapes().front().k;
   const std::vector<std::pair<double, double>> nks = {{n0, k0}, {5120, 8192}, {4096, 4096}, {n0, k0}, {1e5, 512}, {5120, 8192}};
   for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& [n, k] : nks) {
+    for (const auto& nk : nks) {
+      const double n = nk.first, k = nk.second;  // not a structured binding: clang 14's CAPTURE cannot take those
       for (const double m : {1.0, 7.0, 64.0, 300.0, 4096.0}) {
         CAPTURE(pass);
         CAPTURE(n);
