@@ -38,9 +38,9 @@ class CalibratedStepCost final : public StepCostModel {
   StepTime decode_run_step(double decode_kv_tokens) override {
     if (reference_path_) return StepCostModel::decode_run_step(decode_kv_tokens);
     // apply_cuda_graphs' padding: each padded slot is an empty decode (add_decode(0): one token).
-    double padded_kv_tokens = decode_kv_tokens;
-    for (std::int64_t i = 0; i < padded_seqs_; ++i) padded_kv_tokens += 1.0;
-    return timer_.decode_run_step(padded_kv_tokens);
+    // Token counts are whole numbers far below 2^53, so one addition of the slot count gives the
+    // same double as the padding's one-by-one additions.
+    return timer_.decode_run_step(decode_kv_tokens + static_cast<double>(padded_seqs_));
   }
 
  private:
