@@ -953,12 +953,22 @@ def main():
     for name in a.sections.split(","):
         if name not in SECTIONS:
             sys.exit(f"measure.py: unknown section '{name}' (have: {', '.join(SECTIONS)})")
+    section_limit_s = None
+    if "MEASURE_SECTION_LIMIT_S" in os.environ:
+        raw = os.environ["MEASURE_SECTION_LIMIT_S"]
+        try:
+            section_limit_s = float(raw)
+        except ValueError:
+            section_limit_s = float("nan")
+        if not section_limit_s > 0:
+            print(f"measure.py: MEASURE_SECTION_LIMIT_S: expected seconds > 0, got '{raw}'", file=sys.stderr)
+            sys.exit(2)
     for name in a.sections.split(","):
         q = name in quick or "all" in quick
         left = a.budget_s - (time.time() - T0)
         # MEASURE_SECTION_LIMIT_S: one section's own time limit instead of its default (run i's
         # hf_cb series outgrew the default 300 s); the budget still caps it.
-        own = float(os.environ.get("MEASURE_SECTION_LIMIT_S", SECTIONS[name][1]))
+        own = section_limit_s if section_limit_s is not None else SECTIONS[name][1]
         limit = min(own * (0.4 if q else 1.0), left)
         if limit < 20:
             status[name] = "skipped: budget spent"
