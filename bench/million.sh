@@ -4,6 +4,7 @@
 # `make bench` runs 1M and 10M; peak RSS that stays flat from 1M to 10M shows memory does not
 # grow with the request count (the runs pass --no-work-limit: 10M requests are past the default
 # budget on purpose). ARRIVAL=all_at_once bench/million.sh 1000000 puts every request at t = 0.
+# INTERPOLATE_DECODE=1 prices decode-only steps by interpolation (cost_model.interpolate_decode).
 # RUNS=5 repeats each size and ends with the min and median wall time (the host this project is
 # measured on is shared: single runs of one binary vary by up to 1.5x).
 set -euo pipefail
@@ -22,7 +23,8 @@ for n in "$@"; do
     out=$(mktemp -d)
     # GNU time -v reports "Maximum resident set size (kbytes)"; taskset keeps it on one core.
     /usr/bin/time -v -o "$out/time.txt" taskset -c "$CPU" "$BIN" run bench/million.json --quiet --no-work-limit --out "$out" \
-      --set workload.num_requests="$n" ${ARRIVAL:+--set "workload.arrival={\"impl\":\"$ARRIVAL\"}"}
+      --set workload.num_requests="$n" ${ARRIVAL:+--set "workload.arrival={\"impl\":\"$ARRIVAL\"}"} \
+      ${INTERPOLATE_DECODE:+--set cost_model.interpolate_decode=true}
     row=$(python3 - "$out" "$n" <<'PY'
 import json, re, sys
 out, n = sys.argv[1], int(sys.argv[2])

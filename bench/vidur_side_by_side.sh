@@ -8,7 +8,8 @@
 #   REQUESTS.csv: the request list vidur simulated (its trace format: arrived_at,
 #   num_prefill_tokens,num_decode_tokens), replayed as is; without it the generator draws the
 #   same distribution (up to workload.num_requests rows, 100,000). RUNS (default 5), BENCH_CPU (default 0), SERVESIM (default build/servesim),
-#   EXTRA="--no-fast-forward" to time the per-event loop.
+#   EXTRA="--no-fast-forward" to time the per-event loop. The last two lines time the run with
+#   cost_model.interpolate_decode on (decode-only steps interpolated between exact prices).
 # For reference, vidur itself took 171 s and 1.45 GB on this scenario (measured on the
 # project's 2-core development host).
 set -euo pipefail
@@ -52,3 +53,7 @@ time_runs() {  # label, extra run flags...
 }
 time_runs "outputs off" --no-csv
 time_runs "requests.csv on"
+# The same with decode-only steps interpolated between exact prices (cost_model.interpolate_decode:
+# a step within 2e-4 of its exact price, tests/unit/test_interpolated_decode.cpp).
+time_runs "interp., outputs off" --no-csv --set cost_model.interpolate_decode=true
+time_runs "interp., requests.csv" --set cost_model.interpolate_decode=true

@@ -187,6 +187,10 @@ struct EngineConfig {
 // Which StepCostModel prices a replica's iterations (serve/step_cost.hpp).
 struct CostModelConfig {
   std::string impl = "calibrated";
+  // Decode-only steps priced by linear interpolation in KV tokens between exact prices at grid
+  // points 2^-7 apart (relative), cached per batch size (InterpolatedDecodeCost, step_cost.cpp):
+  // faster, and no longer bit-identical to the exact model. Off by default.
+  bool interpolate_decode = false;
 };
 
 struct Scenario {

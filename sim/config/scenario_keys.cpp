@@ -248,6 +248,8 @@ std::vector<ScenarioKey> build() {
       key("<pool>.pipeline_parallel_size", T::integer, "parallel.pipeline_parallel_size", kGpus, "pipeline stages per replica"),
       object("cost_model", "calibrated", "what prices one iteration"),
       text("cost_model.impl", CostModelConfig{}.impl, "step cost model (servesim list cost-models)"),
+      key("cost_model.interpolate_decode", T::boolean, boolean_text(CostModelConfig{}.interpolate_decode), kNone,
+          "decode-only steps priced by interpolation in KV tokens between exact prices 2^-8..2^-7 apart: each within 2e-4 of exact, faster, not bit-identical"),
   };
 }
 

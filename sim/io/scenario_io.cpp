@@ -305,10 +305,11 @@ RouterConfig parse_router(KeyReader r) {
 
 CostModelConfig parse_cost_model(KeyReader r) {
   CostModelConfig c;
-  c.impl = r.string("impl");
+  c.impl = r.string("impl", c.impl);
   if (!is_step_cost_model(c.impl)) {
     r.fail("impl", "unknown cost model '" + c.impl + "' (" + names_of(list_step_cost_models()) + ")");
   }
+  c.interpolate_decode = r.boolean("interpolate_decode", c.interpolate_decode);
   r.finish();
   return c;
 }
@@ -673,7 +674,10 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   }
   // Echoed only when it is not the default, so reports of scenarios that do not name one keep
   // their bytes.
-  if (s.cost_model.impl != CostModelConfig{}.impl) j["cost_model"] = {{"impl", s.cost_model.impl}};
+  if (s.cost_model.impl != CostModelConfig{}.impl || s.cost_model.interpolate_decode) {
+    j["cost_model"] = {{"impl", s.cost_model.impl}};
+    if (s.cost_model.interpolate_decode) j["cost_model"]["interpolate_decode"] = true;
+  }
   if (s.disaggregation.enabled) {
     const auto pool = [](const PoolConfig& p) {
       return nlohmann::json{{"replicas", p.replicas},

@@ -1,7 +1,12 @@
 // The step cost models and their registry: see step_cost.hpp.
 #include "sim/serve/step_cost.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "sim/serve/parallel.hpp"
 
@@ -84,6 +89,161 @@ class RooflineStepCost final : public StepCostModel {
   std::vector<Op> ops_;  // reused across iterations
 };
 
+// cost_model.interpolate_decode: a decode-only step (no prefill; its shape is the batch size n and
+// the KV tokens kv) priced by linear interpolation in kv between the exact model's prices at the
+// two neighbouring grid points. The points are the numbers whose significand has 8 bits,
+// (128 + i) * 2^(e - 7) for i in [0, 128): neighbours are 2^-8 to 2^-7 of kv apart, so a decode
+// run of n sequences (kv grows by n per step) reuses one pair for ~kv / (128 n) steps, and a
+// point, once priced, serves every later step of that batch size. Why it is close: within a
+// cell only decode attention changes, smoothly in its context; the step's other ops are fixed
+// by n. A cell is checked once, when first used: its midpoint is priced exactly, and where the
+// line between the points misses it by more than kMidpointTolerance (a kink inside the cell:
+// an attention grid node, the launch queue's max), or the points differ in kernel count or
+// launch-bound flag, the cell's steps are priced exactly. With one kink or a quadratic bend in a
+// cell the line's worst miss is at most twice its miss at the midpoint, so a step is within
+// 2 x kMidpointTolerance of the exact price (tests/unit/test_interpolated_decode.cpp measures it
+// on every bundled scenario). Below kv = 256 (points under 2 tokens apart) steps are priced
+// exactly. Deterministic: a point's price and a cell's check depend only on (n, point), not on
+// the order steps visit them.
+class InterpolatedDecodeCost final : public StepCostModel {
+ public:
+  explicit InterpolatedDecodeCost(std::unique_ptr<StepCostModel> exact) : exact_(std::move(exact)) {}
+
+  StepTime step_time(const BatchShape& shape) override {
+    if (shape.prefill_seqs != 0 || shape.prefill_tokens != 0 || shape.decode_seqs <= 0) return exact_->step_time(shape);
+    return decode(shape.decode_seqs, shape.decode_kv_tokens);
+  }
+  // A decode run's shapes are decode-only by contract: only the batch size is kept.
+  void begin_decode_run(const BatchShape& shape) override { run_seqs_ = shape.decode_seqs; }
+  StepTime decode_run_step(double decode_kv_tokens) override { return decode(run_seqs_, decode_kv_tokens); }
+
+ private:
+  static constexpr int kSignificandBits = 7;  // fraction bits a grid point keeps (2^7 points per octave)
+  static constexpr double kMinKv = 256.0;     // 2^(kSignificandBits + 1): points >= 2 tokens apart from here
+  static constexpr double kMaxKv = 0x1p52;    // whole token counts stay exact doubles below this
+  static constexpr double kMidpointTolerance = 1e-4;  // relative miss of the line at a cell's midpoint
+
+  enum class Cell : std::uint8_t { unchecked, line, exact };
+  struct Point {
+    bool priced = false;
+    Cell cell = Cell::unchecked;  // the cell from this point to the next
+    StepTime time;
+  };
+  struct Row {  // one batch size's points: points[i] is grid index first + i
+    std::int64_t first = 0;
+    std::vector<Point> points;
+  };
+
+  // The index of the grid point at or below kv (kMinKv <= kv < kMaxKv): octave and top
+  // fraction bits of the double, read off its representation.
+  static std::int64_t grid_index(double kv) {
+    const auto bits = std::bit_cast<std::uint64_t>(kv);
+    const auto octave = static_cast<std::int64_t>((bits >> 52) & 0x7ff) - 1023 - (kSignificandBits + 1);
+    const auto fraction = static_cast<std::int64_t>((bits >> (52 - kSignificandBits)) & ((1u << kSignificandBits) - 1));
+    return (octave << kSignificandBits) + fraction;
+  }
+  // grid_index's inverse: the double with that octave and those fraction bits, the rest zero.
+  static double grid_kv(std::int64_t index) {
+    const auto octave = static_cast<std::uint64_t>(index >> kSignificandBits) + 1023 + kSignificandBits + 1;
+    const auto fraction = static_cast<std::uint64_t>(index & ((1 << kSignificandBits) - 1));
+    return std::bit_cast<double>((octave << 52) | (fraction << (52 - kSignificandBits)));
+  }
+
+  StepTime exact(std::int64_t seqs, double kv) {
+    BatchShape shape;
+    shape.decode_seqs = seqs;
+    shape.decode_kv_tokens = kv;
+    return exact_->step_time(shape);
+  }
+
+  // Row `seqs` holding grid indices [lo, hi], grown with slack so a run's climbing kv seldom
+  // moves it.
+  Row& row_covering(std::int64_t seqs, std::int64_t lo, std::int64_t hi) {
+    if (rows_.size() <= static_cast<std::size_t>(seqs)) rows_.resize(static_cast<std::size_t>(seqs) + 1);
+    Row& row = rows_[static_cast<std::size_t>(seqs)];
+    constexpr std::int64_t kSlack = 32;
+    if (row.points.empty()) {
+      row.first = std::max<std::int64_t>(0, lo - kSlack);
+      row.points.resize(static_cast<std::size_t>(hi + kSlack - row.first));
+    } else if (lo < row.first) {
+      const std::int64_t first = std::max<std::int64_t>(0, lo - kSlack);
+      row.points.insert(row.points.begin(), static_cast<std::size_t>(row.first - first), Point{});
+      row.first = first;
+    }
+    const auto end = row.first + static_cast<std::int64_t>(row.points.size());
+    if (hi >= end) row.points.resize(static_cast<std::size_t>(hi + kSlack - row.first));
+    return row;
+  }
+
+  const StepTime& point(Row& row, std::int64_t seqs, std::int64_t index) {
+    Point& p = row.points[static_cast<std::size_t>(index - row.first)];
+    if (!p.priced) {
+      p.time = exact(seqs, grid_kv(index));
+      p.priced = true;
+    }
+    return p.time;
+  }
+
+  // The line from a to b at w in [0, 1].
+  static StepTime between(const StepTime& a, const StepTime& b, double w) {
+    const auto lerp = [w](double x, double y) { return x + w * (y - x); };
+    StepTime t = a;
+    t.time_s = lerp(a.time_s, b.time_s);
+    t.gpu_s = lerp(a.gpu_s, b.gpu_s);
+    t.launch_s = lerp(a.launch_s, b.launch_s);
+    t.launch_wait_s = lerp(a.launch_wait_s, b.launch_wait_s);
+    t.host_s = lerp(a.host_s, b.host_s);
+    t.roofline_s = lerp(a.roofline_s, b.roofline_s);
+    t.bytes = lerp(a.bytes, b.bytes);
+    t.flops = lerp(a.flops, b.flops);
+    t.comm_s = lerp(a.comm_s, b.comm_s);
+    t.bubble_frac = lerp(a.bubble_frac, b.bubble_frac);
+    return t;
+  }
+
+  // Whether the cell from a (at lo_kv) to b (at hi_kv) may be interpolated (see the class comment).
+  bool line_fits(std::int64_t seqs, const StepTime& a, const StepTime& b, double lo_kv, double hi_kv) {
+    if (a.kernels != b.kernels || a.launch_bound != b.launch_bound) return false;
+    const StepTime mid = exact(seqs, 0.5 * (lo_kv + hi_kv));
+    const double line_s = between(a, b, 0.5).time_s;
+    return std::fabs(line_s - mid.time_s) <= kMidpointTolerance * mid.time_s;
+  }
+
+  StepTime decode(std::int64_t seqs, double kv) {
+    // The last interpolated cell first: a decode run's steps climb through a cell ~kv / (128 n)
+    // steps long. Same arithmetic as below, so the answer does not depend on the order.
+    if (seqs == last_.seqs && kv > last_.lo_kv && kv < last_.hi_kv) {
+      return between(*last_.lo, *last_.hi, (kv - last_.lo_kv) / (last_.hi_kv - last_.lo_kv));
+    }
+    if (!(kv >= kMinKv && kv < kMaxKv)) return exact(seqs, kv);
+    const std::int64_t index = grid_index(kv);
+    Row& row = row_covering(seqs, index, index + 1);
+    last_.seqs = -1;  // row_covering may have moved the points
+    const StepTime& a = point(row, seqs, index);
+    const double lo_kv = grid_kv(index);
+    if (kv == lo_kv) return a;
+    const StepTime& b = point(row, seqs, index + 1);
+    const double hi_kv = grid_kv(index + 1);
+    Cell& cell = row.points[static_cast<std::size_t>(index - row.first)].cell;
+    if (cell == Cell::unchecked) cell = line_fits(seqs, a, b, lo_kv, hi_kv) ? Cell::line : Cell::exact;
+    if (cell == Cell::exact) return exact(seqs, kv);
+    last_ = {seqs, lo_kv, hi_kv, &a, &b};
+    return between(a, b, (kv - lo_kv) / (hi_kv - lo_kv));
+  }
+
+  struct LastCell {  // the cell decode() interpolated last (seqs -1: none)
+    std::int64_t seqs = -1;
+    double lo_kv = 0.0, hi_kv = 0.0;
+    const StepTime* lo = nullptr;
+    const StepTime* hi = nullptr;
+  };
+
+  std::unique_ptr<StepCostModel> exact_;
+  std::vector<Row> rows_;        // by batch size
+  LastCell last_;
+  std::int64_t run_seqs_ = 0;    // the decode run's batch size (begin_decode_run)
+};
+
 }  // namespace
 
 std::vector<PolicyInfo> list_step_cost_models() {
@@ -102,9 +262,17 @@ std::vector<PolicyInfo> list_step_cost_models() {
 bool is_step_cost_model(const std::string& name) { return has_name(list_step_cost_models(), name); }
 
 std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& s, const ParallelConfig& parallel, bool reference_path) {
-  if (s.cost_model.impl == "calibrated") return std::make_unique<CalibratedStepCost>(s, parallel, reference_path);
-  if (s.cost_model.impl == "roofline") return std::make_unique<RooflineStepCost>(s, parallel);
-  throw std::logic_error("unknown cost model " + s.cost_model.impl);  // the parser rejects unknown names first
+  std::unique_ptr<StepCostModel> model;
+  if (s.cost_model.impl == "calibrated") {
+    model = std::make_unique<CalibratedStepCost>(s, parallel, reference_path);
+  } else if (s.cost_model.impl == "roofline") {
+    model = std::make_unique<RooflineStepCost>(s, parallel);
+  } else {
+    throw std::logic_error("unknown cost model " + s.cost_model.impl);  // the parser rejects unknown names first
+  }
+  // On the reference path too: the exact-vs-fast tests compare the engine's paths, not the pricing.
+  if (s.cost_model.interpolate_decode) model = std::make_unique<InterpolatedDecodeCost>(std::move(model));
+  return model;
 }
 
 }  // namespace servesim

@@ -74,6 +74,16 @@ TEST_CASE("fast-forward and per-step loop agree on every bundled scenario") {
   CHECK(quiet_steps > 0);
 }
 
+TEST_CASE("fast-forward and per-step loop agree with interpolated decode steps too") {
+  // cost_model.interpolate_decode prices a quiet run's steps through decode_run_step and the
+  // per-step loop's through step_time: the same cells, the same points, the same report.
+  for (const auto& p : bundled_scenarios()) {
+    std::vector<std::string> overrides = {"cost_model.interpolate_decode=true"};
+    if (load_scenario(p.string(), {}).workload.num_requests > 300) overrides.push_back("workload.num_requests=300");
+    check_same_report(load_scenario(p.string(), overrides), p.filename().string() + ", interpolated decode");
+  }
+}
+
 TEST_CASE("quiet decode runs: vidur's scenario (equal lengths, one arrival a second) is mostly quiet steps") {
   // The bench scenario cut to 300 requests: long runs of steps between arrivals and finishes.
   const Scenario s = load_scenario((kRepo / "bench/vidur.json").string(), {"workload.num_requests=300"});
