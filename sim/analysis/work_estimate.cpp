@@ -90,7 +90,7 @@ WorkEstimate estimate_work(const Scenario& s) {
   return e;
 }
 
-void check_work(const std::vector<Scenario>& runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
+void check_work(std::span<const Scenario> runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
                 const std::string& levers, const std::string& override_flag, std::optional<std::size_t> built_at_once) {
   double steps = 0.0, request_bytes = 0.0, requests = 0.0;
   const double n = static_cast<double>(copies);

@@ -3,6 +3,7 @@
 // hours or exhaust memory fails in a moment, saying what to change).
 #pragma once
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,15 @@ inline constexpr const char* kNoWorkLimitHelp = "run even past the work and memo
 // "workload.num_requests or --replications") and `override_flag`, which lifts the limit.
 // `built_at_once`: how many simulations' scenarios exist at the same time; by default all of them
 // (run and sweep build every scenario before the first run; saturate and plan build one probe's).
-void check_work(const std::vector<Scenario>& runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
+// A span, not a vector: a single scenario is checked in place (`check_work(s, ...)`), not copied
+// with its hardware profile (~400 page faults of start-up on a100-80gb-sxm).
+void check_work(std::span<const Scenario> runs, std::size_t copies, const WorkBudget& budget, const std::string& where,
                 const std::string& levers, const std::string& override_flag,
                 std::optional<std::size_t> built_at_once = std::nullopt);
+inline void check_work(const Scenario& run, std::size_t copies, const WorkBudget& budget, const std::string& where,
+                       const std::string& levers, const std::string& override_flag,
+                       std::optional<std::size_t> built_at_once = std::nullopt) {
+  check_work(std::span<const Scenario>(&run, 1), copies, budget, where, levers, override_flag, built_at_once);
+}
 
 }  // namespace servesim

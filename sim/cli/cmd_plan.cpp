@@ -275,7 +275,7 @@ void check_plan_work(const Scenario& assumed, std::size_t options, const Distrib
   const auto reps = static_cast<std::size_t>(s.replications);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t here = dist.split ? dist.split->busiest_share(options) : options;
-  check_work({assumed}, here * (reps * static_cast<std::size_t>(expected_probes(s)) + 1), WorkBudget{}, "servesim plan",
+  check_work(assumed, here * (reps * static_cast<std::size_t>(expected_probes(s)) + 1), WorkBudget{}, "servesim plan",
              "--hw, --quant, --tp, --ep (" + std::to_string(options) + " options), --replications or the --workload's num_requests",
              "--no-work-limit", std::min(here, cores) * reps);
 }

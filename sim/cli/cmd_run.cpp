@@ -151,7 +151,7 @@ int cmd_run(const std::vector<std::string>& args) {
   const Scenario scenario = src.load();
   // Before the other replications are built: each costs time and memory of its own.
   if (!parsed.count("no-work-limit")) {
-    check_work({scenario}, static_cast<std::size_t>(reps), WorkBudget{}, path, "workload.num_requests (or duration_s) or --replications",
+    check_work(scenario, static_cast<std::size_t>(reps), WorkBudget{}, path, "workload.num_requests (or duration_s) or --replications",
                "--no-work-limit");
   }
   // Replications 1..N-1: independent seeds spread over cores (TBB) without outputs; the report,

@@ -75,7 +75,7 @@ Scenario probe_scenario(const ScenarioSource& src, double rate, std::uint64_t se
   if (work_limit) {
     char levers[128];
     std::snprintf(levers, sizeof levers, "workload.duration_s (the probe at %.4g req/s is one of many) or --replications", rate);
-    check_work({s}, static_cast<std::size_t>(replications), WorkBudget{}, src.path, levers, "--no-work-limit");
+    check_work(s, static_cast<std::size_t>(replications), WorkBudget{}, src.path, levers, "--no-work-limit");
   }
   return s;
 }
@@ -156,7 +156,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
     // The search's expected probes, each R replications of the scenario; the scenarios of one
     // probe exist at a time.
     const auto reps = static_cast<std::size_t>(o.replications);
-    check_work({base}, reps * static_cast<std::size_t>(expected_probes(o)), WorkBudget{}, src.path,
+    check_work(base, reps * static_cast<std::size_t>(expected_probes(o)), WorkBudget{}, src.path,
                "workload.num_requests (or duration_s), --replications or --tolerance", "--no-work-limit", reps);
   }
   ProgressBar bar(true);

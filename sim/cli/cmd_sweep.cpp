@@ -64,7 +64,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     for (const auto& a : grid) simulations *= a.values.size();
     if (dist.split) simulations = dist.split->busiest_share(simulations);
     const std::string levers = "workload.num_requests (or duration_s), the --grid values or --replications";
-    check_work({src.load()}, simulations, WorkBudget{}, src.path, levers, "--no-work-limit");
+    check_work(src.load(), simulations, WorkBudget{}, src.path, levers, "--no-work-limit");
     o.before_runs = [&src, levers](const std::vector<Scenario>& runs) { check_work(runs, 1, WorkBudget{}, src.path, levers, "--no-work-limit"); };
   }
   ProgressBar bar(true);
