@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <stdexcept>
+#include <type_traits>
 
 namespace servesim {
 
@@ -307,8 +310,30 @@ std::uint64_t bits(double v) {
   return u;
 }
 
-// Every field estimate() reads (name, count, per_layer and placement it does not).
-bool same_kernel(const Op& a, const Op& b) {
+}  // namespace
+
+KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
+  return {.flops = op.flops,
+          .bytes = op.bytes,
+          .attn_kv_tokens = op.attn_kv_tokens,
+          .stream_efficiency = op.stream_efficiency,
+          .compute_efficiency = op.compute_efficiency,
+          .compute_plateau_frac = op.compute_plateau_frac,
+          .tile_padding = op.tile_padding,
+          .m = op.m,
+          .n = op.n,
+          .k = op.k,
+          .attn_seqs = op.attn_seqs,
+          .attn_kv_heads = op.attn_kv_heads,
+          .attn_head_dim = op.attn_head_dim,
+          .groups = op.groups,
+          .comm_gpus = op.comm_gpus,
+          .kind = op.kind,
+          .quant = op.quant,
+          .attn_kernel = op.attn_kernel};
+}
+
+bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
   return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads && a.attn_head_dim == b.attn_head_dim &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
@@ -316,10 +341,14 @@ bool same_kernel(const Op& a, const Op& b) {
          a.comm_gpus == b.comm_gpus &&
          a.groups == b.groups && a.tile_padding == b.tile_padding;
 }
-}  // namespace
 
-KernelTimeCache::KernelTimeCache(const HwProfile& hw, Dtype base)
-    : hw_(hw), base_(base), entries_(std::size_t{1} << kCacheBits) {}
+void KernelTimeCache::FreeEntries::operator()(Entry* p) const { std::free(p); }
+
+KernelTimeCache::KernelTimeCache(const HwProfile& hw, Dtype base) : hw_(hw), base_(base) {
+  static_assert(std::is_trivially_copyable_v<Entry> && std::is_aggregate_v<Entry>, "calloc'd entries must be plain data");
+  entries_.reset(static_cast<Entry*>(std::calloc(std::size_t{1} << kCacheBits, sizeof(Entry))));
+  if (!entries_) throw std::bad_alloc();
+}
 
 const KernelTime& KernelTimeCache::get(const Op& op) {
   // flops and bytes tell ops and shapes apart; the other fields only refine equality.
@@ -328,13 +357,13 @@ const KernelTime& KernelTimeCache::get(const Op& op) {
   const std::uint64_t key = bits(op.flops) ^ ((b << 17) | (b >> 47)) ^ static_cast<std::uint64_t>(op.kind) ^
                             (static_cast<std::uint64_t>(op.quant) << 8);
   Entry& e = entries_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
-  if (e.valid && same_kernel(e.op, op)) {
+  if (e.valid && same_kernel(e.key, op)) {
     ++hits_;
     return e.time;
   }
   ++misses_;
   e.valid = true;
-  e.op = op;
+  e.key = key_of(op);
   e.time = estimate(op, hw_, base_);
   return e.time;
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "sim/hw/hw_profile.hpp"
@@ -113,14 +114,32 @@ class KernelTimeCache {
   std::uint64_t misses() const { return misses_; }
 
  private:
-  struct Entry {
-    bool valid = false;
-    Op op{"", OpKind::gemm};
-    KernelTime time;
+  // Exactly the Op fields estimate() reads (not name, count, per_layer, placement): plain data,
+  // so an entry of all zero bytes is a valid empty one.
+  struct Key {
+    double flops, bytes, attn_kv_tokens, stream_efficiency, compute_efficiency, compute_plateau_frac, tile_padding;
+    std::int64_t m, n, k, attn_seqs, attn_kv_heads, attn_head_dim, groups;
+    int comm_gpus;
+    OpKind kind;
+    QuantScheme quant;
+    AttentionKernel attn_kernel;
   };
+  struct Entry {
+    Key key;
+    KernelTime time;
+    bool valid;
+  };
+  struct FreeEntries {
+    void operator()(Entry* p) const;
+  };
+  static Key key_of(const Op& op);
+  static bool same_kernel(const Key& key, const Op& op);
   const HwProfile& hw_;
   Dtype base_;
-  std::vector<Entry> entries_;
+  // Zeroed by calloc, not constructed entry by entry: a fresh mapping's pages stay untouched
+  // until a lookup lands in them (a simulation builds two caches of 4096 x 208 bytes; writing
+  // them all cost ~520 page faults, ~4 ms of the start-up on a host where a fault costs ~7 us).
+  std::unique_ptr<Entry[], FreeEntries> entries_;
   std::uint64_t hits_ = 0, misses_ = 0;
 };
 
