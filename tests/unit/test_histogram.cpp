@@ -85,3 +85,33 @@ TEST_CASE("values creeping across bucket edges land where a fresh histogram puts
     REQUIRE(creeping.quantile(q) == reference.quantile(q));
   }
 }
+
+TEST_CASE("the stored span grows both ways: any order of adds and merges gives one histogram's quantiles") {
+  // Only the buckets the values reach are stored: descending values grow the span at its front,
+  // clamped values (<= min_value, >= max_value) reach both ends of the layout, and merges join
+  // spans that do not overlap.
+  std::vector<double> values;
+  for (int i = 0; i < 300; ++i) values.push_back(10.0 * std::pow(0.97, i));
+  for (double v : {0.0, -1.0, 1e-9, 5e6, 1e6, 3.0, 1e-7, 2e-3}) values.push_back(v);
+  LogHistogram all, parts[3];
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    all.add(values[i]);
+    parts[i % 3].add(values[i]);
+  }
+  LogHistogram merged;
+  merged.merge(parts[2]);
+  merged.merge(parts[0]);
+  LogHistogram copy = merged;  // a copy keeps its span and its cached slot
+  copy.merge(parts[1]);
+  REQUIRE(copy.count() == all.count());
+  CHECK(copy.min() == all.min());
+  CHECK(copy.max() == all.max());
+  const auto n = static_cast<double>(all.count());
+  for (int r = 1; r <= all.count(); ++r) {
+    INFO("rank " << r);
+    REQUIRE(copy.quantile((r - 0.5) / n) == all.quantile((r - 0.5) / n));
+  }
+  copy.add(10.0);
+  all.add(10.0);
+  CHECK(copy.quantile(1.0) == all.quantile(1.0));
+}
