@@ -134,3 +134,16 @@ TEST_CASE("a run with interpolated decode steps reports within the stated tolera
   CHECK(central.err <= kCentralTolerance);
   CHECK(tail.err <= kTailTolerance);
 }
+
+TEST_CASE("cost_model.interpolate_decode: off by default, a boolean, errors name the key") {
+  auto doc = base_scenario();
+  CHECK_FALSE(scenario_from(doc).cost_model.interpolate_decode);
+  doc["cost_model"] = {{"interpolate_decode", true}};  // impl may be left out: calibrated
+  const Scenario s = scenario_from(doc);
+  CHECK(s.cost_model.interpolate_decode);
+  CHECK(s.cost_model.impl == "calibrated");
+  doc["cost_model"] = {{"interpolate_decode", "yes"}};
+  CHECK(parse_error(doc).find("cost_model.interpolate_decode") != std::string::npos);
+  doc["cost_model"] = {{"interpolate_decode", 1}};
+  CHECK(parse_error(doc).find("cost_model.interpolate_decode") != std::string::npos);
+}
