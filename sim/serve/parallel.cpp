@@ -148,7 +148,8 @@ IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& p
     : scenario_(scenario),
       parallel_(parallel),
       sharded_model_(scenario.model.sharded(parallel.tensor_parallel_size, parallel.expert_parallel_size)),
-      cache_(scenario.hw, scenario.precision.weights) {}
+      cache_(scenario.hw, scenario.precision.weights),
+      context_cache_(scenario.hw, scenario.precision.weights) {}
 
 StepTime IterationTimer::time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
   return estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, scenario_.engine.profile.kernels,
@@ -190,16 +191,22 @@ StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const Launc
     time_kernels(scratch_ops_, s.hw, s.precision.weights, &cache_, scratch_times_);
     summarize_step(scratch_ops_, scratch_times_, per_kernel_s, s.hw.dependent_kernel_gap_s, m.pieces);
   } else {
-    // Contexts rarely repeat: estimate() directly, no cache entry to evict others for (decode
-    // attention through the cursor: its grid and last cell kept from the step before).
+    // Decode attention's context grows every step and seldom repeats: estimated directly,
+    // through the cursor (its grid and last cell kept from the step before). The other context
+    // ops (prefill attention) through context_cache_: a hit returns what estimate() computes.
     for (std::size_t i = 0; i < m.pieces.num_context; ++i) {
       StepPieces::ContextOp& ctx = m.pieces.context[i];
-      if (decode_rates != nullptr && ctx.op.kind == OpKind::attention_decode) {
-        set_decode_attention_work(ctx.op, *decode_rates, shape.decode_seqs, shape.decode_kv_tokens);
+      if (ctx.op.kind == OpKind::attention_decode) {
+        if (decode_rates != nullptr) {
+          set_decode_attention_work(ctx.op, *decode_rates, shape.decode_seqs, shape.decode_kv_tokens);
+        } else {
+          refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
+        }
+        ctx.time = estimate_decode_attention(ctx.op, s.hw, s.precision.weights, decode_cursor_);
       } else {
         refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
+        ctx.time = context_cache_.get(ctx.op);
       }
-      ctx.time = estimate_decode_attention(ctx.op, s.hw, s.precision.weights, decode_cursor_);
     }
   }
   m.shape = shape;

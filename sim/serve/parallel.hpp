@@ -74,6 +74,10 @@ class IterationTimer {
   ParallelConfig parallel_;
   ModelSpec sharded_model_;  // the slice one GPU of the tensor-parallel group holds
   KernelTimeCache cache_;
+  // Context ops other than decode attention (prefill attention, the KV concat) re-timed on a
+  // memo hit. A fresh prompt's prefill attention depends on its length alone, and lengths recur;
+  // kept apart from cache_ so these entries do not evict the step's GEMMs.
+  KernelTimeCache context_cache_;
   DecodeAttentionCursor decode_cursor_;  // decode attention's grid and last cell, between steps
   std::vector<Op> scratch_ops_;     // op list of the step being built or timed unmemoised
   std::vector<KernelTime> scratch_times_;
