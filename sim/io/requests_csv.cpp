@@ -12,6 +12,30 @@ namespace servesim {
 
 namespace {
 
+// "00".."99": two decimal digits per table read.
+constexpr char kDigitPairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// v < 10^9 as exactly nine digits with its leading zeros, without to_chars' digit count and
+// divisions (7 of a row's 13 cells are such fractions). y / 2^57 tracks v / 10^8: the integer
+// part is the first digit, and each multiplication of the fraction by 100 brings the next two
+// into the integer part. The multiplier is 2^57 / 10^8 rounded up; its rounding never carries
+// into a digit for v < 10^9 (all 10^9 values were checked against printf's %09u;
+// tests/unit/test_outputs.cpp checks a sample through the writer). Small integers stay with
+// to_chars: a fixed-width version of this for them was slower (most have 1-4 digits).
+void nine_digits(char* out, std::uint32_t v) {
+  constexpr unsigned kShift = 57;
+  constexpr std::uint64_t kFraction = (std::uint64_t{1} << kShift) - 1;
+  std::uint64_t y = static_cast<std::uint64_t>(v) * 1'441'151'881u;  // < 2^61 for v < 10^9
+  out[0] = static_cast<char>('0' + (y >> kShift));
+  for (int pair = 0; pair < 4; ++pair) {
+    y = (y & kFraction) * 100;  // < 2^64
+    std::memcpy(out + 1 + 2 * pair, kDigitPairs + 2 * (y >> kShift), 2);
+  }
+}
+
 // One row, formatted in place at `p` (the caller keeps kMaxRowBytes free: 13 fields of at most
 // 20 digits and a separator, and a status word).
 struct Row {
@@ -27,11 +51,8 @@ struct Row {
   void seconds(TimeNs ns) {
     if (ns < 0) return;
     integer(ns / 1'000'000'000);
-    // The nine decimals with their leading zeros: the digits of 1e9 + the fraction after its 1.
-    char digits[10];
-    std::to_chars(digits, digits + sizeof digits, ns % 1'000'000'000 + 1'000'000'000);
     *p++ = '.';
-    std::memcpy(p, digits + 1, 9);
+    nine_digits(p, static_cast<std::uint32_t>(ns % 1'000'000'000));
     p += 9;
   }
   void comma() { *p++ = ','; }

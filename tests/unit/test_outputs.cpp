@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "sim/io/html_report.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/report_io.hpp"
+#include "sim/io/requests_csv.hpp"
 #include "sim/io/svg_chart.hpp"
 #include "sim/metrics/run_recorder.hpp"
 #include "sim/serve/simulation.hpp"
@@ -136,6 +138,51 @@ TEST_CASE("svg: escaping, log-axis ticks and the element id") {
   svg::Chart empty;
   empty.id = "e";
   CHECK(svg::render(empty).find("no data") != std::string::npos);
+}
+
+TEST_CASE("requests.csv times: integer ns as seconds with exactly nine decimals, as printf writes them") {
+  // The writer formats the decimals itself (requests_csv.cpp, nine_digits); printf's
+  // "%lld.%09lld" is the reference. Values at digit boundaries, then a spread of others.
+  std::vector<TimeNs> times = {0, 1, 9, 10, 99, 100, 999'999'999, 1'000'000'000, 1'000'000'001, 1'999'999'999,
+                               123'456'789'012, 86'400'000'000'000, 9'007'199'254'740'993};
+  for (TimeNs p = 1; p <= 100'000'000; p *= 10) {
+    for (const TimeNs d : {-1, 0, 1}) times.push_back(p + d);
+  }
+  std::uint64_t x = 88172645463325252ull;  // xorshift64: a fixed spread of fractions
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    times.push_back(static_cast<TimeNs>(x % 4'000'000'000'000ull));
+  }
+  const std::string path = "/tmp/servesim_csv_digits_" + std::to_string(::getpid()) + ".csv";
+  {
+    RequestsCsvWriter w(path);
+    for (std::size_t i = 0; i < times.size(); ++i) {
+      Request r;
+      r.arrival_ns = times[i];
+      w.on_rejected(static_cast<std::uint32_t>(i), r, 0);
+    }
+    w.commit();
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  std::size_t rows = 0, wrong = 0;
+  while (std::getline(in, line)) {
+    const auto f = split(line, ',');
+    REQUIRE(f.size() == 13);
+    const TimeNs t = times[rows++];
+    char want[40];
+    std::snprintf(want, sizeof want, "%lld.%09lld", static_cast<long long>(t / 1'000'000'000), static_cast<long long>(t % 1'000'000'000));
+    if (f[2] != want) {
+      if (++wrong <= 5) MESSAGE("arrival " << t << " ns written " << f[2] << ", printf " << want);
+    }
+  }
+  std::filesystem::remove(path);
+  MESSAGE(rows << " times formatted, " << wrong << " differ from printf");
+  CHECK(rows == times.size());
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("run writes requests.csv that agrees with report.json") {
