@@ -26,7 +26,7 @@ Timeline::Timeline(std::size_t max_buckets, TimeNs initial_width_ns)
   buckets_.reserve(max_buckets_);
 }
 
-TimelineBucket& Timeline::at(TimeNs t) {
+TimelineBucket& Timeline::find(TimeNs t) {
   t = std::max<TimeNs>(0, t);
   while (static_cast<std::size_t>(t / width_ns_) >= max_buckets_) {
     // Double the width: bucket i absorbs 2i and 2i+1.
@@ -41,6 +41,9 @@ TimelineBucket& Timeline::at(TimeNs t) {
   }
   const auto idx = static_cast<std::size_t>(t / width_ns_);
   if (idx >= buckets_.size()) buckets_.resize(idx + 1);
+  last_index_ = idx;
+  last_start_ns_ = static_cast<TimeNs>(idx) * width_ns_;
+  last_end_ns_ = last_start_ns_ + width_ns_;
   return buckets_[idx];
 }
 

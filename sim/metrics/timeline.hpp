@@ -28,15 +28,26 @@ class Timeline {
   explicit Timeline(std::size_t max_buckets = 240, TimeNs initial_width_ns = 1'000'000);
 
   // The bucket holding time t (>= 0), widening the buckets first when t lies past the end.
-  TimelineBucket& at(TimeNs t);
+  // Iterations come in time order, several to a bucket: the last bucket found answers without
+  // a division when t falls in it (the same bucket the division gives).
+  TimelineBucket& at(TimeNs t) {
+    if (t >= last_start_ns_ && t < last_end_ns_) return buckets_[last_index_];
+    return find(t);
+  }
   TimeNs bucket_width_ns() const { return width_ns_; }
   // Buckets from t = 0 up to the last one touched.
   const std::vector<TimelineBucket>& buckets() const { return buckets_; }
 
  private:
+  TimelineBucket& find(TimeNs t);
+
   std::size_t max_buckets_;
   TimeNs width_ns_;
   std::vector<TimelineBucket> buckets_;
+  // [last_start_ns_, last_end_ns_): the bucket find() returned last, at buckets_[last_index_]
+  // (empty until the first find; widening moves every bucket, and find() runs first then).
+  TimeNs last_start_ns_ = 0, last_end_ns_ = 0;
+  std::size_t last_index_ = 0;
 };
 
 }  // namespace servesim
