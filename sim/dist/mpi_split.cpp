@@ -1,6 +1,7 @@
-// See job_split.hpp: the MPI split, the one file that includes MPI (built with SERVESIM_HAVE_MPI
-// when CMake found it; otherwise --mpi is refused with a line saying so). Only the main thread
-// calls MPI (the exchange runs after the parallel part), so MPI_THREAD_FUNNELED suffices.
+// See job_split.hpp: the MPI split. MPI itself is in a module (libservesim_mpi.so, built with
+// SERVESIM_HAVE_MPI when CMake found Open MPI; see mpi_module_api.hpp) loaded on the first --mpi,
+// so runs without --mpi do not load Open MPI. Without the module --mpi is refused with a line
+// saying so. Only the main thread calls MPI (the exchange runs after the parallel part).
 #include "sim/dist/job_split.hpp"
 
 #include <optional>
@@ -9,10 +10,14 @@
 #include "sim/core/error.hpp"
 
 #ifdef SERVESIM_HAVE_MPI
-#include <mpi.h>
+#include <dlfcn.h>
 
 #include <climits>
 #include <cstdint>
+#include <filesystem>
+#include <system_error>
+
+#include "sim/dist/mpi_module_api.hpp"
 #endif
 
 namespace servesim {
@@ -21,42 +26,72 @@ namespace servesim {
 
 namespace {
 
+// Where the module may be: where CMake built it (a build-tree servesim), beside an installed
+// servesim (bin/../LIBDIR/servesim, wherever the tree was installed), or where the configured
+// install prefix puts it.
+std::vector<std::string> module_candidates() {
+  std::vector<std::string> paths = {SERVESIM_MPI_MODULE_BUILD_PATH};
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) paths.push_back((exe.parent_path().parent_path() / SERVESIM_MPI_MODULE_INSTALL_DIR / SERVESIM_MPI_MODULE_NAME).string());
+  paths.emplace_back(SERVESIM_MPI_MODULE_INSTALL_PATH);
+  return paths;
+}
+
+// The module's table, loaded once (never unloaded: MPI_Finalize runs from a static's destructor).
+const ServesimMpiApi& mpi_api(const std::string& flag) {
+  static const ServesimMpiApi* api = nullptr;
+  if (api != nullptr) return *api;
+  std::string tried;
+  for (const std::string& path : module_candidates()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      tried += (tried.empty() ? "" : ", ") + path;
+      continue;
+    }
+    // RTLD_GLOBAL: Open MPI's own plugins, which it dlopen()s, resolve symbols of libmpi.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr) throw InputError(flag, "", std::string("cannot load the MPI module: ") + dlerror());
+    const auto get = reinterpret_cast<const ServesimMpiApi* (*)()>(dlsym(handle, kServesimMpiApiSymbol));
+    if (get == nullptr || get()->abi_version != kServesimMpiAbiVersion) {
+      throw InputError(flag, "", path + " is not this servesim's MPI module (rebuild servesim)");
+    }
+    api = get();
+    return *api;
+  }
+  throw InputError(flag, "", "the MPI module " + std::string(SERVESIM_MPI_MODULE_NAME) + " was not found (looked at " + tried +
+                                 "); build or install servesim with it");
+}
+
+void check(int rc, const char* what) {
+  if (rc != 0) throw std::runtime_error(std::string("MPI ") + what + " failed (code " + std::to_string(rc) + ")");
+}
+
 // MPI_Init on first use, MPI_Finalize when the program exits (a static's destructor, so every
 // return from main, error or not, finalizes and mpirun sees a clean exit).
 class MpiSession {
  public:
-  MpiSession() {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiSession() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
-  }
+  explicit MpiSession(const ServesimMpiApi& api) : api_(api) { check(api_.init(&rank_, &size_), "Init"); }
+  ~MpiSession() { api_.finalize(); }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
+  const ServesimMpiApi& api() const { return api_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
 
  private:
+  const ServesimMpiApi& api_;
   int rank_ = 0, size_ = 1;
 };
 
-MpiSession& session() {
-  static MpiSession s;
+MpiSession& session(const std::string& flag) {
+  static MpiSession s(mpi_api(flag));
   return s;
-}
-
-void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI ") + what + " failed (code " + std::to_string(rc) + ")");
 }
 
 class MpiSplit final : public JobSplit {
  public:
-  MpiSplit() : JobSplit(session().rank(), session().size()) {}
+  explicit MpiSplit(MpiSession& mpi) : JobSplit(mpi.rank(), mpi.size()), api_(mpi.api()) {}
   bool writes_output() const override { return part_ == 0; }
 
   // Each rank's share as CBOR (doubles travel as their 8 bytes), gathered on every rank.
@@ -74,7 +109,7 @@ class MpiSplit final : public JobSplit {
     }
     int length = static_cast<int>(bytes.size());
     std::vector<int> lengths(static_cast<std::size_t>(parts_)), offsets(static_cast<std::size_t>(parts_));
-    check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "Allgather");
+    check(api_.allgather_int(length, lengths.data()), "Allgather");
     long long total = 0;
     for (int r = 0; r < parts_; ++r) {
       offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
@@ -82,8 +117,7 @@ class MpiSplit final : public JobSplit {
       if (total > INT_MAX) throw std::runtime_error("MPI exchange: the results of all ranks exceed 2 GB");
     }
     std::vector<std::uint8_t> all(static_cast<std::size_t>(total));
-    check(MPI_Allgatherv(bytes.data(), length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE, MPI_COMM_WORLD),
-          "Allgatherv");
+    check(api_.allgatherv_bytes(bytes.data(), length, all.data(), lengths.data(), offsets.data()), "Allgatherv");
     std::vector<nlohmann::json> out(jobs);
     std::vector<bool> have(jobs, false);
     std::vector<nlohmann::json> parts;
@@ -112,13 +146,16 @@ class MpiSplit final : public JobSplit {
     }
     return out;
   }
+
+ private:
+  const ServesimMpiApi& api_;
 };
 
 }  // namespace
 
 bool mpi_available() { return true; }
 
-std::unique_ptr<JobSplit> mpi_split(const std::string&) { return std::make_unique<MpiSplit>(); }
+std::unique_ptr<JobSplit> mpi_split(const std::string& flag) { return std::make_unique<MpiSplit>(session(flag)); }
 
 #else
 
