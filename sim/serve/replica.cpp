@@ -468,8 +468,8 @@ void Replica::record_class(const Request& r, double ttft_s, double tpot_s, doubl
   c.completed += 1;
   c.output_tokens += r.output_tokens;
   c.ttft_s.add(ttft_s);
-  c.e2e_s.add(e2e_s);
-  if (r.output_tokens > 1) c.tpot_s.add(tpot_s);
+  c.e2e_s.add_as_in(e2e_s, metrics_.e2e_s);  // complete() has just added both overall
+  if (r.output_tokens > 1) c.tpot_s.add_as_in(tpot_s, metrics_.tpot_s);
   const bool met = (slo.ttft_s <= 0.0 || ttft_s <= slo.ttft_s) && (slo.tpot_s <= 0.0 || tpot_s <= slo.tpot_s) &&
                    (slo.e2e_s <= 0.0 || e2e_s <= slo.e2e_s);
   if (met) c.slo_met += 1;
