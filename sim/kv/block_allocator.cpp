@@ -2,6 +2,7 @@
 // (evicted when the free list is empty), refcounted block tables and a hash -> block index.
 #include "sim/kv/block_allocator.hpp"
 
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -79,60 +80,43 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   auto& table = tables_[seq];
   const std::size_t avail = free_list_.size();
   if (static_cast<std::size_t>(extra) <= avail) {
-    // The blocks take_block() would pop, in its order, without a call and a push_back per block
-    // (an admission takes a whole prompt's blocks: 64 for a 1024-token prompt).
-    const std::size_t old = table.size(), n = static_cast<std::size_t>(extra);
-    table.resize(old + n);
+    // The blocks take_block() would pop, in its order (the top of the free list first), moved as
+    // one run: an admission takes a whole prompt's blocks (64 for a 1024-token prompt), and
+    // uncached blocks carry no refcount to set.
     const std::int32_t* const top = free_list_.data() + avail;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int32_t b = top[-1 - static_cast<std::ptrdiff_t>(i)];
-      refcount_[static_cast<std::size_t>(b)] = 1;
-      table[old + i] = b;
-    }
-    free_list_.resize(avail - n);
+    table.insert(table.end(), std::make_reverse_iterator(top), std::make_reverse_iterator(top - extra));
+    free_list_.resize(avail - static_cast<std::size_t>(extra));
     return true;
   }
-  for (std::int64_t i = 0; i < extra; ++i) {
-    const std::int32_t b = take_block();
-    refcount_[static_cast<std::size_t>(b)] = 1;
-    table.push_back(b);
-  }
+  for (std::int64_t i = 0; i < extra; ++i) table.push_back(take_block());
   return true;
 }
 
 void BlockAllocator::free(SeqId seq) {
   if (seq >= tables_.size()) return;
   auto& table = tables_[seq];
-  // No block carries a hash (prefix caching off, or nothing cached yet): skip hashed_, one random
-  // load per block fewer (index_ holds exactly the hashed blocks).
-  const bool any_hashed = !index_.empty();
-  if (!any_hashed) {
-    // The loop below without its LRU branch and with the free list written in place (room made
-    // once, then trimmed to what was freed): a finished request frees all its blocks here.
-    const std::size_t base = free_list_.size();
-    free_list_.resize(base + table.size());
-    std::int32_t* out = free_list_.data() + base;
-    for (auto it = table.rbegin(); it != table.rend(); ++it) {
-      const std::int32_t b = *it;
-      auto& rc = refcount_[static_cast<std::size_t>(b)];
-      if (rc <= 0) throw std::logic_error("BlockAllocator: block freed twice");
-      if (--rc == 0) *out++ = b;
-    }
-    free_list_.resize(static_cast<std::size_t>(out - free_list_.data()));
-    table.clear();
+  if (index_.empty()) {
+    // No block carries a hash (prefix caching off, or nothing cached yet), so every block of the
+    // table is uncached, held by this table alone, and goes back to the free list: the table is
+    // moved there as one run, last block first (the order the general loop below frees them in).
+    free_list_.insert(free_list_.end(), table.rbegin(), table.rend());
+    table.clear();  // capacity kept: slots are reused, so no allocation per request
     return;
   }
   // Last block first, so that under LRU a sequence's tail is evicted before its (more widely
-  // shared) head, as vLLM does.
+  // shared) head, as vLLM does. An uncached block has no other holder; a cached one is free when
+  // its last holder lets go.
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
     const std::int32_t b = *it;
-    auto& rc = refcount_[static_cast<std::size_t>(b)];
-    if (rc <= 0) throw std::logic_error("BlockAllocator: block freed twice");
-    if (--rc > 0) continue;
-    if (any_hashed && hashed_[static_cast<std::size_t>(b)]) lru_push_back(b);
-    else free_list_.push_back(b);
+    const auto i = static_cast<std::size_t>(b);
+    if (!hashed_[i]) {
+      free_list_.push_back(b);
+      continue;
+    }
+    if (refcount_[i] <= 0) throw std::logic_error("BlockAllocator: cached block freed twice");
+    if (--refcount_[i] == 0) lru_push_back(b);
   }
-  table.clear();  // capacity kept: slots are reused, so no allocation per request
+  table.clear();
 }
 
 std::int32_t BlockAllocator::cached_block(std::uint64_t hash) const {
@@ -155,6 +139,7 @@ void BlockAllocator::publish(SeqId seq, std::int64_t index, std::uint64_t hash) 
   if (hashed_[i] || index_.count(hash)) return;
   hashed_[i] = 1;
   hash_[i] = hash;
+  refcount_[i] = 1;  // uncached until now: seq's table is its only holder
   index_.emplace(hash, b);
 }
 
@@ -184,7 +169,9 @@ void BlockAllocator::check_invariants() const {
   if (lru != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
   std::int64_t used = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (refs[i] != refcount_[i]) throw std::logic_error("BlockAllocator: refcount differs from table references");
+    if (hashed_[i] ? refs[i] != refcount_[i] : refs[i] > 1) {
+      throw std::logic_error("BlockAllocator: refcount differs from table references, or an uncached block is shared");
+    }
     if (refs[i] > 0) ++used;
     else if (!free_seen[i]) throw std::logic_error("BlockAllocator: block lost (block " + std::to_string(i) + ")");
   }

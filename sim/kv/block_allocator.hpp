@@ -2,9 +2,13 @@
 // Schedulers ask it whether blocks are free and grow, share or free a sequence's block table;
 // policies (reservation, admission, preemption) live in sim/sched.
 // Invariants (checked by check_invariants and the unit tests): every block is exactly one of
-// free-uncached, free-cached (evictable, in LRU order) or referenced; a block's refcount equals
-// the number of block tables holding it; the hash index maps each cached hash to one block that
+// free-uncached, free-cached (evictable, in LRU order) or referenced; an uncached block is held by
+// at most one block table (only cached blocks are shared); a cached block's refcount equals the
+// number of block tables holding it; the hash index maps each cached hash to one block that
 // carries that hash; used + free == capacity.
+// Refcounts are kept for cached blocks only: an uncached block has one holder or none, so growing
+// and freeing tables of uncached blocks (every block without prefix caching) moves block ids
+// between the free list and the tables without touching per-block state.
 #pragma once
 #include <cstdint>
 #include <unordered_map>
@@ -44,10 +48,19 @@ class BlockAllocator {
   // False, changing nothing, when the free list is empty or seq has no table yet.
   bool append_free_block(SeqId seq) {
     if (free_list_.empty() || seq >= tables_.size()) return false;
-    const std::int32_t b = free_list_.back();
+    tables_[seq].push_back(free_list_.back());
     free_list_.pop_back();
-    refcount_[static_cast<std::size_t>(b)] = 1;
-    tables_[seq].push_back(b);
+    return true;
+  }
+  // append_free_block for each sequence of `seqs`, in order (the decoding sequences whose last
+  // block is full: one decode step's worth), with one check and one trim of the free list for
+  // all of them. Each sequence must have a table. False, changing nothing, when the free list
+  // holds fewer blocks than `seqs` names.
+  bool append_free_blocks(const std::vector<std::uint32_t>& seqs) {
+    if (seqs.size() > free_list_.size()) return false;
+    const std::int32_t* top = free_list_.data() + free_list_.size();
+    for (const SeqId seq : seqs) tables_[seq].push_back(*--top);
+    free_list_.resize(free_list_.size() - seqs.size());
     return true;
   }
   // Drops one reference to each of seq's blocks, last block first; a block nobody holds becomes
@@ -57,8 +70,8 @@ class BlockAllocator {
   // Prefix cache. A block is identified by a chained hash of its content (see sched/prefix_hash).
   // The cached block with this hash, or -1.
   std::int32_t cached_block(std::uint64_t hash) const;
-  // Whether a block is free (so sharing it takes one block of free capacity).
-  bool is_free(std::int32_t block) const { return refcount_[static_cast<std::size_t>(block)] == 0; }
+  // Whether a cached block is free (so sharing it takes one block of free capacity).
+  bool is_free(std::int32_t cached) const { return refcount_[static_cast<std::size_t>(cached)] == 0; }
   // Appends a cached block to seq's table (refcount + 1; leaves the LRU list if it was free).
   void append_cached(SeqId seq, std::int32_t block);
   // Registers block `index` of seq's table, whose content is final, under `hash`. No-op when the
@@ -78,7 +91,7 @@ class BlockAllocator {
   int block_shift_ = -1;  // log2(block_size_) when it is a power of two
   std::vector<std::int32_t> free_list_;             // free, uncached (LIFO)
   std::vector<std::vector<std::int32_t>> tables_;   // indexed by SeqId; capacity kept for reuse
-  std::vector<std::int32_t> refcount_;              // per block
+  std::vector<std::int32_t> refcount_;              // per block, while it is cached
   std::vector<std::uint8_t> hashed_;                // per block: 1 = carries hash_[b]
   std::vector<std::uint64_t> hash_;
   std::vector<std::int32_t> prev_, next_;           // LRU list of free cached blocks

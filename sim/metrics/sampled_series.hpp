@@ -17,12 +17,13 @@ class SampledSeries {
 
   // From `now_ns` on, the signal is `value`. Calls must come in non-decreasing time.
   void set(TimeNs now_ns, double value) {
-    while (next_ns_ < now_ns) record(next_ns_, value_);
+    if (next_ns_ < now_ns) record_before(now_ns);
     value_ = value;
   }
-  // set(now_ns, the current value): time passed, the signal did not change.
+  // set(now_ns, the current value): time passed, the signal did not change. Never needed for
+  // the samples' sake: the next set or finish records the value held at each sample time.
   void advance(TimeNs now_ns) {
-    while (next_ns_ < now_ns) record(next_ns_, value_);
+    if (next_ns_ < now_ns) record_before(now_ns);
   }
   // Takes the samples up to and including end_ns.
   void finish(TimeNs end_ns) {
@@ -32,6 +33,12 @@ class SampledSeries {
   TimeNs step_ns() const { return step_ns_; }
 
  private:
+  // Records the held value at each sample time before now_ns. Out of line: a sample falls due
+  // once per step_ns_, but set() runs at every change of the signal (KV usage: most decode
+  // steps), and this loop inlined there costs the caller registers and stack on every call.
+  [[gnu::noinline]] void record_before(TimeNs now_ns) {
+    while (next_ns_ < now_ns) record(next_ns_, value_);
+  }
   void record(TimeNs t, double v) {
     points_.emplace_back(t, v);
     next_ns_ = t + step_ns_;

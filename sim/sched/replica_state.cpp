@@ -304,7 +304,7 @@ bool ReplicaState::decode_lazy(std::int64_t& kv_tokens) {
   // Outside the window a decode needs at most one block (kv_tokens >= computed_tokens).
   const auto others = static_cast<std::int64_t>(running.size()) - lazy_members;
   if (kv.free_blocks() < static_cast<std::int64_t>(opening.size()) + others) return false;
-  for (const std::uint32_t slot : opening) kv.append_free_block(slot);  // cannot fail: counted above
+  kv.append_free_blocks(opening);  // cannot fail: counted above
   // In the window: b - 1 unused slots more for each fresh block, one fewer for every other token.
   frag_slots += static_cast<std::int64_t>(opening.size()) * b - lazy_members;
   kv_tokens += lazy_computed_sum + lazy_members;

@@ -93,7 +93,7 @@ void Replica::release_handoff(const Handoff& h, TimeNs now) {
   note_kv_usage(now);
 }
 
-inline void Replica::integrate_kv(TimeNs now) {
+void Replica::note_kv_elapsed(TimeNs now) {
   const double dt = ns_to_seconds(now - kv_since_ns_);
   const double unit = static_cast<double>(state_.kv.block_size_tokens());
   metrics_.kv_used_block_seconds += static_cast<double>(kv_used_) * dt;
@@ -102,24 +102,32 @@ inline void Replica::integrate_kv(TimeNs now) {
   kv_since_ns_ = now;
 }
 
-void Replica::note_kv_elapsed(TimeNs now) {
-  integrate_kv(now);
-  fleet_kv_.usage.advance(now);
-  metrics_.kv_usage.advance(now);
-}
-
 void Replica::note_kv_usage(TimeNs now) {
   // Noted already at this instant (a step starting where the last one ended): the integrals
   // would add 0.
-  if (now != kv_since_ns_) integrate_kv(now);
+  if (now != kv_since_ns_) note_kv_elapsed(now);
   const double unit = static_cast<double>(state_.kv.block_size_tokens());
   const std::int64_t used = state_.kv.used_blocks();
+  const std::int64_t frag = state_.frag_slots;
+  if (used == kv_used_) {
+    // The same blocks as last noted (most calls: a step that opened no block, or the end of a
+    // step in which nothing finished): this replica's and the fleet's usage fractions and block
+    // peaks stand, so the series are not set (a series records the value it holds at each
+    // sample time when it is next set or finished, so it needs no call while that value holds).
+    // Over the same blocks the fragmentation fraction can pass its peak only if frag grew
+    // (division by the same positive number keeps the order).
+    if (frag > kv_frag_ && used > 0) {
+      metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(frag) / (static_cast<double>(used) * unit));
+    }
+    kv_frag_ = frag;
+    return;
+  }
   fleet_kv_.used_blocks += used - kv_used_;
   fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
   const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
   fleet_kv_.usage.set(now, fleet_capacity > 0.0 ? static_cast<double>(fleet_kv_.used_blocks) / fleet_capacity : 0.0);
   kv_used_ = used;
-  kv_frag_ = state_.frag_slots;
+  kv_frag_ = frag;
   metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
   if (kv_used_ > 0) {
     metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(kv_frag_) / (static_cast<double>(kv_used_) * unit));
@@ -339,7 +347,7 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
       break;
     }
     // start_iteration: decode_lazy's new blocks, then account_plan and record_iteration.
-    for (const std::uint32_t slot : opening) st.kv.append_free_block(slot);
+    st.kv.append_free_blocks(opening);
     st.frag_slots += fresh * block - n;
     st.now_ns = now;
     note_kv_usage(now);
@@ -350,7 +358,7 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
     st.advance_window(end);
     metrics_.itl_s.add_repeated(ns_to_seconds(gap_ns), n);
     // note_kv_usage(end) with nothing changed since the step's start: blocks, fragmentation,
-    // the series' values and the peaks are as noted then.
+    // the series' values and the peaks are as noted then, so only the integrals move.
     note_kv_elapsed(end);
     now = end;
   }

@@ -129,10 +129,9 @@ class Replica {
   TimeNs record_window(TimeNs now, double swap_s);
   void stretch_by_contention(StepTime& step);
   void note_kv_usage(TimeNs now);
-  // note_kv_usage when nothing changed since the last call (KV blocks, fragmentation, the other
-  // replicas' blocks): only the integrals and the series' sample times move.
+  // The time integrals of KV usage up to now: all of note_kv_usage when nothing changed since
+  // the last call (the usage series record held values without being called).
   void note_kv_elapsed(TimeNs now);
-  void integrate_kv(TimeNs now);  // the time integrals of KV usage up to now
   // advance_decode_run's preconditions that hold for the whole run.
   bool quiet_decode() const;
   void note_waiting(TimeNs now, std::int64_t delta);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <vector>
 
 #include "sim/core/rng.hpp"
 #include "sim/kv/block_allocator.hpp"
@@ -35,6 +36,39 @@ TEST_CASE("a failed grow changes nothing") {
   CHECK_FALSE(kv.grow_to(0, 16 * 7));
   CHECK(kv.blocks_of(0) == 2);
   CHECK(kv.free_blocks() == 2);
+}
+
+TEST_CASE("blocks move between the free list and tables as runs, in take order") {
+  // Block ids are read back through the hash index (publish, then cached_block).
+  BlockAllocator kv(8, 16);
+  REQUIRE(kv.grow_to(0, 48));  // a fresh allocator hands out 0, 1, 2
+  REQUIRE(kv.grow_to(1, 16));  // 3
+  kv.free(0);                  // last block first: 2, 1, then 0 on top of the free list
+  REQUIRE(kv.grow_to(2, 32));  // 0, 1
+  REQUIRE(kv.grow_to(0, 16));  // 2
+  kv.publish(2, 0, 100);
+  kv.publish(2, 1, 101);
+  kv.publish(0, 0, 102);
+  CHECK(kv.cached_block(100) == 0);
+  CHECK(kv.cached_block(101) == 1);
+  CHECK(kv.cached_block(102) == 2);
+  // One fresh block each, in the order named: seq 3 has 4 (its first block), then seq 1 takes 5
+  // and seq 3 takes 6.
+  REQUIRE(kv.grow_to(3, 16));
+  const std::vector<std::uint32_t> openers{1, 3};
+  REQUIRE(kv.append_free_blocks(openers));
+  kv.publish(1, 1, 103);
+  kv.publish(3, 1, 104);
+  CHECK(kv.cached_block(103) == 5);
+  CHECK(kv.cached_block(104) == 6);
+  CHECK(kv.free_blocks() == 1);
+  kv.check_invariants();
+  // Fewer free blocks than sequences named: nothing changes.
+  const std::vector<std::uint32_t> two{1, 3};
+  CHECK_FALSE(kv.append_free_blocks(two));
+  CHECK(kv.free_blocks() == 1);
+  CHECK(kv.blocks_of(1) == 2);
+  kv.check_invariants();
 }
 
 TEST_CASE("random workload: no leak, invariants hold throughout") {
