@@ -26,10 +26,6 @@ BlockAllocator::BlockAllocator(std::int64_t capacity_blocks, std::int64_t block_
   next_.assign(n, -1);
 }
 
-std::int64_t BlockAllocator::blocks_of(SeqId seq) const {
-  return seq < tables_.size() ? static_cast<std::int64_t>(tables_[seq].size()) : 0;
-}
-
 std::int64_t BlockAllocator::extra_blocks_for(SeqId seq, std::int64_t tokens) const {
   const std::int64_t need = blocks_for_tokens(tokens) - blocks_of(seq);
   return need > 0 ? need : 0;

@@ -36,7 +36,9 @@ class BlockAllocator {
   }
 
   // Blocks `seq` holds now, and the extra blocks it needs to hold `tokens` in total.
-  std::int64_t blocks_of(SeqId seq) const;
+  std::int64_t blocks_of(SeqId seq) const {
+    return seq < tables_.size() ? static_cast<std::int64_t>(tables_[seq].size()) : 0;
+  }
   std::int64_t extra_blocks_for(SeqId seq, std::int64_t tokens) const;
   bool can_grow_to(SeqId seq, std::int64_t tokens) const { return extra_blocks_for(seq, tokens) <= free_blocks(); }
 
