@@ -122,10 +122,12 @@ void Replica::note_kv_usage(TimeNs now) {
     kv_frag_ = frag;
     return;
   }
-  fleet_kv_.used_blocks += used - kv_used_;
-  fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
-  const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
-  fleet_kv_.usage.set(now, fleet_capacity > 0.0 ? static_cast<double>(fleet_kv_.used_blocks) / fleet_capacity : 0.0);
+  if (!fleet_kv_.one_replica) {
+    fleet_kv_.used_blocks += used - kv_used_;
+    fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
+    const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
+    fleet_kv_.usage.set(now, fleet_capacity > 0.0 ? static_cast<double>(fleet_kv_.used_blocks) / fleet_capacity : 0.0);
+  }
   kv_used_ = used;
   kv_frag_ = frag;
   metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);

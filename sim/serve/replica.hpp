@@ -38,6 +38,9 @@ struct FleetKv {
   std::int64_t used_blocks = 0;
   std::int64_t peak_used_blocks = 0;
   SampledSeries usage;
+  // A fleet of one replica: its block peak and usage series are the fleet's, value for value, so
+  // the replica keeps only its own (these fields stay unused) and the engine takes them at the end.
+  bool one_replica = false;
 };
 
 // A prefilled sequence leaving a prefill replica: its blocks stay allocated until the transfer ends.

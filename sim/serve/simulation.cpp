@@ -105,6 +105,7 @@ class Engine {
     class_rejected_.assign(s.workload.classes.size(), 0);
     const std::vector<ReplicaSpec> specs = replica_specs(s);
     for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
+    fleet_kv_.one_replica = specs.size() == 1;
     for (const ReplicaSpec& spec : specs) {
       replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_));
       replicas_.back()->set_observer(hooks.observer, static_cast<std::int32_t>(spec.index));
@@ -163,9 +164,15 @@ class Engine {
       result.metrics.classes[c].rejected += class_rejected_[c];
     }
     result.metrics.trace_rows_skipped = workload_.trace_rows_skipped();
-    result.metrics.kv_peak_used_blocks = fleet_kv_.peak_used_blocks;
-    fleet_kv_.usage.finish(now_);
-    result.metrics.kv_usage = fleet_kv_.usage;
+    if (fleet_kv_.one_replica) {
+      // Finished at now_ like the fleet's would be (finish_run).
+      result.metrics.kv_peak_used_blocks = result.replicas.front().metrics.kv_peak_used_blocks;
+      result.metrics.kv_usage = result.replicas.front().metrics.kv_usage;
+    } else {
+      result.metrics.kv_peak_used_blocks = fleet_kv_.peak_used_blocks;
+      fleet_kv_.usage.finish(now_);
+      result.metrics.kv_usage = fleet_kv_.usage;
+    }
     result.metrics.end_ns = now_;
     result.memory = memory_;
     result.gpus = gpus_;
