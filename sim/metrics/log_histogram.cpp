@@ -66,7 +66,9 @@ LogHistogram::LogHistogram(double min_value, double max_value, double relative_w
   std::size_t idx = 0;
   if (value > 0.0) {
     const double pos = (std::log(value) - log_min_) * inv_log_step_;
-    if (pos > 0.0) idx = std::min(static_cast<std::size_t>(pos), num_buckets_ - 1);
+    // Clamped before the conversion: +inf (and any pos past the last bucket) would not fit it.
+    const auto last = static_cast<double>(num_buckets_ - 1);
+    if (pos > 0.0) idx = pos >= last ? num_buckets_ - 1 : static_cast<std::size_t>(pos);
   }
   return idx;
 }
