@@ -14,6 +14,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -26,10 +27,11 @@ namespace servesim {
 
 namespace {
 
-// Where the module may be: where CMake built it (a build-tree servesim), beside an installed
-// servesim (bin/../LIBDIR/servesim, wherever the tree was installed), or where the configured
-// install prefix puts it.
+// Where the module may be: the file SERVESIM_MPI_MODULE names (then only there), else where CMake
+// built it (a build-tree servesim), beside an installed servesim (bin/../LIBDIR/servesim,
+// wherever the tree was installed), or where the configured install prefix puts it.
 std::vector<std::string> module_candidates() {
+  if (const char* env = std::getenv("SERVESIM_MPI_MODULE"); env && *env) return {env};
   std::vector<std::string> paths = {SERVESIM_MPI_MODULE_BUILD_PATH};
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -150,6 +151,18 @@ TEST_CASE("merge refuses a missing, repeated or foreign shard and a damaged file
     const auto both = test::run_cli(args + " --mpi --shard 0/2");
     CHECK(both.exit_code == 2);
     CHECK(both.output.find("either --mpi or --shard") != std::string::npos);
+    // MPI is a module loaded on the first --mpi (mpi_split.cpp): a missing or broken one is a
+    // clear exit 2, not a crash. SERVESIM_MPI_MODULE points the lookup at one file.
+    const std::string not_a_module = test::write_temp("not_a_module.so", "not a shared object\n");
+    for (const std::string& path : {std::string("/nonexistent/libservesim_mpi.so"), not_a_module}) {
+      ::setenv("SERVESIM_MPI_MODULE", path.c_str(), 1);
+      const auto r = test::run_cli(args + " --mpi");
+      ::unsetenv("SERVESIM_MPI_MODULE");
+      MESSAGE(r.output);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("--mpi: ") != std::string::npos);
+      CHECK(r.output.find(path == not_a_module ? "cannot load the MPI module" : "was not found (looked at /nonexistent/") != std::string::npos);
+    }
   } else {
     const auto no_mpi = test::run_cli(args + " --mpi");
     CHECK(no_mpi.exit_code == 2);
