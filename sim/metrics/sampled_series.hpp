@@ -15,15 +15,11 @@ class SampledSeries {
   explicit SampledSeries(std::size_t max_points = 512, TimeNs first_step_ns = 1'000'000)
       : max_points_(max_points < 2 ? 2 : max_points), step_ns_(first_step_ns) {}
 
-  // From `now_ns` on, the signal is `value`. Calls must come in non-decreasing time.
+  // From `now_ns` on, the signal is `value`. Calls must come in non-decreasing time. No call is
+  // needed while the value holds: the next set or finish records it at each sample time.
   void set(TimeNs now_ns, double value) {
     if (next_ns_ < now_ns) record_before(now_ns);
     value_ = value;
-  }
-  // set(now_ns, the current value): time passed, the signal did not change. Never needed for
-  // the samples' sake: the next set or finish records the value held at each sample time.
-  void advance(TimeNs now_ns) {
-    if (next_ns_ < now_ns) record_before(now_ns);
   }
   // Takes the samples up to and including end_ns.
   void finish(TimeNs end_ns) {

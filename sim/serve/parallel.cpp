@@ -196,17 +196,13 @@ StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const Launc
     // ops (prefill attention) through context_cache_: a hit returns what estimate() computes.
     for (std::size_t i = 0; i < m.pieces.num_context; ++i) {
       StepPieces::ContextOp& ctx = m.pieces.context[i];
-      if (ctx.op.kind == OpKind::attention_decode) {
-        if (decode_rates != nullptr) {
-          set_decode_attention_work(ctx.op, *decode_rates, shape.decode_seqs, shape.decode_kv_tokens);
-        } else {
-          refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
-        }
-        ctx.time = estimate_decode_attention(ctx.op, s.hw, s.precision.weights, decode_cursor_);
+      const bool decode = ctx.op.kind == OpKind::attention_decode;
+      if (decode && decode_rates != nullptr) {
+        set_decode_attention_work(ctx.op, *decode_rates, shape.decode_seqs, shape.decode_kv_tokens);
       } else {
         refresh_context_op(sharded_model_, shape, s.precision, ctx.op, plan);
-        ctx.time = context_cache_.get(ctx.op);
       }
+      ctx.time = decode ? estimate_decode_attention(ctx.op, s.hw, s.precision.weights, decode_cursor_) : context_cache_.get(ctx.op);
     }
   }
   m.shape = shape;

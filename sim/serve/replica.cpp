@@ -109,33 +109,28 @@ void Replica::note_kv_usage(TimeNs now) {
   const double unit = static_cast<double>(state_.kv.block_size_tokens());
   const std::int64_t used = state_.kv.used_blocks();
   const std::int64_t frag = state_.frag_slots;
-  if (used == kv_used_) {
-    // The same blocks as last noted (most calls: a step that opened no block, or the end of a
-    // step in which nothing finished): this replica's and the fleet's usage fractions and block
-    // peaks stand, so the series are not set (a series records the value it holds at each
-    // sample time when it is next set or finished, so it needs no call while that value holds).
-    // Over the same blocks the fragmentation fraction can pass its peak only if frag grew
-    // (division by the same positive number keeps the order).
-    if (frag > kv_frag_ && used > 0) {
-      metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(frag) / (static_cast<double>(used) * unit));
+  // The same blocks as last noted (most calls: a step that opened no block, or the end of a step
+  // in which nothing finished): this replica's and the fleet's usage fractions and block peaks
+  // stand, so the series are not set (a series records the value it holds at each sample time
+  // when it is next set or finished, so it needs no call while that value holds), and the
+  // fragmentation fraction can pass its peak only if frag grew (same positive divisor).
+  const bool same_blocks = used == kv_used_;
+  if (!same_blocks) {
+    if (!fleet_kv_.one_replica) {
+      fleet_kv_.used_blocks += used - kv_used_;
+      fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
+      const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
+      fleet_kv_.usage.set(now, fleet_capacity > 0.0 ? static_cast<double>(fleet_kv_.used_blocks) / fleet_capacity : 0.0);
     }
-    kv_frag_ = frag;
-    return;
+    kv_used_ = used;
+    metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
+    const double capacity = static_cast<double>(state_.kv.capacity_blocks());
+    metrics_.kv_usage.set(now, capacity > 0.0 ? static_cast<double>(kv_used_) / capacity : 0.0);
   }
-  if (!fleet_kv_.one_replica) {
-    fleet_kv_.used_blocks += used - kv_used_;
-    fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
-    const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
-    fleet_kv_.usage.set(now, fleet_capacity > 0.0 ? static_cast<double>(fleet_kv_.used_blocks) / fleet_capacity : 0.0);
+  if (used > 0 && (!same_blocks || frag > kv_frag_)) {
+    metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(frag) / (static_cast<double>(used) * unit));
   }
-  kv_used_ = used;
   kv_frag_ = frag;
-  metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
-  if (kv_used_ > 0) {
-    metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(kv_frag_) / (static_cast<double>(kv_used_) * unit));
-  }
-  const double capacity = static_cast<double>(state_.kv.capacity_blocks());
-  metrics_.kv_usage.set(now, capacity > 0.0 ? static_cast<double>(kv_used_) / capacity : 0.0);
 }
 
 void Replica::expire(TimeNs now) {
