@@ -40,10 +40,9 @@ std::vector<std::string> module_candidates() {
   return paths;
 }
 
-// The module's table, loaded once (never unloaded: MPI_Finalize runs from a static's destructor).
+// The module's table (loaded for session()'s one MpiSession; never unloaded: MPI_Finalize runs
+// from that static's destructor).
 const ServesimMpiApi& mpi_api(const std::string& flag) {
-  static const ServesimMpiApi* api = nullptr;
-  if (api != nullptr) return *api;
   std::string tried;
   for (const std::string& path : module_candidates()) {
     std::error_code ec;
@@ -58,8 +57,7 @@ const ServesimMpiApi& mpi_api(const std::string& flag) {
     if (get == nullptr || get()->abi_version != kServesimMpiAbiVersion) {
       throw InputError(flag, "", path + " is not this servesim's MPI module (rebuild servesim)");
     }
-    api = get();
-    return *api;
+    return *get();
   }
   throw InputError(flag, "", "the MPI module " + std::string(SERVESIM_MPI_MODULE_NAME) + " was not found (looked at " + tried +
                                  "); build or install servesim with it");
