@@ -31,7 +31,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 T0 = time.time()
 
 # Dense models measured end to end (models/<name>.json). Mixtral is measured as an MoE block.
-DENSE_MODELS = ["llama-3-8b", "qwen2-7b", "phi-3-mini", "llama-2-13b", "mistral-7b"]
+DENSE_MODELS = ["llama-3-8b", "qwen2-7b", "phi-3-mini", "llama-2-13b", "mistral-7b", "llama-2-7b"]
 # Attributes that the bundled cards do not carry but the real models have (config.json on the Hub).
 QKV_BIAS = {"qwen2-7b": True}
 ROPE_THETA = {"llama-3-8b": 500000.0, "qwen2-7b": 1000000.0, "mistral-7b": 1000000.0}

@@ -42,6 +42,19 @@ static const std::vector<Shape> kShapes = {
     {5120, 32768, "mistral-small-24b down"}, {1536, 2048, "qwen3-30b-a3b expert gate_up"},
     {2048, 768, "qwen3-30b-a3b expert down"}, {4096, 7168, "deepseek-v3 expert gate_up"},
     {7168, 2048, "deepseek-v3 expert down"},
+    // The tensor-parallel shards of the models in the vLLM 0.15 runs servesim is checked against
+    // (inference-sim/training: Llama-2-70B at TP4, CodeLlama-34B and Mixtral-8x7B at TP2; Hub
+    // config.json: 70B hidden 8192, 64/8 heads, FFN 28672; CodeLlama-34B hidden 8192, 64/8 heads,
+    // FFN 22016; Mixtral hidden 4096, 32/8 heads, expert FFN 14336; vocab 32000). Column-parallel
+    // layers split N, row-parallel ones split K; the LM head splits the vocabulary.
+    {2560, 8192, "llama2-70b tp4 qkv"},   {8192, 2048, "llama2-70b tp4 o"},
+    {14336, 8192, "llama2-70b tp4 gate_up"}, {8192, 7168, "llama2-70b tp4 down"},
+    {8000, 8192, "llama2-70b tp4 lm_head"}, {5120, 8192, "codellama-34b tp2 qkv"},
+    {8192, 4096, "codellama-34b tp2 o"},  {22016, 8192, "codellama-34b tp2 gate_up"},
+    {8192, 11008, "codellama-34b tp2 down"}, {16000, 8192, "codellama-34b tp2 lm_head"},
+    {3072, 4096, "mixtral tp2 qkv"},      {4096, 2048, "mixtral tp2 o"},
+    {14336, 4096, "mixtral tp2 expert gate_up"}, {4096, 7168, "mixtral tp2 expert down"},
+    {16000, 4096, "mixtral / llama2-7b tp2 lm_head"},
 };
 
 static float host_val(GemmDtype dt, const void* p, size_t i) {

@@ -500,8 +500,14 @@ static void launch_dequant(const uint32_t* qw, const __half* s, const __half* z,
 
 void run_quant_gemm(const Args& a) {
   struct Shape { int n, k; };
-  // Llama-3-8B linear layers: qkv, o, gate_up, down, lm_head.
-  std::vector<Shape> shapes = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}};
+  // Llama-3-8B linear layers: qkv, o, gate_up, down, lm_head; then the bundled models of the
+  // vLLM runs servesim is checked against (Llama-2-7B; Llama-2-70B whole and as its TP4 shards;
+  // Mixtral-8x7B's experts as TP2 shards). Shapes whose K is not a multiple of the layout's
+  // 1024-value chunk (Llama-2-7B down, K = 11008) are skipped by the loop below and say so.
+  std::vector<Shape> shapes = {{6144, 4096},  {4096, 4096},  {28672, 4096}, {4096, 14336}, {128256, 4096},
+                               {12288, 4096}, {22016, 4096}, {4096, 11008}, {10240, 8192}, {8192, 8192},
+                               {57344, 8192}, {8192, 28672}, {2560, 8192},  {8192, 2048},  {14336, 8192},
+                               {8192, 7168},  {4096, 7168}};
   std::vector<int> ms = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
   if (a.quick) {
     shapes.resize(2);
