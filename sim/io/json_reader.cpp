@@ -184,6 +184,9 @@ nlohmann::json override_value(const std::string& path, const std::string& text, 
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::out_of_range&) {
+    // 1e400: valid JSON syntax, but past the double range (nlohmann's out_of_range.406).
+    throw InputError(file, path, "--set: the number in '" + text + "' is out of range (beyond +-1.8e308)");
   } catch (const nlohmann::json::parse_error&) {
     if (key && key->type != KeyType::string) {
       const std::string type = key_type_name(key->type);

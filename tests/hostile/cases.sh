@@ -176,6 +176,13 @@ case_raw_json_number_overflow() {
   scenario s.json "${SMALL_WORKLOAD/\"rate_per_s\": 6/\"rate_per_s\": 1e400}"
   expect 2 "s.json: invalid JSON" -- run s.json --out out --quiet
 }
+case_raw_set_number_overflow() {
+  # A regression: exit 70 with nlohmann's "number overflow" text (exit 2 before).
+  expect 2 "default.json: workload.arrival.rate_per_s: --set: the number in '1e400' is out of range" -- \
+    run "$ROOT/scenarios/default.json" --set workload.arrival.rate_per_s=1e400 --out out --quiet
+  expect 2 "default.json: workload.arrival: --set: the number in" -- \
+    run "$ROOT/scenarios/default.json" --set 'workload.arrival={"impl": "poisson", "rate_per_s": -1e999}' --out out --quiet
+}
 case_raw_scenario_is_a_directory() {
   mkdir d
   expect 2 "d: is a directory" -- run d --out out --quiet
