@@ -1,8 +1,11 @@
 // See options.hpp.
-#include <algorithm>
 #include "sim/cli/options.hpp"
 
+#include <algorithm>
+#include <charconv>
+
 #include "sim/core/error.hpp"
+#include "sim/core/input_file.hpp"
 
 namespace servesim::cli {
 
@@ -21,14 +24,39 @@ std::string flag_of_bad_value(const std::vector<std::string>& args, const std::s
   }
   return "";
 }
+
+// "--max-input-bytes 4G": bytes, or with a K, M, G or T (powers of 1024; "GB" and "GiB" too),
+// in [1, 1T].
+std::uint64_t parse_byte_size(const std::string& text) {
+  std::uint64_t v = 0;
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(text.data(), last, v);
+  const std::string unit(end, last);
+  int power = -1;
+  const char* prefixes[] = {"", "K", "M", "G", "T"};
+  for (int i = 0; i < 5; ++i) {
+    const std::string p = prefixes[i];
+    if (unit == p || unit == p + "B" || (i > 0 && unit == p + "iB")) power = i;
+  }
+  constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 40;
+  if (ec != std::errc() || power < 0 || v == 0 || v > (kMaxBytes >> (10 * power))) {
+    throw InputError("--max-input-bytes", "", "must be a size in [1, 1T] (bytes, or with K, M, G or T: 4G), got '" + text + "'");
+  }
+  return v << (10 * power);
+}
 }  // namespace
 
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   argv.push_back(options.program().c_str());
   for (const auto& a : args) argv.push_back(a.c_str());
+  options.add_options()("max-input-bytes", "most bytes read from a stream input (a FIFO, <(zcat ...)) or held from one JSON file: "
+                                           "1 to 1T, with K, M, G or T (default 1G)",
+                        cxxopts::value<std::string>());
   try {
-    return options.parse(static_cast<int>(argv.size()), argv.data());
+    const cxxopts::ParseResult parsed = options.parse(static_cast<int>(argv.size()), argv.data());
+    if (parsed.count("max-input-bytes")) set_input_byte_limit(parse_byte_size(parsed["max-input-bytes"].as<std::string>()));
+    return parsed;
   } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
     throw InputError(options.program(), flag_of_bad_value(args, e.what()), e.what());
   } catch (const cxxopts::exceptions::exception& e) {

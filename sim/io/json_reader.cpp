@@ -2,34 +2,29 @@
 #include "sim/io/json_reader.hpp"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/input_file.hpp"
 
 namespace servesim {
 
 nlohmann::json load_json_file(const std::string& path) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(st)) throw InputError(path, "", "is a directory, not a JSON file");
-  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) throw InputError(path, "", "is not a regular file");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", std::filesystem::exists(st) ? "cannot open file" : "file not found");
+  InputFile file(path, InputFile::Limit::always);  // held whole in memory: a regular file is checked against the limit too
   try {
-    return nlohmann::json::parse(in);
+    nlohmann::json doc = nlohmann::json::parse(file.stream());
+    file.check_read();  // an endless stream of trailing spaces
+    return doc;
   } catch (const nlohmann::json::exception& e) {
+    file.check_read();  // a read error or the byte limit ended the text, not the writer
     // nlohmann's message starts with "[json.exception.parse_error.101] parse error at line ..."
     // (out_of_range.406 for a number beyond the double range).
     std::string msg = e.what();
     const auto pos = msg.find("] ");
     if (pos != std::string::npos) msg = msg.substr(pos + 2);
     throw InputError(path, "", "invalid JSON: " + msg);
-  } catch (const std::ios_base::failure& e) {
-    throw InputError(path, "", "read error");
   }
 }
 

@@ -10,7 +10,8 @@
 
 namespace servesim {
 
-// Reads a whole JSON file; InputError (naming the file) when missing or malformed.
+// Reads a whole JSON file or stream (core/input_file.hpp: the byte limit, FIFOs); InputError
+// (naming the file) when missing, not readable, past the limit or malformed.
 nlohmann::json load_json_file(const std::string& path);
 
 class JsonReader {

@@ -139,13 +139,10 @@ TraceReader::TraceReader(std::string path, std::string format, bool sort_arrival
     for (const auto& n : trace_formats()) names += (names.empty() ? "" : ", ") + n;
     throw InputError(path_, "", "unknown trace format '" + format_ + "' (" + names + ")");
   }
-  in_.open(path_);
-  if (!in_) throw InputError(path_, "", "cannot open trace file");
+  in_ = std::make_unique<InputFile>(path_);
   if (f->columns.empty()) return;
   std::string header;
-  if (!std::getline(in_, header)) throw InputError(path_, "line 1", "empty trace file (expected a header)");
-  line_ = 1;
-  if (!header.empty() && header.back() == '\r') header.pop_back();
+  if (!in_->getline(header)) throw InputError(path_, "line 1", "empty trace file (expected a header)");
   if (header.rfind("\xEF\xBB\xBF", 0) == 0) header.erase(0, 3);  // UTF-8 byte-order mark (Excel's CSV export)
   const auto names = split_csv(header);
   header_fields_ = names.size();
@@ -160,7 +157,7 @@ TraceReader::TraceReader(std::string path, std::string format, bool sort_arrival
 }
 
 void TraceReader::fail(const std::string& message) const {
-  throw InputError(path_, "line " + std::to_string(line_), message);
+  throw InputError(path_, "line " + std::to_string(in_->line()), message);
 }
 
 std::optional<TraceRecord> TraceReader::parse_csv_row(const std::string& text) {
@@ -232,14 +229,11 @@ std::optional<TraceRecord> TraceReader::parse_jsonl_row(const std::string& text)
 
 std::optional<TraceRecord> TraceReader::read_row() {
   std::string text;
-  while (std::getline(in_, text)) {
-    ++line_;
-    if (!text.empty() && text.back() == '\r') text.pop_back();
+  while (in_->getline(text)) {
     if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines
     auto r = format_ == "jsonl" ? parse_jsonl_row(text) : parse_csv_row(text);
     if (r) return r;
   }
-  if (in_.bad()) fail("read error");
   return std::nullopt;
 }
 

@@ -2,12 +2,13 @@
 // the file), and every malformed row is an InputError naming the file and line.
 #pragma once
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/core/input_file.hpp"
 
 namespace servesim {
 
@@ -24,7 +25,8 @@ const std::vector<std::string>& trace_formats();
 
 class TraceReader {
  public:
-  // Opens `path` (InputError when missing or the header lacks the format's columns). With
+  // Opens `path` (InputError when missing, not a file or stream, or the header lacks the format's
+  // columns; core/input_file.hpp says how streams are read). With
   // `sort_arrivals` the whole file is read on the first next() and served by arrival time (for
   // logs merged from several clients); otherwise rows stream and must not go back in time.
   TraceReader(std::string path, std::string format, bool sort_arrivals = false);
@@ -32,7 +34,7 @@ class TraceReader {
   std::optional<TraceRecord> next();
   // Rows read but not turned into requests (BurstGPT logs failed requests with 0 response tokens).
   std::int64_t skipped_rows() const { return skipped_; }
-  std::int64_t line() const { return line_; }
+  std::int64_t line() const { return in_->line(); }
 
  private:
   [[noreturn]] void fail(const std::string& message) const;
@@ -40,8 +42,8 @@ class TraceReader {
   std::optional<TraceRecord> parse_csv_row(const std::string& text);
   std::optional<TraceRecord> parse_jsonl_row(const std::string& text);
   std::string path_, format_;
-  std::ifstream in_;
-  std::int64_t line_ = 0, skipped_ = 0;
+  std::unique_ptr<InputFile> in_;
+  std::int64_t skipped_ = 0;
   std::vector<int> columns_;  // csv: index of each needed column
   std::size_t header_fields_ = 0;
   std::optional<double> origin_s_;  // first absolute timestamp

@@ -2,7 +2,9 @@
 # hostile.<name>, found by the `case_` prefix). Classes: hang_ (work that would never end, refused
 # before it starts), empty_ (a run with nothing to report), write_ (an output that cannot be
 # written), range_ (a number outside its physical range), raw_ (input that used to reach the user
-# as a library or invariant message), msg_ (a message that named the wrong thing).
+# as a library or invariant message), msg_ (a message that named the wrong thing), stream_ (a
+# path that is not a regular file: read through the byte limit, never blocking or growing without
+# end).
 # shellcheck shell=bash disable=SC2034
 
 # --- hang: refused with the estimate and the key or flag to change
@@ -238,3 +240,51 @@ case_empty_saturate_one_request() {
   # (From 1e5 req/s with one replication: a few probes, not 21 x 3, so the sanitizer build stays fast.)
   expect 2 "s.json: workload.num_requests: every probed rate up to" -- saturate s.json --slo ttft=1s --start-rate 100000 --replications 1
 }
+
+# --- stream: special files as inputs (core/input_file.hpp)
+case_stream_dev_zero_as_trace() {
+  # /dev/zero as a jsonl trace used to grow to 4-6 GB in 20 s: it is read through the 1 GiB limit.
+  scenario s.json "$(trace_workload /dev/zero jsonl)"
+  expect 2 "/dev/zero: a stream longer than the 1 GiB input limit (raise it with --max-input-bytes)" -- run s.json --out out --quiet
+}
+case_stream_endless_pipe() {
+  scenario s.json "$(trace_workload /dev/stdin splitwise)"
+  { echo arrived_at,num_prefill_tokens,num_decode_tokens; yes 0,10,5; } |
+    expect 2 "/dev/stdin: a stream longer than the 1 MiB input limit" -- run s.json --out out --quiet --max-input-bytes 1M
+}
+case_stream_fifo_without_writer() {
+  # Used to block forever in open().
+  mkfifo fifo
+  scenario s.json "$(trace_workload fifo jsonl)"
+  expect 2 "fifo: is a FIFO that nothing opened for writing within 5 s" -- run s.json --out out --quiet
+}
+case_stream_under_the_limit() {
+  # A stream is read once and kept: the trace is read for the saturation batch, then for the
+  # requests, then for each replication.
+  printf '{"arrival_s": %s, "prompt_tokens": 100, "output_tokens": 20}\n' 0 0.5 1 1.5 2 >t.jsonl
+  scenario s.json "$(trace_workload /dev/stdin jsonl)"
+  cat t.jsonl | expect 0 "" -- run s.json --out out --quiet --replications 2
+  grep -q '"completed": 5' out/report.json || fail "the run from a stream did not complete its 5 requests"
+  scenario s2.json "$(trace_workload t.jsonl jsonl)"
+  expect 0 "" -- run <(cat s2.json) --out out2 --quiet
+}
+case_stream_json_past_the_limit() {
+  # A document held whole in memory: a regular file past the limit is refused before it is read.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "KiB, more than the 1 KiB input limit (raise it with --max-input-bytes)" -- run s.json --out out --quiet --max-input-bytes 1K
+  expect 2 "--max-input-bytes: must be a size in [1, 1T]" -- run s.json --out out --quiet --max-input-bytes 2T
+}
+case_stream_cr_line_endings() {
+  # Accepted: CR-only line ends (a classic-Mac CSV export) used to read as one line, "header lacks column".
+  printf 'arrived_at,num_prefill_tokens,num_decode_tokens\r0,10,5\r1,10,5\r' >cr.csv
+  scenario s.json "$(trace_workload cr.csv splitwise)"
+  expect 0 "" -- run s.json --out out --quiet
+  [ "$(wc -l <out/requests.csv)" = 3 ] || fail "requests.csv does not hold the trace's 2 rows"
+}
+case_stream_nul_byte_in_a_field() {
+  # The NUL used to cut the message short ("'10"): control bytes are written as \xNN.
+  printf 'arrived_at,num_prefill_tokens,num_decode_tokens\n0,10\0,5\n' >nul.csv
+  scenario s.json "$(trace_workload nul.csv splitwise)"
+  expect 2 "nul.csv: line 2: num_prefill_tokens: not an integer: '10\\x00'" -- run s.json --out out --quiet
+}
+

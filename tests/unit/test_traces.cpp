@@ -101,7 +101,7 @@ TEST_CASE("bad rows are InputErrors naming the file and the line") {
     CHECK(err.rfind(path, 0) == 0);
     CHECK(err.find(c.expect) != std::string::npos);
   }
-  CHECK(read_error("/nonexistent/trace.csv", "azure").find("cannot open") != std::string::npos);
+  CHECK(read_error("/nonexistent/trace.csv", "azure").find("/nonexistent/trace.csv: file not found") != std::string::npos);
   CHECK(read_error(test::write_temp("x.csv", "a\n"), "parquet").find("unknown trace format") != std::string::npos);
 }
 
