@@ -11,11 +11,17 @@
 
 #ifdef SERVESIM_HAVE_MPI
 #include <dlfcn.h>
+#include <link.h>  // ElfW: the ELF types of this machine's word size
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include "sim/dist/mpi_module_api.hpp"
@@ -40,6 +46,43 @@ std::vector<std::string> module_candidates() {
   return paths;
 }
 
+// Why `path` cannot be mapped as a shared object of this machine, or "" when its ELF headers hold
+// together: dlopen() maps the segments the program headers state, and a file shorter than they
+// say (a copy cut short, a full disk during install) would fault with SIGBUS on first touch
+// instead of failing to load.
+std::string not_loadable(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return std::string("cannot open it: ") + std::strerror(errno);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
+  std::error_code ec;
+  const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path, ec));
+  ElfW(Ehdr) eh{};
+  if (ec || std::fread(&eh, sizeof eh, 1, f) != 1 || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return "not an ELF shared object";
+  if (eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32) || eh.e_type != ET_DYN ||
+      eh.e_phentsize != sizeof(ElfW(Phdr))) {
+    return "not a shared object for this machine";
+  }
+  // The extent the headers state: the program and section header tables and every segment's
+  // bytes (offset + length, saturating: the values are the file's, not to be trusted).
+  const auto end_of = [](std::uint64_t offset, std::uint64_t length) {
+    return offset > UINT64_MAX - length ? UINT64_MAX : offset + length;
+  };
+  const std::uint64_t ph_end = end_of(eh.e_phoff, std::uint64_t{eh.e_phnum} * sizeof(ElfW(Phdr)));
+  std::uint64_t stated = std::max(ph_end, end_of(eh.e_shoff, std::uint64_t{eh.e_shnum} * eh.e_shentsize));
+  if (ph_end <= size) {
+    std::vector<ElfW(Phdr)> ph(eh.e_phnum);
+    if (std::fseek(f, static_cast<long>(eh.e_phoff), SEEK_SET) != 0 || std::fread(ph.data(), sizeof(ElfW(Phdr)), ph.size(), f) != ph.size()) {
+      return "cannot read its program headers";
+    }
+    for (const auto& p : ph) stated = std::max<std::uint64_t>(stated, end_of(p.p_offset, p.p_filesz));
+  }
+  if (stated > size) {
+    return "truncated: its headers describe " + std::to_string(stated) + " bytes, the file has " + std::to_string(size) +
+           " (rebuild or reinstall servesim)";
+  }
+  return "";
+}
+
 // The module's table (loaded for session()'s one MpiSession; never unloaded: MPI_Finalize runs
 // from that static's destructor).
 const ServesimMpiApi& mpi_api(const std::string& flag) {
@@ -49,6 +92,9 @@ const ServesimMpiApi& mpi_api(const std::string& flag) {
     if (!std::filesystem::is_regular_file(path, ec)) {
       tried += (tried.empty() ? "" : ", ") + path;
       continue;
+    }
+    if (const std::string why = not_loadable(path); !why.empty()) {
+      throw InputError(flag, "", "cannot load the MPI module: " + path + ": " + why);
     }
     // RTLD_GLOBAL: Open MPI's own plugins, which it dlopen()s, resolve symbols of libmpi.
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);

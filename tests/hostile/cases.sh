@@ -4,7 +4,7 @@
 # written), range_ (a number outside its physical range), raw_ (input that used to reach the user
 # as a library or invariant message), msg_ (a message that named the wrong thing), stream_ (a
 # path that is not a regular file: read through the byte limit, never blocking or growing without
-# end).
+# end), crash_ (a signal instead of a message).
 # shellcheck shell=bash disable=SC2034
 
 # --- hang: refused with the estimate and the key or flag to change
@@ -288,3 +288,16 @@ case_stream_nul_byte_in_a_field() {
   expect 2 "nul.csv: line 2: num_prefill_tokens: not an integer: '10\\x00'" -- run s.json --out out --quiet
 }
 
+# --- crash: a signal where a message belongs
+case_crash_truncated_mpi_module() {
+  # A module cut short used to be mapped by dlopen() and fault (SIGBUS, exit 135).
+  scenario s.json "$SMALL_WORKLOAD"
+  local module
+  module="$(dirname "$SERVESIM")/libservesim_mpi.so"
+  if [ ! -f "$module" ]; then
+    expect 2 "built without MPI" -- sweep s.json --grid seed=1,2 --mpi
+    return
+  fi
+  head -c 4000 "$module" >cut.so
+  SERVESIM_MPI_MODULE=$PWD/cut.so expect 2 "cut.so: truncated: its headers describe" -- sweep s.json --grid seed=1,2 --mpi
+}
