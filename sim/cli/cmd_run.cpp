@@ -4,8 +4,10 @@
 // Writes DIR/report.json, report.html, requests.csv and trace.json (see README "Outputs").
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "sim/analysis/summary.hpp"
@@ -27,17 +29,10 @@ namespace servesim::cli {
 
 namespace {
 
-// Writes `path` through a temporary and a rename, so an interrupted run never leaves half a file.
-template <typename Fn>
-void write_atomically(const std::filesystem::path& path, Fn&& fill) {
-  std::ostringstream out;
-  fill(out);
-  write_file(path.string(), out.str());
-}
-
 // The outputs that observe the run as it goes: requests.csv and trace.json stream, the HTML
-// charts sample. Each is null when its --no-* flag is given.
+// charts sample. Each is null when its --no-* flag is given. The folder is locked for the run.
 struct RunOutputs {
+  std::unique_ptr<OutputDirLock> lock;
   std::unique_ptr<RequestsCsvWriter> csv;
   std::unique_ptr<TraceWriter> trace;
   std::unique_ptr<RunRecorder> recorder;
@@ -54,13 +49,11 @@ TraceOptions trace_options_of(const cxxopts::ParseResult& parsed) {
   return trace_options;
 }
 
-// Creates the output directory and the outputs in it.
+// Creates and locks the output directory, and opens the outputs in it.
 RunOutputs open_outputs(const cxxopts::ParseResult& parsed, const std::filesystem::path& out_dir, const Scenario& scenario,
                         const TraceOptions& trace_options) {
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError(out_dir.string(), "", "cannot create output directory: " + ec.message());
   RunOutputs o;
+  o.lock = std::make_unique<OutputDirLock>(out_dir.string());
   if (!parsed.count("no-csv")) o.csv = std::make_unique<RequestsCsvWriter>((out_dir / "requests.csv").string());
   if (!parsed.count("no-trace")) o.trace = std::make_unique<TraceWriter>((out_dir / "trace.json").string(), trace_options, scenario.name);
   if (!parsed.count("no-html")) o.recorder = std::make_unique<RunRecorder>(scenario.workload.num_requests);
@@ -68,6 +61,36 @@ RunOutputs open_outputs(const cxxopts::ParseResult& parsed, const std::filesyste
   o.observers.add(o.trace.get());
   o.observers.add(o.recorder.get());
   return o;
+}
+
+// Writes report.json and report.html (with `html`) beside the streamed outputs, and renames the
+// set into place only once every file is written, so a failure (a full disk) leaves the folder's
+// previous set whole. An output this run does not write (--no-trace) is removed: the folder never
+// holds one run's report beside another's trace.
+void commit_outputs(const std::filesystem::path& out_dir, const nlohmann::json& report, RunOutputs& o,
+                    const std::function<void(std::ostream&)>& html) {
+  OutputFile report_file((out_dir / "report.json").string());
+  report_file.write(report.dump(2) + "\n");
+  std::optional<OutputFile> html_file;
+  if (o.recorder) {
+    std::ostringstream page;
+    html(page);
+    html_file.emplace((out_dir / "report.html").string());
+    html_file->write(page.str());
+  }
+  report_file.close();
+  if (o.csv) o.csv->close();
+  if (o.trace) o.trace->close();
+  if (html_file) html_file->close();
+  report_file.commit();
+  if (o.csv) o.csv->commit();
+  if (o.trace) o.trace->commit();
+  if (html_file) html_file->commit();
+  const std::pair<const char*, bool> unwritten[] = {{"report.html", !html_file}, {"requests.csv", !o.csv}, {"trace.json", !o.trace}};
+  for (const auto& [name, stale] : unwritten) {
+    std::error_code ec;
+    if (stale && std::filesystem::is_regular_file(out_dir / name, ec)) std::filesystem::remove(out_dir / name, ec);
+  }
 }
 
 // report.replications: the seeds and, per replicated metric, mean, spread and 95% interval.
@@ -180,14 +203,9 @@ int cmd_run(const std::vector<std::string>& args) {
   nlohmann::json report = make_report(scenario, result);
   if (reps > 1) report["replications"] = replications_json(scenario, result, more, more_metrics);
 
-  write_atomically(out_dir / "report.json", [&](std::ostream& out) { out << report.dump(2) << "\n"; });
-  if (outputs.csv) outputs.csv->commit();
-  if (outputs.trace) outputs.trace->commit();
-  if (outputs.recorder) {
-    write_atomically(out_dir / "report.html", [&](std::ostream& out) {
-      write_run_html(out, scenario, result, report, *outputs.recorder, slo_lines(scenario));
-    });
-  }
+  commit_outputs(out_dir, report, outputs, [&](std::ostream& out) {
+    write_run_html(out, scenario, result, report, *outputs.recorder, slo_lines(scenario));
+  });
   if (!quiet) print_run(report, reps, out_dir, outputs);
   return kExitOk;
 }

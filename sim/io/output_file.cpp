@@ -1,6 +1,11 @@
 // Temporary-then-rename buffered output; see output_file.hpp.
 #include "sim/io/output_file.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -16,45 +21,82 @@ namespace {
 std::string errno_text(int err) { return err ? std::string(": ") + std::strerror(err) : std::string(); }
 }  // namespace
 
+namespace {
+// A temporary beside `path` that no other writer has: PATH.tmp.PID.N, created with O_EXCL (a name
+// left by a crashed process of the same PID is skipped). Returns the open stream and sets `tmp`.
+std::FILE* create_temporary(const std::string& path, std::string& tmp) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // the umask applies, as for fopen
+    if (fd >= 0) return ::fdopen(fd, "wb");
+    if (errno != EEXIST) break;
+  }
+  return nullptr;
+}
+}  // namespace
+
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   const auto st = std::filesystem::status(path_, ec);
   if (std::filesystem::is_directory(st)) throw InputError(path_, "", "is a directory, not a file");
   const bool in_place = std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
-  if (!in_place) tmp_ = path_ + ".tmp";
   errno = 0;
-  file_ = std::fopen(in_place ? path_.c_str() : tmp_.c_str(), "wb");
-  if (!file_) throw InputError(path_, "", "cannot write" + errno_text(errno));
+  file_ = in_place ? std::fopen(path_.c_str(), "wb") : create_temporary(path_, tmp_);
+  if (!file_) {
+    const int err = errno;
+    tmp_.clear();
+    throw InputError(path_, "", "cannot write" + errno_text(err));
+  }
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
 }
 
 OutputFile::~OutputFile() {
-  if (file_) {
-    std::fclose(file_);
-    if (!tmp_.empty()) std::remove(tmp_.c_str());
-  }
+  if (file_) std::fclose(file_);
+  if (!tmp_.empty()) std::remove(tmp_.c_str());  // never committed
 }
 
 void OutputFile::write(const char* s) { std::fputs(s, file_); }
 void OutputFile::write(const std::string& s) { std::fwrite(s.data(), 1, s.size(), file_); }
 
-void OutputFile::commit() {
+void OutputFile::close() {
+  if (!file_) return;
   errno = 0;
   const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0;
   const int err = errno;
   const bool close_failed = std::fclose(file_) != 0;
   file_ = nullptr;
-  if (failed || close_failed) {
-    if (!tmp_.empty()) std::remove(tmp_.c_str());
-    throw InputError(path_, "", "write failed" + errno_text(err ? err : errno));
-  }
+  if (failed || close_failed) throw InputError(path_, "", "write failed" + errno_text(err ? err : errno));
+}
+
+void OutputFile::commit() {
+  close();
   if (tmp_.empty()) return;
   std::error_code ec;
   std::filesystem::rename(tmp_, path_, ec);
-  if (ec) {
-    std::remove(tmp_.c_str());
-    throw InputError(path_, "", "cannot write: " + ec.message());
+  if (ec) throw InputError(path_, "", "cannot write: " + ec.message());
+  tmp_.clear();
+}
+
+OutputDirLock::OutputDirLock(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(dir, "", "cannot create output directory: " + ec.message());
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(dir, "", "cannot open output directory" + errno_text(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      throw InputError(dir, "", "another servesim is writing into this folder; wait for it to end or give another --out");
+    }
+    throw InputError(dir, "", "cannot lock output directory" + errno_text(err));
   }
+}
+
+OutputDirLock::~OutputDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
 void write_file(const std::string& path, const std::string& text) {

@@ -70,8 +70,14 @@ void RequestsCsvWriter::write_block() {
   used_ = 0;
 }
 
-void RequestsCsvWriter::commit() {
+void RequestsCsvWriter::close() {
+  if (!file_.is_open()) return;
   write_block();
+  file_.close();
+}
+
+void RequestsCsvWriter::commit() {
+  close();
   file_.commit();
 }
 

@@ -19,7 +19,9 @@ class RequestsCsvWriter final : public RunObserver {
   explicit RequestsCsvWriter(const std::string& path);
   void on_rejected(std::uint32_t id, const Request& r, TimeNs now) override { row(id, r, "rejected", now); }
   void on_finished(std::uint32_t id, const Request& r, TimeNs now) override { row(id, r, "completed", now); }
-  // Writes the rows still in the block and renames the finished file into place.
+  // Writes the rows still in the block and closes the file; commit() (which closes first if
+  // needed) renames it into place.
+  void close();
   void commit();
   std::int64_t rows() const { return rows_; }
 

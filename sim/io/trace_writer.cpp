@@ -103,8 +103,14 @@ void TraceWriter::on_iteration(const IterationRecord& it) {
                ts, pid, it.waiting);
 }
 
-void TraceWriter::commit() {
+void TraceWriter::close() {
+  if (!file_.is_open()) return;
   file_.write("\n]}\n");
+  file_.close();
+}
+
+void TraceWriter::commit() {
+  close();
   file_.commit();
 }
 

@@ -21,7 +21,9 @@ class TraceWriter final : public RequestPhases {
  public:
   TraceWriter(const std::string& path, const TraceOptions& options, const std::string& run_name);
   void on_iteration(const IterationRecord& it) override;
-  // Closes the JSON document and renames the file into place.
+  // Ends the JSON document and closes the file; commit() (which closes first if needed) renames
+  // it into place.
+  void close();
   void commit();
   std::int64_t events() const { return events_; }
 

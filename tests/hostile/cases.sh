@@ -139,6 +139,37 @@ case_write_report_into_a_file() {
   scenario s.json "$SMALL_WORKLOAD"
   expect 2 "plain" -- run s.json --out plain/sub --quiet
 }
+case_write_four_runs_into_one_out() {
+  # Four runs into one --out used to leave one seed's report.json beside a trace.json that was not
+  # JSON (every writer used FILE.tmp). Now the folder is locked for a run: each run exits 0 or
+  # refuses, and the folder holds one run's files, byte for byte what that seed writes alone.
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 20000}"
+  local i rc seed
+  for i in 1 2 3 4; do
+    (timeout 15 "$SERVESIM" run s.json --seed "$i" --out same --quiet 2>"err.$i"; echo $? >"rc.$i") &
+  done
+  wait
+  for i in 1 2 3 4; do
+    rc=$(cat "rc.$i")
+    case $rc in
+      0) ;;
+      2) grep -qF "same: another servesim is writing into this folder; wait for it to end or give another --out" "err.$i" ||
+           fail "run $i: exit 2 with $(cat "err.$i")" ;;
+      *) fail "run $i: exit $rc" ;;
+    esac
+  done
+  seed=$(grep -m1 -o '"seed": [0-9]*' same/report.json | grep -o '[0-9]*$')
+  expect 0 "" -- run s.json --seed "$seed" --out alone --quiet
+  for f in requests.csv trace.json report.html; do cmp -s "same/$f" "alone/$f" || fail "same/$f is not seed $seed's"; done
+  [ "$(ls same)" = "$(printf 'report.html\nreport.json\nrequests.csv\ntrace.json')" ] || fail "same/ holds $(ls same)"
+}
+case_write_no_trace_removes_the_old_one() {
+  # A run without trace.json into a folder that holds an earlier run's: the old trace goes.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 0 "" -- run s.json --out out --quiet
+  expect 0 "" -- run s.json --out out --quiet --no-trace --no-html
+  [ ! -e out/trace.json ] && [ ! -e out/report.html ] && [ -s out/requests.csv ] || fail "out/ holds $(ls out)"
+}
 
 # --- range: physical ranges of hardware and model files
 hw_with() {  # hw_with FILE SED_EXPRESSION: the bundled L40S profile, edited
