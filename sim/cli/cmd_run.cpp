@@ -123,8 +123,8 @@ std::vector<SloLine> slo_lines(const Scenario& scenario) {
   return slos;
 }
 
-void print_run(const nlohmann::json& report, int reps, const std::filesystem::path& out_dir, const RunOutputs& o) {
-  print_summary(std::cout, report);
+void print_run(const nlohmann::json& report, double wall_s, int reps, const std::filesystem::path& out_dir, const RunOutputs& o) {
+  print_summary(std::cout, report, wall_s);
   if (reps > 1) {
     for (const char* name : {"latency.ttft_s.p99", "latency.tpot_s.p99", "latency.e2e_s.p99"}) {
       const auto& m = report["replications"]["metrics"][name];
@@ -206,7 +206,7 @@ int cmd_run(const std::vector<std::string>& args) {
   commit_outputs(out_dir, report, outputs, [&](std::ostream& out) {
     write_run_html(out, scenario, result, report, *outputs.recorder, slo_lines(scenario));
   });
-  if (!quiet) print_run(report, reps, out_dir, outputs);
+  if (!quiet) print_run(report, result.wall_s, reps, out_dir, outputs);
   return kExitOk;
 }
 

@@ -10,6 +10,8 @@
 namespace servesim {
 
 nlohmann::json make_report(const Scenario& scenario, const SimResult& result);
-void print_summary(std::ostream& os, const nlohmann::json& report);
+// The summary `run` prints; `wall_s` (the machine's time for the run) is printed, never written
+// into report.json, so reruns give the same report bytes.
+void print_summary(std::ostream& os, const nlohmann::json& report, double wall_s);
 
 }  // namespace servesim

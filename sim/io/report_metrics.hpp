@@ -79,7 +79,8 @@ void check_report_metrics(const std::vector<std::string>& names, const std::stri
 // Every numeric leaf of a report keyed by path (booleans as 0/1), for drift comparison: the
 // registry's scalars, plus the replicas (replicas.<i>.<path>) and SLO classes
 // (slo.classes.<name>.<path>). Skipped: the echoed inputs (scenario, model, hardware), time
-// series (arrays of numbers, whose length follows the run) and sim.wall_s (the machine's speed).
+// series (arrays of numbers, whose length follows the run) and sim.wall_s (the machine's speed,
+// in reports written before it moved to the printed summary).
 std::map<std::string, double> flatten_report(const nlohmann::json& report);
 
 }  // namespace servesim

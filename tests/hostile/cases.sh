@@ -160,8 +160,17 @@ case_write_four_runs_into_one_out() {
   done
   seed=$(grep -m1 -o '"seed": [0-9]*' same/report.json | grep -o '[0-9]*$')
   expect 0 "" -- run s.json --seed "$seed" --out alone --quiet
-  for f in requests.csv trace.json report.html; do cmp -s "same/$f" "alone/$f" || fail "same/$f is not seed $seed's"; done
+  for f in report.json requests.csv trace.json report.html; do cmp -s "same/$f" "alone/$f" || fail "same/$f is not seed $seed's"; done
   [ "$(ls same)" = "$(printf 'report.html\nreport.json\nrequests.csv\ntrace.json')" ] || fail "same/ holds $(ls same)"
+}
+case_write_report_identical_across_reruns() {
+  # report.json used to differ in sim.wall_s between two identical runs: the file a user diffs for
+  # drift. The wall time is printed instead.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 0 "" -- run s.json --out a --quiet
+  expect 0 "" "$WORK/summary" -- run s.json --out b
+  cmp -s a/report.json b/report.json || fail "two runs of s.json wrote different report.json"
+  grep -q "simulated s in [0-9.]* wall s" "$WORK/summary" || fail "the summary does not print the wall time"
 }
 case_write_no_trace_removes_the_old_one() {
   # A run without trace.json into a folder that holds an earlier run's: the old trace goes.

@@ -17,7 +17,6 @@ namespace {
 nlohmann::json report_without_events(const Scenario& s, const SimResult& r) {
   auto j = make_report(s, r);
   j["sim"].erase("events");
-  j["sim"].erase("wall_s");
   return j;
 }
 

@@ -19,9 +19,6 @@ nlohmann::json report_of(const nlohmann::json& doc) {
   const Scenario s = scenario_from(doc);
   auto j = make_report(s, simulate(s));
   j["sim"].erase("events");
-  j["sim"].erase("wall_s");
-  j["sim"].erase("events_per_s");
-  j["sim"].erase("sim_s_per_wall_s");
   return j;
 }
 

@@ -446,7 +446,7 @@ TEST_CASE("no latency target is reported as no SLO in report.json and the summar
   CHECK(report["slo"]["met"].is_null());
   CHECK(report["slo"]["classes"][0]["status"] == "none");
   std::ostringstream summary;
-  print_summary(summary, report);
+  print_summary(summary, report, 0.0);
   CHECK(summary.str().find("slo        none set (no latency target)") != std::string::npos);
   CHECK(summary.str().find("slo        met") == std::string::npos);
 
@@ -456,7 +456,7 @@ TEST_CASE("no latency target is reported as no SLO in report.json and the summar
   CHECK(missed["slo"]["status"] == "not met");
   CHECK(missed["slo"]["met"] == false);
   std::ostringstream text;
-  print_summary(text, missed);
+  print_summary(text, missed, 0.0);
   CHECK(text.str().find("slo        NOT met") != std::string::npos);
 }
 
@@ -469,7 +469,7 @@ TEST_CASE("the summary labels preempted requests, preemption events and padding 
   const auto report = make_report(s, simulate(s));
   REQUIRE(report["requests"]["preemptions"].get<long long>() > 0);
   std::ostringstream summary;
-  print_summary(summary, report);
+  print_summary(summary, report, 0.0);
   const std::string want = "  preempted  " + std::to_string(report["requests"]["preempted"].get<long long>()) + " requests (" +
                            std::to_string(report["requests"]["preemptions"].get<long long>()) + " preemptions, ";
   CHECK(summary.str().find(want) != std::string::npos);
