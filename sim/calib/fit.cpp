@@ -11,6 +11,7 @@
 
 #include <Eigen/Dense>
 
+#include "sim/calib/raw_schema.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
@@ -419,6 +420,17 @@ std::vector<double> quant_holdout_errors(const std::vector<HeldQuantGemm>& held,
   return errors;
 }
 
+// The fitted profile through the real parser. Its rows were checked (raw_schema), so a table it
+// refuses is a fit the measurements cannot support: said against the input file, not the derived
+// table alone.
+HwProfile fitted_profile(const nlohmann::json& profile, const std::string& raw_file) {
+  try {
+    return parse_hw_profile(profile, "the profile fitted to it");
+  } catch (const InputError& e) {
+    throw InputError(raw_file, "", e.what());
+  }
+}
+
 double worst(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
 }  // namespace
@@ -428,6 +440,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
   if (raw.value("schema", "") != "servesim-calibration-raw/1") {
     throw InputError(raw_file, "schema", "expected \"servesim-calibration-raw/1\"");
   }
+  check_calibration_raw(raw, raw_file);  // every record in range: what follows reads it unchecked
   const Peaks peaks = datasheet_peaks(parse_hw_profile(base, base_file));  // validates the base
 
   // The base profile (datasheet peaks, interconnect) with this GPU's measured sizes.
@@ -457,7 +470,7 @@ FitSummary fit_profile(const nlohmann::json& raw, const std::string& raw_file, c
 
   // Check the profile through the real parser and cost model on the held-out points.
   FitSummary summary;
-  const HwProfile fitted = parse_hw_profile(profile, opt.name + " (fitted)");
+  const HwProfile fitted = fitted_profile(profile, raw_file);
   const std::vector<double> errors = gemm_holdout_errors(gemm.held, fitted);
   const std::vector<double> quant_errors = quant_holdout_errors(quant.held, fitted, summary);
   summary.gemm_holdout_points = static_cast<int>(errors.size());

@@ -281,6 +281,37 @@ case_empty_saturate_one_request() {
   expect 2 "s.json: workload.num_requests: every probed rate up to" -- saturate s.json --slo ttft=1s --start-rate 100000 --replications 1
 }
 
+# --- calibration data (calib/raw_schema.hpp): each record checked, errors name the input's key
+raw_with() {  # raw_with FILE SED_EXPRESSION CHECK: the committed H200 raw.json, edited
+  sed "$2" "$ROOT/calibrate/results/h200/raw.json" >"$1"
+  grep -q "$3" "$1" || fail "the edit did not apply"
+}
+case_range_calibrate_gemm_time() {
+  # GEMM times of 0, negative or 1e300 used to fit a profile (exit 0, "median |error| inf%").
+  for t in 0 -1e-05 1e300; do
+    raw_with raw.json "258s/\"time_s\": 1.59912733e-05/\"time_s\": $t/" "\"time_s\": $t,"
+    expect 2 "raw.json: gemm[0].time_s: must be in (0, 1000], got" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+  done
+  [ ! -e out ] || fail "a refused fit wrote out/"
+}
+case_raw_calibrate_without_launch() {
+  # Used to exit 70 with nlohmann's "key 'launch' not found".
+  raw_with raw.json '/"launch": {/,/^ },/d' '"contention"'
+  expect 2 "raw.json: launch: missing required key" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+}
+case_msg_calibrate_names_the_input_row() {
+  # Errors named derived tables ("h200-sxm (fitted): tables.efficiency.memory_bw_frac_by_bytes[0]")
+  # or were raw library text (a dtype that is a number).
+  raw_with raw.json '0,/"bytes": 24576,/s//"bytes": -5,/' '"bytes": -5,'
+  expect 2 "raw.json: elementwise[0].bytes: must be in [1, 1e+13], got -5" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+  raw_with raw.json '0,/"dtype": "bf16",/s//"dtype": 5,/' '"dtype": 5,'
+  expect 2 "raw.json: gemm[0].dtype: must be a string, got an integer 5" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+  raw_with raw.json '0,/"sm_count": 132,/s//"sm_count": "x",/' '"sm_count": "x",'
+  expect 2 "raw.json: gpu.sm_count: must be an integer" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+  raw_with raw.json '0,/"alone_s": \[/s//"alone_s": [0, /' '"alone_s": \[0, '
+  expect 2 "raw.json: contention[0].alone_s: [0] must be in (0, 1000], got 0" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+}
+
 # --- stream: special files as inputs (core/input_file.hpp)
 case_stream_dev_zero_as_trace() {
   # /dev/zero as a jsonl trace used to grow to 4-6 GB in 20 s: it is read through the 1 GiB limit.
