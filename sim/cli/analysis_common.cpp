@@ -56,6 +56,14 @@ SloConfig parse_slo_flag(const std::string& text) {
   return s;
 }
 
+namespace {
+// --seed: the scenario key seed, with its range.
+const IntegerFlag& seed_flag() {
+  static const IntegerFlag f{"seed", "override the scenario seed", find_scenario_key("seed")->range, ""};
+  return f;
+}
+}  // namespace
+
 Scenario ScenarioSource::load(const std::vector<std::string>& extra, long long seed_override) const {
   nlohmann::json doc = load_json_file(path);
   if (!load_profile.empty()) apply_load_profile(doc, load_profile);
@@ -74,8 +82,8 @@ Scenario ScenarioSource::load(const std::vector<std::string>& extra, long long s
 void add_scenario_flags(cxxopts::Options& opts) {
   opts.add_options()("set", "override a scenario key: key.path=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
       "load-profile", "workload as benchmark tools take it: \"rps=50, duration=300s\"", cxxopts::value<std::string>())(
-      "slo", "SLO for every class: ttft=0.5,tpot=50ms,e2e=20,p=0.99,success=0.999", cxxopts::value<std::string>())(
-      "seed", "override the scenario seed", cxxopts::value<long long>());
+      "slo", "SLO for every class: ttft=0.5,tpot=50ms,e2e=20,p=0.99,success=0.999", cxxopts::value<std::string>());
+  seed_flag().add(opts);
 }
 
 ScenarioSource scenario_source(const cxxopts::ParseResult& p, const std::string& path) {
@@ -84,11 +92,7 @@ ScenarioSource scenario_source(const cxxopts::ParseResult& p, const std::string&
   if (p.count("set")) s.overrides = p["set"].as<std::vector<std::string>>();
   if (p.count("load-profile")) s.load_profile = p["load-profile"].as<std::string>();
   if (p.count("slo")) s.slo = parse_slo_flag(p["slo"].as<std::string>());
-  if (p.count("seed")) {
-    const long long seed = p["seed"].as<long long>();
-    if (seed < 0) throw InputError("--seed", "", "must be >= 0");
-    s.seed = seed;
-  }
+  if (seed_flag().has(p)) s.seed = seed_flag().read(p, "");
   return s;
 }
 

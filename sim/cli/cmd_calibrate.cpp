@@ -215,8 +215,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(
       "name", "profile name", cxxopts::value<std::string>())("o,out", "output profile path", cxxopts::value<std::string>())(
       "base", "profile with datasheet peaks and interconnect (default: the bundled profile NAME)", cxxopts::value<std::string>())(
-      "holdout-every", "hold out every Nth GEMM point per shape to report the fit error (0 = none)",
-      cxxopts::value<int>()->default_value("3"))("h,help", "show help");
+      "h,help", "show help");
+  const IntegerFlag holdout_every{"holdout-every", "hold out every Nth GEMM point per shape to report the fit error (0 = none)", {0, 1000}, "3"};
+  holdout_every.add(opts);
   opts.parse_positional({"raw"});
   const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
   if (p.count("help")) {
@@ -228,8 +229,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   }
   FitOptions fit;
   fit.name = p["name"].as<std::string>();
-  fit.holdout_every = p["holdout-every"].as<int>();
-  if (fit.holdout_every < 0) throw InputError("servesim calibrate fit", "--holdout-every", "must be >= 0");
+  fit.holdout_every = static_cast<int>(holdout_every.read(p, "servesim calibrate fit"));
   fit.command = command_line(args);
 
   const std::string raw_path = p["raw"].as<std::string>();

@@ -15,19 +15,40 @@
 
 namespace servesim::cli {
 
+namespace {
+// The step's ranges (query_options.hpp): contention's batch is step's --batch (built on first
+// use: the scenario key registry must not be read during static initialisation).
+const IntegerFlag& batch_flag() {
+  static const IntegerFlag f{"batch", "decode batch per instance", batch_range(), "1"};
+  return f;
+}
+const IntegerFlag kTableContext{"context", "tokens in each sequence's KV cache", context_range(), "1024"};
+const IntegerFlag kContext{"context", "tokens in each sequence's KV cache", context_range(), "512"};
+const IntegerFlag kMaxInstances{"max-instances", "largest instance count tried", {1, 64}, "8"};
+const IntegerFlag kSteps{"steps", "decode steps simulated per instance", {1, 1000}, "8"};
+
+// InputError unless `context` tokens and the next one fit the model's context.
+void check_model_context(const StepQuery& q, long long context, const std::string& cmd) {
+  if (context + 1 > q.model.max_context_tokens) {
+    throw InputError(cmd, "--context", "context + 1 (" + std::to_string(context + 1) + ") exceeds " + q.model.name + "'s max context " +
+                                           std::to_string(q.model.max_context_tokens));
+  }
+}
+}  // namespace
+
 int cmd_quant_table(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim quant-table", "Decode throughput per quantization scheme against batch size");
   add_query_options(opts);
-  opts.add_options()("context", "tokens in each sequence's KV cache", cxxopts::value<long long>()->default_value("1024"))(
-      "json", "print JSON")("h,help", "show help");
+  kTableContext.add(opts);
+  opts.add_options()("json", "print JSON")("h,help", "show help");
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
     return kExitOk;
   }
   StepQuery q = load_query(p, "servesim quant-table");
-  const long long context = p["context"].as<long long>();
-  if (context < 0 || context + 1 > q.model.max_context_tokens) throw InputError("servesim quant-table", "--context", "out of range");
+  const long long context = kTableContext.read(p, "servesim quant-table");
+  check_model_context(q, context, "servesim quant-table");
   const std::vector<std::string> schemes = {dtype_name(q.precision.weights), "fp8", "int8", "w8a16", "w4a16-gptq", "w4a16-awq", "nvfp4", "mxfp4"};
   const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context},
@@ -85,11 +106,8 @@ int cmd_quant_table(const std::vector<std::string>& args) {
 int cmd_contention(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim contention", "Model instances sharing one GPU: decode throughput vs instance count");
   add_query_options(opts);
-  opts.add_options()("batch", "decode batch per instance", cxxopts::value<long long>()->default_value("1"))(
-      "context", "tokens in each sequence's KV cache", cxxopts::value<long long>()->default_value("512"))(
-      "max-instances", "largest instance count tried", cxxopts::value<long long>()->default_value("8"))(
-      "steps", "decode steps simulated per instance", cxxopts::value<long long>()->default_value("8"))(
-      "eager", "launch kernels one by one")(
+  for (const IntegerFlag* f : {&batch_flag(), &kContext, &kMaxInstances, &kSteps}) f->add(opts);
+  opts.add_options()("eager", "launch kernels one by one")(
       "time-slice", "separate processes without MPS: kernels of different instances never overlap")(
       "json", "print JSON")("h,help", "show help");
   const auto p = parse_args(opts, args);
@@ -98,12 +116,10 @@ int cmd_contention(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const StepQuery q = load_query(p, "servesim contention");
-  const long long batch = p["batch"].as<long long>(), context = p["context"].as<long long>();
-  const long long max_n = p["max-instances"].as<long long>(), steps = p["steps"].as<long long>();
-  if (batch <= 0) throw InputError("servesim contention", "--batch", "must be > 0");
-  if (context < 0 || context + 1 > q.model.max_context_tokens) throw InputError("servesim contention", "--context", "out of range");
-  if (max_n <= 0 || max_n > 64) throw InputError("servesim contention", "--max-instances", "must be in [1, 64]");
-  if (steps <= 0 || steps > 1000) throw InputError("servesim contention", "--steps", "must be in [1, 1000]");
+  const std::string cmd = "servesim contention";
+  const long long batch = batch_flag().read(p, cmd), context = kContext.read(p, cmd);
+  const long long max_n = kMaxInstances.read(p, cmd), steps = kSteps.read(p, cmd);
+  check_model_context(q, context, cmd);
   const TimedStep t = time_decode(q, batch, context, p.count("eager") > 0);
   LaunchConfig launch;
   if (q.engine) launch = q.engine->launch;

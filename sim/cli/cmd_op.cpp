@@ -13,13 +13,23 @@
 
 namespace servesim::cli {
 
+namespace {
+// GEMM sizes: M up to 2^24 tokens, N and K up to 2^20 (a model's widest layer), so 2MNK stays exact.
+const IntegerFlag kM{"m", "rows of A (tokens)", {1, 16777216}, ""};
+const IntegerFlag kN{"n", "columns of W", {1, 1048576}, ""};
+const IntegerFlag kK{"k", "inner dimension", {1, 1048576}, ""};
+const IntegerFlag& group_size_flag() {  // on first use: the key registry is not read during static initialisation
+  static const IntegerFlag f{"group-size", "w4a16 group size", find_scenario_key("quantization.group_size")->range, "128"};
+  return f;
+}
+}  // namespace
+
 int cmd_op(const std::vector<std::string>& args) {
   if (args.empty() || args[0] != "gemm") throw InputError("servesim op", "", "expected: op gemm --m M --n N --k K --dtype D --hw H");
   cxxopts::Options opts("servesim op gemm", "Time one GEMM C[m,n] = A[m,k] W[k,n] with the cost model");
-  opts.add_options()("m", "rows of A (tokens)", cxxopts::value<long long>())("n", "columns of W", cxxopts::value<long long>())(
-      "k", "inner dimension", cxxopts::value<long long>())("dtype", "bf16, fp16, fp8, int8 (w8a8), w8a16, w4a16 (= w4a16-gptq), w4a16-awq",
-                                                           cxxopts::value<std::string>()->default_value("bf16"))(
-      "group-size", "w4a16 group size", cxxopts::value<long long>()->default_value("128"))(
+  for (const IntegerFlag* f : {&kM, &kN, &kK, &group_size_flag()}) f->add(opts);
+  opts.add_options()("dtype", "bf16, fp16, fp8, int8 (w8a8), w8a16, w4a16 (= w4a16-gptq), w4a16-awq",
+                     cxxopts::value<std::string>()->default_value("bf16"))(
       "hw", "hardware profile name or path", cxxopts::value<std::string>())("json", "print JSON")("h,help", "show help");
   // cxxopts treats one-letter names as short options (-m); the CLI contract spells them --m.
   std::vector<std::string> rest;
@@ -42,8 +52,9 @@ int cmd_op(const std::vector<std::string>& args) {
   }
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim op gemm", "--hw"));
   const std::string dtype_text = p["dtype"].as<std::string>();
-  const long long m = p["m"].as<long long>(), n = p["n"].as<long long>(), k = p["k"].as<long long>();
-  const GemmQuery g = time_gemm(hw, dtype_text, m, n, k, p["group-size"].as<long long>(), "servesim op gemm");
+  const std::string cmd = "servesim op gemm";
+  const long long m = kM.read(p, cmd), n = kN.read(p, cmd), k = kK.read(p, cmd);
+  const GemmQuery g = time_gemm(hw, dtype_text, m, n, k, group_size_flag().read(p, cmd), cmd);
   const Op& op = g.op;
   const KernelTime& t = g.time;
   if (p.count("json")) {

@@ -163,10 +163,18 @@ std::string rate_assignment(double rate_per_s) {
   return key;
 }
 
+// The rate is the scenario's workload.arrival.rate_per_s: the same range, named as the flag (built
+// on first use: the key registry is not read during static initialisation).
+const NumberFlag& rate_flag() {
+  static const NumberFlag f{"rate", "target arrival rate, req/s", find_scenario_key("workload.arrival.rate_per_s")->range, ""};
+  return f;
+}
+const IntegerFlag kReplications{"replications", "seeds per probed rate", {1, 100}, "3"};
+const NumberFlag kTolerance{"tolerance", "saturate's relative tolerance", {0, 1, true, false}, "0.02"};
+
 cxxopts::Options plan_flags() {
   cxxopts::Options opts("servesim plan", "The cheapest GPUs to serve a rate under an SLO: GPUs, replicas and cost per option");
   opts.add_options()("model", "model name or path", cxxopts::value<std::string>())(
-      "rate", "target arrival rate, req/s", cxxopts::value<double>())(
       "hw", "hardware profiles: all or a,b,...", cxxopts::value<std::string>()->default_value("all"))(
       "quant", "precisions to try: bf16, fp16, fp8, int8, w8a16, w4a16-gptq, w4a16-awq, nvfp4 (or fp4), mxfp4 (comma-separated)",
       cxxopts::value<std::string>()->default_value("bf16"))(
@@ -177,9 +185,10 @@ cxxopts::Options plan_flags() {
       cxxopts::value<std::string>()->default_value("1"))(
       "workload", "scenario whose workload and engine settings are used", cxxopts::value<std::string>()->default_value("plan-chat"))(
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
-      "replications", "seeds per probed rate", cxxopts::value<int>()->default_value("3"))(
-      "tolerance", "saturate's relative tolerance", cxxopts::value<double>()->default_value("0.02"))(
       "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
+  rate_flag().add(opts);
+  kReplications.add(opts);
+  kTolerance.add(opts);
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, true);
@@ -308,8 +317,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (!p.count("model")) throw InputError("servesim plan", "--model", "required");
   if (!p.count("rate")) throw InputError("servesim plan", "--rate", "required");
   if (!p.count("slo")) throw InputError("servesim plan", "--slo", "required (e.g. ttft=1s,tpot=100ms,p=0.99)");
-  const double rate = p["rate"].as<double>();
-  if (!(rate > 0.0) || !std::isfinite(rate)) throw InputError("servesim plan", "--rate", "must be > 0");
+  const double rate = rate_flag().read(p, "servesim plan");
   const std::string workload_ref = p["workload"].as<std::string>();
   ScenarioSource src = scenario_source(p, resolve_data_ref("scenarios", workload_ref, "servesim plan", "--workload"));
   // Names are checked before anything runs: a typo exits 2 with the close names, not a table row.
@@ -329,9 +337,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   PlanOptions o;
   o.target_rate_per_s = rate;
   o.split = dist.split.get();
-  o.saturate.replications = p["replications"].as<int>();
-  o.saturate.rel_tolerance = p["tolerance"].as<double>();
-  if (o.saturate.replications < 1 || o.saturate.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
+  o.saturate.replications = static_cast<int>(kReplications.read(p, "servesim plan"));
+  o.saturate.rel_tolerance = kTolerance.read(p, "servesim plan");
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
   o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);

@@ -39,13 +39,16 @@ struct RunOutputs {
   ObserverList observers;
 };
 
+const IntegerFlag kTraceRequests{"trace-requests", "trace.json: follow at most N requests (the first to arrive)", {0, 1e8}, "1000"};
+const NumberFlag kTraceSeconds{"trace-seconds", "trace.json: iterations, counters and requests of the first S simulated seconds",
+                               {0, 1e9}, "60"};
+const IntegerFlag kReplications{"replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
+                                {1, 1000}, "1"};
+
 TraceOptions trace_options_of(const cxxopts::ParseResult& parsed) {
   TraceOptions trace_options;
-  const long long trace_requests = parsed["trace-requests"].as<long long>();
-  if (trace_requests < 0 || trace_requests > 100'000'000) throw InputError("--trace-requests", "", "must be in [0, 1e8]");
-  trace_options.max_requests = static_cast<std::uint32_t>(trace_requests);
-  trace_options.window_s = parsed["trace-seconds"].as<double>();
-  if (!(trace_options.window_s >= 0.0) || trace_options.window_s > 1e9) throw InputError("--trace-seconds", "", "must be in [0, 1e9]");
+  trace_options.max_requests = static_cast<std::uint32_t>(kTraceRequests.read(parsed, "servesim run"));
+  trace_options.window_s = kTraceSeconds.read(parsed, "servesim run");
   return trace_options;
 }
 
@@ -147,14 +150,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "no-html", "do not write report.html")("no-csv", "do not write requests.csv")(
       "no-trace", "do not write trace.json")(
       "no-fast-forward", "one event-queue round trip per iteration (slower; the same report: the reference the fast-forward is tested against)")(
-      "trace-requests", "trace.json: follow at most N requests (the first to arrive)",
-      cxxopts::value<long long>()->default_value("1000"))(
-      "trace-seconds", "trace.json: iterations, counters and requests of the first S simulated seconds",
-      cxxopts::value<double>()->default_value("60"))(
-      "replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
-      cxxopts::value<int>()->default_value("1"))(
       "no-work-limit", kNoWorkLimitHelp)(
       "q,quiet", "print nothing on success, no progress bar")("h,help", "show help");
+  for (const auto* f : {&kTraceRequests, &kReplications}) f->add(opts);
+  kTraceSeconds.add(opts);
   add_scenario_flags(opts);
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO.json");
@@ -166,8 +165,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parsed.count("scenario")) throw InputError("servesim run", "", "missing SCENARIO.json (see --help)");
   const std::string path = parsed["scenario"].as<std::string>();
   const ScenarioSource src = scenario_source(parsed, path);
-  const int reps = parsed["replications"].as<int>();
-  if (reps < 1 || reps > 1000) throw InputError("--replications", "", "must be in [1, 1000]");
+  const int reps = static_cast<int>(kReplications.read(parsed, "servesim run"));
   const TraceOptions trace_options = trace_options_of(parsed);
   const bool quiet = parsed.count("quiet") > 0;
 

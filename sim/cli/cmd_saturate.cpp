@@ -37,14 +37,21 @@ void check_saturable(const Scenario& s) {
 
 namespace {
 
+const IntegerFlag kReplications{"replications", "seeds per probed rate (majority must pass)", {1, 100}, "3"};
+const NumberFlag& start_rate_flag() {  // on first use: the key registry is not read during static initialisation
+  static const NumberFlag f{"start-rate", "first rate probed, req/s", find_scenario_key("workload.arrival.rate_per_s")->range, "1"};
+  return f;
+}
+const NumberFlag kTolerance{"tolerance", "stop when the bracket is this tight (relative)", {0, 1, true, false}, "0.01"};
+
 cxxopts::Options saturate_flags() {
   cxxopts::Options opts("servesim saturate", "Find the highest arrival rate that meets the SLO (stable QPS)");
   opts.add_options()("scenario", "scenario JSON file", cxxopts::value<std::string>())(
-      "replications", "seeds per probed rate (majority must pass)", cxxopts::value<int>()->default_value("3"))(
-      "start-rate", "first rate probed, req/s", cxxopts::value<double>()->default_value("1"))(
-      "tolerance", "stop when the bracket is this tight (relative)", cxxopts::value<double>()->default_value("0.01"))(
       "serial", "run on one thread (same output)")(
       "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
+  kReplications.add(opts);
+  start_rate_flag().add(opts);
+  kTolerance.add(opts);
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, false);  // probes depend on the previous ones: no shards
@@ -55,14 +62,11 @@ cxxopts::Options saturate_flags() {
 // The search's settings from the flags, each checked.
 SaturateOptions search_options(const cxxopts::ParseResult& p, const Distribution& dist) {
   SaturateOptions o;
-  o.replications = p["replications"].as<int>();
-  o.start_rate_per_s = p["start-rate"].as<double>();
-  o.rel_tolerance = p["tolerance"].as<double>();
+  o.replications = static_cast<int>(kReplications.read(p, "servesim saturate"));
+  o.start_rate_per_s = start_rate_flag().read(p, "servesim saturate");
+  o.rel_tolerance = kTolerance.read(p, "servesim saturate");
   o.parallel = !p.count("serial");
   o.split = dist.split.get();
-  if (o.replications < 1 || o.replications > 100) throw InputError("--replications", "", "must be in [1, 100]");
-  if (!(o.start_rate_per_s > 0.0) || !std::isfinite(o.start_rate_per_s)) throw InputError("--start-rate", "", "must be > 0");
-  if (!(o.rel_tolerance > 0.0) || o.rel_tolerance > 1.0) throw InputError("--tolerance", "", "must be in (0, 1]");
   return o;
 }
 

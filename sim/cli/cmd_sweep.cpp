@@ -14,15 +14,19 @@
 
 namespace servesim::cli {
 
+namespace {
+const IntegerFlag kReplications{"replications", "seeds per combination (adds mean and 95% CI of P95/P99)", {1, 1000}, "1"};
+}  // namespace
+
 int cmd_sweep(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim sweep", "Run every combination of --grid values; one row each");
   opts.add_options()("scenario", "scenario JSON file", cxxopts::value<std::string>())(
       "grid", "key.path=v1,v2,... (repeatable; every combination runs)", cxxopts::value<std::vector<std::string>>())(
-      "replications", "seeds per combination (adds mean and 95% CI of P95/P99)", cxxopts::value<int>()->default_value("1"))(
       "metrics", "comma-separated report metrics for the columns (default: a summary)", cxxopts::value<std::string>())(
       "serial", "run on one thread (same output)")(
       "no-work-limit", kNoWorkLimitHelp)(
       "h,help", "show help");
+  kReplications.add(opts);
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, true);
@@ -40,8 +44,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     for (const auto& g : p["grid"].as<std::vector<std::string>>()) grid.push_back(parse_grid(g));
   }
   SweepOptions o;
-  o.replications = p["replications"].as<int>();
-  if (o.replications < 1 || o.replications > 1000) throw InputError("--replications", "", "must be in [1, 1000]");
+  o.replications = static_cast<int>(kReplications.read(p, "servesim sweep"));
   o.parallel = !p.count("serial");
   o.split = dist.split.get();
   if (p.count("metrics")) {

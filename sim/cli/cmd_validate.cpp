@@ -267,10 +267,11 @@ int cmd_validate(const std::vector<std::string>& args) {
       cxxopts::value<std::string>())(
       "published", "published engine rows for --suite published (default: tests/validation/published_engines.json)",
       cxxopts::value<std::string>())(
-      "max-requests", "--suite published: at most this many requests per run (0: the published count)",
-      cxxopts::value<std::int64_t>()->default_value("0"))(
       "only", "--suite published: only rows whose id contains this", cxxopts::value<std::string>()->default_value(""))(
       "rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
+  const IntegerFlag max_requests{"max-requests", "--suite published: at most this many requests per run (0: the published count)",
+                                 {0, 1e9}, "0"};
+  max_requests.add(opts);
   opts.parse_positional({"cases"});
   const auto p = parse_args(opts, args);
   if (p.count("help")) {
@@ -284,8 +285,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   if (suite == "published") {
     PublishedOptions options;
-    options.max_requests = p["max-requests"].as<std::int64_t>();
-    if (options.max_requests < 0) throw InputError("servesim validate", "--max-requests", "must be >= 0");
+    options.max_requests = max_requests.read(p, "servesim validate");
     options.only = p["only"].as<std::string>();
     return run_published(p.count("published") ? p["published"].as<std::string>() : default_published_file(), options,
                          p.count("json") > 0, p.count("rows") > 0);

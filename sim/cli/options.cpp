@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "sim/core/error.hpp"
 #include "sim/core/input_file.hpp"
@@ -58,11 +59,49 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std
     if (parsed.count("max-input-bytes")) set_input_byte_limit(parse_byte_size(parsed["max-input-bytes"].as<std::string>()));
     return parsed;
   } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
-    throw InputError(options.program(), flag_of_bad_value(args, e.what()), e.what());
+    flag_error(options.program(), flag_of_bad_value(args, e.what()), e.what());
   } catch (const cxxopts::exceptions::exception& e) {
-    throw InputError(options.program(), "", e.what());
+    flag_error(options.program(), "", e.what());
   }
 }
+
+namespace {
+// The partial file and command line `merge` is re-running, or nothing (RecordedArgsScope).
+struct RecordedArgs {
+  std::string file, command_line;
+};
+std::optional<RecordedArgs> recorded;
+}  // namespace
+
+void flag_error(const std::string& cmd, const std::string& flag, const std::string& message) {
+  if (!recorded) throw cmd.empty() ? InputError(flag, "", message) : InputError(cmd, flag, message);
+  throw InputError(recorded->file, "args", "`" + recorded->command_line + "` (as the shards recorded it): " +
+                                               (flag.empty() ? "" : flag + ": ") + message);
+}
+
+RecordedArgsScope::RecordedArgsScope(const std::string& file, const std::string& command, const std::vector<std::string>& args) {
+  recorded = RecordedArgs{file, "servesim " + command + (args.empty() ? "" : " " + join_args(args))};
+}
+RecordedArgsScope::~RecordedArgsScope() { recorded.reset(); }
+
+template <class T>
+void RangedFlag<T>::add(cxxopts::Options& opts) const {
+  const std::string text = help + " (" + range.text() + ")";
+  if (default_value.empty()) opts.add_options()(name, text, cxxopts::value<T>());
+  else opts.add_options()(name, text, cxxopts::value<T>()->default_value(default_value));
+}
+
+template <class T>
+T RangedFlag<T>::read(const cxxopts::ParseResult& p, const std::string& cmd) const {
+  const T v = p[name].as<T>();
+  if (!range.contains(static_cast<double>(v))) {
+    flag_error(cmd, "--" + name, "must be in " + range.text() + ", got " + key_number_text(static_cast<double>(v)));
+  }
+  return v;
+}
+
+template struct RangedFlag<long long>;
+template struct RangedFlag<double>;
 
 }  // namespace servesim::cli
 

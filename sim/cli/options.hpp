@@ -9,9 +9,40 @@
 #define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
+#include "sim/config/scenario_keys.hpp"
+
 namespace servesim::cli {
 
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args);
+
+// InputError for a bad flag value: "CMD: --flag: MESSAGE" ("--flag: MESSAGE" without CMD). While `merge` re-runs a command with
+// the arguments its partial files recorded (a RecordedArgsScope), the error names the partial
+// file and its "args" key instead: the user did not type those arguments.
+[[noreturn]] void flag_error(const std::string& cmd, const std::string& flag, const std::string& message);
+class RecordedArgsScope {
+ public:
+  RecordedArgsScope(const std::string& file, const std::string& command, const std::vector<std::string>& args);
+  ~RecordedArgsScope();
+  RecordedArgsScope(const RecordedArgsScope&) = delete;
+  RecordedArgsScope& operator=(const RecordedArgsScope&) = delete;
+};
+
+// A numeric flag and its declared range (T: long long or double). add() writes the range into the
+// help text and read() checks the value against it, so the range --help documents is the one
+// enforced. A flag without a default is read only when given (has()).
+template <class T>
+struct RangedFlag {
+  std::string name;           // without the dashes
+  std::string help;
+  KeyRange range;
+  std::string default_value;  // "" = none
+  void add(cxxopts::Options& opts) const;
+  bool has(const cxxopts::ParseResult& p) const { return p.count(name) > 0; }
+  // The value (the default when not given); flag_error naming `cmd` and the flag outside the range.
+  T read(const cxxopts::ParseResult& p, const std::string& cmd) const;
+};
+using IntegerFlag = RangedFlag<long long>;
+using NumberFlag = RangedFlag<double>;
 
 }  // namespace servesim::cli
 

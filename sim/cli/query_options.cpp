@@ -10,46 +10,64 @@
 
 namespace servesim::cli {
 
+const KeyRange& batch_range() { return find_scenario_key("engine.max_num_seqs")->range; }
+const KeyRange& context_range() {
+  static const KeyRange r{0, 16777216};
+  return r;
+}
+
+namespace {
+// Built on first use, not at start-up: the ranges come from the scenario key registry, which must
+// not be read during static initialisation (its constants may not be set yet).
+struct QueryFlags {
+  IntegerFlag group_size{"group-size", "w4a16 group size", find_scenario_key("quantization.group_size")->range, "128"};
+  IntegerFlag tp{"tp", "tensor-parallel GPUs", {1, 4096}, "1"};
+  IntegerFlag pp{"pp", "pipeline-parallel stages", {1, 4096}, "1"};
+  IntegerFlag micro_batches{"micro-batches", "pipeline micro-batches (default: pp)", {0, 4096}, "0"};
+  IntegerFlag ep{"ep", "expert-parallel GPUs (mixture-of-experts models; divides --tp)", {1, 4096}, "1"};
+  NumberFlag expert_imbalance{"expert-imbalance", "busiest expert-parallel GPU's routed tokens over the mean (at most --ep)", {1, 4096}, "1"};
+  IntegerFlag batch{"batch", "sequences in the batch", batch_range(), "1"};
+  IntegerFlag context{"context", "tokens already in each sequence's KV cache (required for decode; prefill default 0)", context_range(), ""};
+  IntegerFlag prompt{"prompt", "prefill: new prompt tokens per sequence", {1, 16777216}, ""};
+};
+const QueryFlags& flags() {
+  static const QueryFlags f;
+  return f;
+}
+}  // namespace
+
 void add_query_options(cxxopts::Options& opts) {
   opts.add_options()("model", "model name or path (model card or HF config.json)", cxxopts::value<std::string>())(
       "hw", "hardware profile name or path", cxxopts::value<std::string>())(
       "dtype", "16-bit base dtype: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
       "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4 (fp4)|mxfp4", cxxopts::value<std::string>())(
-      "group-size", "w4a16 group size", cxxopts::value<long long>()->default_value("128"))(
       "kv-cache-dtype", "auto or fp8", cxxopts::value<std::string>()->default_value("auto"))(
-      "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>())(
-      "tp", "tensor-parallel GPUs", cxxopts::value<long long>()->default_value("1"))(
-      "pp", "pipeline-parallel stages", cxxopts::value<long long>()->default_value("1"))(
-      "micro-batches", "pipeline micro-batches (default: pp)", cxxopts::value<long long>()->default_value("0"))(
-      "ep", "expert-parallel GPUs (mixture-of-experts models; divides --tp)", cxxopts::value<long long>()->default_value("1"))(
-      "expert-imbalance", "busiest expert-parallel GPU's routed tokens over the mean", cxxopts::value<double>()->default_value("1"));
+      "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>());
+  const QueryFlags& f = flags();
+  for (const IntegerFlag* i : {&f.group_size, &f.tp, &f.pp, &f.micro_batches, &f.ep}) i->add(opts);
+  f.expert_imbalance.add(opts);
 }
 
 void add_step_options(cxxopts::Options& opts) {
-  opts.add_options()("batch", "sequences in the batch", cxxopts::value<long long>()->default_value("1"))(
-      "context", "tokens already in each sequence's KV cache (required for decode; prefill default 0)", cxxopts::value<long long>())(
-      "phase", "decode or prefill", cxxopts::value<std::string>()->default_value("decode"))(
-      "prompt", "prefill: new prompt tokens per sequence", cxxopts::value<long long>())(
+  for (const IntegerFlag* f : {&flags().batch, &flags().context, &flags().prompt}) f->add(opts);
+  opts.add_options()("phase", "decode or prefill", cxxopts::value<std::string>()->default_value("decode"))(
       "eager", "launch kernels one by one (no CUDA graph)");
 }
 
 StepAsked read_step(const cxxopts::ParseResult& p, const StepQuery& q, const std::string& cmd) {
   StepAsked s;
   s.phase = p["phase"].as<std::string>();
-  s.batch = p["batch"].as<long long>();
-  // The scenario's engine.max_num_seqs range: a batch past it is no GPU's, and would be timed op by op.
-  if (s.batch <= 0 || s.batch > (1 << 20)) throw InputError(cmd, "--batch", "must be in [1, 1048576], got " + std::to_string(s.batch));
+  const QueryFlags& f = flags();
+  s.batch = f.batch.read(p, cmd);
   if (s.phase != "decode" && s.phase != "prefill") throw InputError(cmd, "--phase", "must be decode or prefill, got '" + s.phase + "'");
   if (s.phase == "decode" && !p.count("context")) {
     throw InputError(cmd, "--context", "required for a decode step (tokens already in each sequence's KV cache, e.g. --context 2048)");
   }
-  s.context = p.count("context") ? p["context"].as<long long>() : 0;
-  if (s.context < 0 || s.context > (1 << 24)) throw InputError(cmd, "--context", "must be in [0, 16777216], got " + std::to_string(s.context));
+  s.context = f.context.has(p) ? f.context.read(p, cmd) : 0;
   long long per_seq = s.context + 1;
   if (s.phase == "prefill") {
-    if (!p.count("prompt")) throw InputError(cmd, "--prompt", "required for --phase prefill");
-    s.prompt = p["prompt"].as<long long>();
-    if (s.prompt <= 0 || s.prompt > (1 << 24)) throw InputError(cmd, "--prompt", "must be in [1, 16777216], got " + std::to_string(s.prompt));
+    if (!f.prompt.has(p)) throw InputError(cmd, "--prompt", "required for --phase prefill");
+    s.prompt = f.prompt.read(p, cmd);
     per_seq = s.context + s.prompt;
   }
   if (per_seq > q.model.max_context_tokens) {
@@ -77,9 +95,8 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
     throw InputError(cmd, "--kv-cache-dtype", "must be auto or fp8");
   }
   if (p.count("quant")) apply_quant_name(p["quant"].as<std::string>(), q.precision, cmd, "--quant");
-  const long long group = p["group-size"].as<long long>();
-  if (group <= 0) throw InputError(cmd, "--group-size", "must be > 0");
-  q.precision.group_size = group;
+  const QueryFlags& f = flags();
+  q.precision.group_size = f.group_size.read(p, cmd);
   if (!q.hw.supports(q.precision.weights)) {
     throw InputError(cmd, "--dtype", std::string(dtype_name(q.precision.weights)) + " not supported by " + q.hw.name);
   }
@@ -87,23 +104,18 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (p.count("engine")) q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
   q.launch_without_engine = default_launch();  // a step as `run` times it
   ParallelConfig& par = q.parallel;
-  par.tensor_parallel_size = p["tp"].as<long long>();
-  par.pipeline_parallel_size = p["pp"].as<long long>();
-  par.num_micro_batches = p["micro-batches"].as<long long>();
-  if (par.tensor_parallel_size <= 0 || par.tensor_parallel_size > 4096) throw InputError(cmd, "--tp", "must be in [1, 4096]");
-  if (par.pipeline_parallel_size <= 0 || par.pipeline_parallel_size > 4096) throw InputError(cmd, "--pp", "must be in [1, 4096]");
-  if (par.num_micro_batches < 0 || par.num_micro_batches > 4096) throw InputError(cmd, "--micro-batches", "must be in [0, 4096]");
+  par.tensor_parallel_size = f.tp.read(p, cmd);
+  par.pipeline_parallel_size = f.pp.read(p, cmd);
+  par.num_micro_batches = f.micro_batches.read(p, cmd);
   if (const std::string why = parallel_config_error(q.model, par.tensor_parallel_size, par.pipeline_parallel_size); !why.empty()) {
     throw InputError(cmd, why.rfind("pipeline", 0) == 0 ? "--pp" : "--tp", why);
   }
-  par.expert_parallel_size = p["ep"].as<long long>();
-  par.expert_load_imbalance = p["expert-imbalance"].as<double>();
-  if (par.expert_parallel_size < 1 || par.tensor_parallel_size % par.expert_parallel_size != 0) {
-    throw InputError(cmd, "--ep", "must be >= 1 and divide --tp");
-  }
+  par.expert_parallel_size = f.ep.read(p, cmd);
+  par.expert_load_imbalance = f.expert_imbalance.read(p, cmd);
+  if (par.tensor_parallel_size % par.expert_parallel_size != 0) throw InputError(cmd, "--ep", "must divide --tp");
   if (const std::string why = expert_parallel_error(q.model, par.expert_parallel_size); !why.empty()) throw InputError(cmd, "--ep", why);
-  if (!(par.expert_load_imbalance >= 1.0) || par.expert_load_imbalance > static_cast<double>(par.expert_parallel_size)) {
-    throw InputError(cmd, "--expert-imbalance", "must be in [1, --ep]");
+  if (par.expert_load_imbalance > static_cast<double>(par.expert_parallel_size)) {
+    throw InputError(cmd, "--expert-imbalance", "must be at most --ep (" + std::to_string(par.expert_parallel_size) + ")");
   }
   return q;
 }

@@ -3,11 +3,16 @@
 #pragma once
 #include <string>
 
-#include <cxxopts.hpp>
-
 #include "sim/analysis/step_query.hpp"
+#include "sim/cli/options.hpp"
 
 namespace servesim::cli {
+
+// The ranges the what-if commands share: sequences in a batch (the scenario's engine.max_num_seqs
+// range: a batch past it is no GPU's, and would be timed op by op) and tokens in a sequence's KV
+// cache (2^24).
+const KeyRange& batch_range();
+const KeyRange& context_range();
 
 // Adds --model --hw --quant --dtype --group-size --kv-cache-dtype --engine --tp --pp --micro-batches.
 void add_query_options(cxxopts::Options& opts);

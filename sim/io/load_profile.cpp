@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
 
 namespace servesim {
@@ -28,6 +29,13 @@ double parse_positive(const std::string& text, const std::string& what) {
   const auto v = positive_number(text);
   if (!v) throw InputError("--load-profile", what, "must be a number > 0, got '" + text + "'");
   return *v;
+}
+// `v` within the range of the scenario key it sets, so that an error names the --load-profile key
+// (the user's) rather than the scenario's.
+double in_range_of(double v, const std::string& key_path, const std::string& what) {
+  const KeyRange& range = find_scenario_key(key_path)->range;
+  if (!range.contains(v)) throw InputError("--load-profile", what, "must be in " + range.text() + ", got " + key_number_text(v));
+  return v;
 }
 }  // namespace
 
@@ -72,21 +80,23 @@ void apply_load_profile(nlohmann::json& doc, const std::string& profile) {
       throw InputError("--load-profile", "arrival", "must be poisson, gamma or constant, got '" + arrival + "'");
     }
     if (!kv.count("rps")) throw InputError("--load-profile", "rps", "required with arrival/cv");
-    nlohmann::json a = {{"impl", arrival}, {"rate_per_s", parse_positive(kv["rps"], "rps")}};
-    if (arrival == "gamma") a["cv"] = kv.count("cv") ? parse_positive(kv["cv"], "cv") : 1.0;
+    nlohmann::json a = {{"impl", arrival}, {"rate_per_s", in_range_of(parse_positive(kv["rps"], "rps"), "workload.arrival.rate_per_s", "rps")}};
+    if (arrival == "gamma") a["cv"] = kv.count("cv") ? in_range_of(parse_positive(kv["cv"], "cv"), "workload.arrival.cv", "cv") : 1.0;
     else if (kv.count("cv")) throw InputError("--load-profile", "cv", "only with arrival=gamma");
     w["arrival"] = a;
   }
   if (kv.count("duration")) {
-    w["duration_s"] = parse_duration_s(kv["duration"], "--load-profile", "duration");
+    w["duration_s"] = in_range_of(parse_duration_s(kv["duration"], "--load-profile", "duration"), "workload.duration_s", "duration");
     if (!kv.count("requests")) w.erase("num_requests");  // the duration ends the workload
   }
   if (kv.count("requests")) {
-    const double n = parse_positive(kv["requests"], "requests");
+    const double n = in_range_of(parse_positive(kv["requests"], "requests"), "workload.num_requests", "requests");
     if (n != std::floor(n)) throw InputError("--load-profile", "requests", "must be an integer");
     w["num_requests"] = static_cast<std::int64_t>(n);
   }
-  if (kv.count("timeout")) w["request_timeout_s"] = parse_duration_s(kv["timeout"], "--load-profile", "timeout");
+  if (kv.count("timeout")) {
+    w["request_timeout_s"] = in_range_of(parse_duration_s(kv["timeout"], "--load-profile", "timeout"), "workload.request_timeout_s", "timeout");
+  }
 }
 
 }  // namespace servesim

@@ -21,6 +21,10 @@ case_hang_trace_loop_without_end() {
 case_hang_step_batch_1e10() {
   expect 2 "--batch" -- step --model llama-3-8b --hw h100-sxm --batch 10000000000 --context 16
 }
+case_hang_contention_batch_1e10() {
+  # Had no upper bound (1e10 ran past 20 s); now step's --batch range, declared with the flag.
+  expect 2 "servesim contention: --batch: must be in [1, 1048576], got 1e+10" -- contention --model llama-3-8b --hw h100-sxm --batch 10000000000
+}
 case_hang_run_replications() {
   scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300/\"num_requests\": 1000000}"
   expect 2 "--replications" -- run s.json --out out --quiet --replications 1000
@@ -213,6 +217,7 @@ case_range_slo_percentile_1_5() {
   expect 2 "--slo: p" -- saturate s.json --slo ttft=1,p=1.5
 }
 
+
 # --- raw: library and invariant messages turned into one line naming file and key
 case_raw_json_number_overflow() {
   scenario s.json "${SMALL_WORKLOAD/\"rate_per_s\": 6/\"rate_per_s\": 1e400}"
@@ -255,6 +260,12 @@ case_msg_flag_value_not_a_number() {
   # cxxopts' own message ("Argument 'abc' failed to parse") names the value, not the flag.
   expect 2 "servesim plan: --rate: " -- plan --model llama-3-8b --rate abc --slo ttft=1s
   expect 2 "servesim run: --replications: " -- run s.json --replications=1e3
+}
+case_msg_plan_rate_names_the_flag() {
+  # Used to blame the bundled scenario: "plan-chat.json: workload.arrival.rate_per_s: must be <= 1e9".
+  expect 2 "servesim plan: --rate: must be in (0, 1000000000], got 1e+308" -- plan --model llama-3-8b --rate 1e308 --slo ttft=1s
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "--load-profile: duration: must be in [0, 32000000], got 1e+300" -- run s.json --out out --quiet --load-profile "rps=5, duration=1e300"
 }
 case_msg_hf_config_without_model_type() {
   echo '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32}' >config.json
