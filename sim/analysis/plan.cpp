@@ -8,6 +8,7 @@
 
 #include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/json_reader.hpp"
 
 namespace servesim {
 
@@ -56,9 +57,6 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
 
 // A row as it crosses processes (run_jobs.hpp); the option is the job's own, the band is set later.
 nlohmann::json optional_number(const std::optional<double>& x) { return x ? exact_number(*x) : nlohmann::json(nullptr); }
-std::optional<double> optional_number(const nlohmann::json& j) {
-  return j.is_null() ? std::nullopt : std::optional<double>(exact_number(j));
-}
 
 nlohmann::json row_to_json(const PlanRow& r) {
   return {{"fits", r.fits},
@@ -75,21 +73,29 @@ nlohmann::json row_to_json(const PlanRow& r) {
           {"usd_per_million_output_tokens", optional_number(r.usd_per_million_output_tokens)}};
 }
 
-PlanRow row_from_json(const nlohmann::json& j) {
-  PlanRow r;
-  r.fits = j.at("fits").get<bool>();
-  r.meets_slo = j.at("meets_slo").get<bool>();
-  r.emulated = j.at("emulated").get<bool>();
-  r.note = j.at("note").get<std::string>();
-  r.stable_qps_per_replica = exact_number(j.at("stable_qps_per_replica"));
-  r.saturation_batch_size = j.at("saturation_batch_size").get<std::int64_t>();
-  r.replicas = j.at("replicas").get<std::int64_t>();
-  r.gpus = j.at("gpus").get<std::int64_t>();
-  r.mean_output_tokens = exact_number(j.at("mean_output_tokens"));
-  r.usd_per_gpu_hour = optional_number(j.at("usd_per_gpu_hour"));
-  r.usd_per_hour = optional_number(j.at("usd_per_hour"));
-  r.usd_per_million_output_tokens = optional_number(j.at("usd_per_million_output_tokens"));
-  return r;
+// Read back strictly: every key, its type and its range (rates as the scenario's, counts as
+// plan's options can reach, dollars up to 1e15), nothing else.
+PlanRow row_from_json(const nlohmann::json& j, const JobOrigin& at) {
+  JsonReader r(j, at.file, at.key);
+  const auto dollars = [&r](const std::string& key) -> std::optional<double> {
+    if (r.has(key) && r.raw(key).is_null()) return std::nullopt;
+    return r.number_in(key, 0.0, 1e15);
+  };
+  PlanRow row;
+  row.fits = r.boolean("fits");
+  row.meets_slo = r.boolean("meets_slo");
+  row.emulated = r.boolean("emulated");
+  row.note = r.string("note");
+  row.stable_qps_per_replica = r.number_in("stable_qps_per_replica", 0.0, 1e9);
+  row.saturation_batch_size = r.integer_in("saturation_batch_size", 0, 1 << 20);
+  row.replicas = r.integer_in("replicas", 0, 1'000'000'000);
+  row.gpus = r.integer_in("gpus", 0, 1'000'000'000'000);
+  row.mean_output_tokens = r.number_in("mean_output_tokens", 0.0, 16777216.0);
+  row.usd_per_gpu_hour = dollars("usd_per_gpu_hour");
+  row.usd_per_hour = dollars("usd_per_hour");
+  row.usd_per_million_output_tokens = dollars("usd_per_million_output_tokens");
+  r.finish();
+  return row;
 }
 
 // Sort key: meeting the SLO and priced, cheapest first; then meeting without a price; then

@@ -64,14 +64,9 @@ void run_here(const std::vector<std::size_t>& jobs, bool parallel, const std::fu
   }
 }
 
-void decode_results(const std::vector<nlohmann::json>& results, const std::function<void(std::size_t, const nlohmann::json&)>& decode) {
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    try {
-      decode(i, results[i]);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError("the result of run " + std::to_string(i) + " does not read back (" + e.what() + ")");
-    }
-  }
+void decode_results(const std::vector<nlohmann::json>& results, const JobSplit& split,
+                    const std::function<void(std::size_t, const nlohmann::json&, const JobOrigin&)>& decode) {
+  for (std::size_t i = 0; i < results.size(); ++i) decode(i, results[i], split.origin(i));
 }
 
 }  // namespace servesim

@@ -17,10 +17,12 @@
 
 namespace servesim {
 
+// A job's result as it crosses processes. `decode` reads it back strictly (types and ranges,
+// through the JobOrigin's readers, so an error names the partial file and key it came from).
 template <class T>
 struct JobCodec {
   std::function<nlohmann::json(const T&)> encode;
-  std::function<T(const nlohmann::json&)> decode;
+  std::function<T(const nlohmann::json&, const JobOrigin&)> decode;
 };
 
 // Optional steps around the jobs this process runs.
@@ -41,8 +43,10 @@ std::vector<std::size_t> jobs_here(std::size_t n, const JobSplit* split);
 // before_runs), so that processes report the same first failure as one process would.
 void run_here(const std::vector<std::size_t>& jobs, bool parallel, const std::function<void(std::size_t)>& run, const JobHooks& hooks,
               JobFailure* failure);
-// `decode` of every result; a result that does not read back (an edited partial file) is InputError.
-void decode_results(const std::vector<nlohmann::json>& results, const std::function<void(std::size_t, const nlohmann::json&)>& decode);
+// `decode` of every result with its origin; a result that does not read back (an edited partial
+// file) is an InputError naming the file and key.
+void decode_results(const std::vector<nlohmann::json>& results, const JobSplit& split,
+                    const std::function<void(std::size_t, const nlohmann::json&, const JobOrigin&)>& decode);
 
 // job(i) for i in [0, n), results in job order. `split` null: every job here.
 template <class T>
@@ -64,7 +68,7 @@ std::vector<T> run_jobs(std::size_t n, const std::function<T(std::size_t)>& job,
     for (std::size_t i : mine) share.results.emplace_back(i, std::move(*encoded[i]));
   }
   const std::vector<nlohmann::json> all = split->exchange(n, std::move(share));
-  decode_results(all, [&](std::size_t i, const nlohmann::json& j) { out[i] = codec.decode(j); });
+  decode_results(all, *split, [&](std::size_t i, const nlohmann::json& j, const JobOrigin& at) { out[i] = codec.decode(j, at); });
   return out;
 }
 

@@ -41,9 +41,12 @@ const JobCodec<ReplicationOutcome> replication_codec = {
       return nlohmann::json::array({o.met, exact_number(o.goodput_requests_per_s), exact_number(o.success_frac),
                                     exact_number(o.mean_batch), exact_number(o.mean_context_tokens), o.kv_capacity_tokens});
     },
-    [](const nlohmann::json& j) {
-      return ReplicationOutcome{j.at(0).get<bool>(), exact_number(j.at(1)), exact_number(j.at(2)),
-                                exact_number(j.at(3)), exact_number(j.at(4)), j.at(5).get<std::int64_t>()};
+    [](const nlohmann::json& j, const JobOrigin& at) {
+      const std::string what = "met, goodput, success fraction, mean batch, mean context, KV capacity";
+      const KeyRange rate{0.0, 1e9, false, false}, fraction{0.0, 1.0, false, false}, count{0.0, 1e15, false, false};
+      return ReplicationOutcome{at.boolean(at.element(j, 0, 6, "", what), "[0]"), at.number(j[1], rate, "[1]"),
+                                at.number(j[2], fraction, "[2]"),           at.number(j[3], count, "[3]"),
+                                at.number(j[4], count, "[4]"),              at.integer(j[5], count, "[5]")};
     }};
 
 SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, const SaturateOptions& o) {

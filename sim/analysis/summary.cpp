@@ -125,9 +125,21 @@ nlohmann::json metrics_to_json(const Metrics& m) {
   return j;
 }
 
-Metrics metrics_from_json(const nlohmann::json& j) {
+Metrics metrics_from_json(const nlohmann::json& j, const JobOrigin& at, const std::string& item) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = report_metric_paths();
+    std::sort(n.begin(), n.end());
+    return n;
+  }();
+  const KeyRange range{0.0, 1e18, false, false};
+  if (!j.is_array()) at.fail(item, "must be an array of [metric, value] pairs");
   Metrics m;
-  for (const auto& item : j) m.emplace_back(item.at(0).get<std::string>(), exact_number(item.at(1)));
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string where = item + "[" + std::to_string(i) + "]";
+    const std::string name = at.string(at.element(j[i], 0, 2, where, "a metric and its value"), where + "[0]");
+    if (!std::binary_search(names.begin(), names.end(), name)) at.fail(where + "[0]", "'" + name + "' is not a report metric");
+    m.emplace_back(name, at.number(j[i][1], range, where + "[1]", name));
+  }
   return m;
 }
 

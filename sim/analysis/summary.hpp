@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/scenario.hpp"
+#include "sim/dist/job_split.hpp"
 #include "sim/serve/simulation.hpp"
 
 namespace servesim {
@@ -47,8 +48,10 @@ const std::vector<std::string>& replicated_metrics();
 std::vector<Metrics> run_all(const std::vector<Scenario>& scenarios, bool parallel, std::vector<SimResult>* keep = nullptr,
                              const std::function<void()>& on_done = {});
 
-// Metrics as they cross processes (run_jobs.hpp): [[name, value], ...], values exact.
+// Metrics as they cross processes (run_jobs.hpp): [[name, value], ...], values exact. Read back,
+// each name must be a report metric and each value a count, size, time, rate or fraction of one
+// run: finite, in [0, 1e18] (InputError naming `at` and the item `item` of it otherwise).
 nlohmann::json metrics_to_json(const Metrics& m);
-Metrics metrics_from_json(const nlohmann::json& j);
+Metrics metrics_from_json(const nlohmann::json& j, const JobOrigin& at, const std::string& item);
 
 }  // namespace servesim

@@ -62,7 +62,11 @@ struct SweepRun {
 };
 const JobCodec<SweepRun> sweep_run_codec = {
     [](const SweepRun& r) { return nlohmann::json::array({r.seed, metrics_to_json(r.metrics)}); },
-    [](const nlohmann::json& j) { return SweepRun{j.at(0).get<std::uint64_t>(), metrics_from_json(j.at(1))}; }};
+    [](const nlohmann::json& j, const JobOrigin& at) {
+      const KeyRange seeds{0.0, 9007199254740992.0, false, false};  // the scenario key seed's range
+      const auto seed = static_cast<std::uint64_t>(at.integer(at.element(j, 0, 2, "", "a seed and its metrics"), seeds, "[0]"));
+      return SweepRun{seed, metrics_from_json(j[1], at, "[1]")};
+    }};
 }  // namespace
 
 Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, const SweepOptions& o) {

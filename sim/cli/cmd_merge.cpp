@@ -26,6 +26,7 @@ int cmd_merge(const std::vector<std::string>& args) {
     throw InputError(merged.first_file, "command", "'" + merged.command + "' cannot be merged (sweep or plan)");
   }
   const MergeScope scope(merged);
+  const RecordedArgsScope recorded(merged.first_file, merged.command, merged.args);  // flag errors name the partial file
   return merged.command == "sweep" ? cmd_sweep(merged.args) : cmd_plan(merged.args);
 }
 

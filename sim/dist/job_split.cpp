@@ -21,6 +21,12 @@ namespace {
 
 constexpr int kPartialSchema = 1;
 
+// A value as an error shows it: its JSON, cut at 40 characters.
+std::string shown(const nlohmann::json& j) {
+  std::string s = j.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
 std::string shard_name(std::int64_t part, std::int64_t parts) { return std::to_string(part) + "/" + std::to_string(parts); }
 
 class ShardSplit final : public JobSplit {
@@ -54,6 +60,7 @@ class MergedSplit final : public JobSplit {
  public:
   explicit MergedSplit(const MergedResults& m) : JobSplit(0, 0), merged_(m) {}
   bool writes_output() const override { return true; }
+  JobOrigin origin(std::size_t job) const override { return merged_.origins.at(job); }
   std::vector<nlohmann::json> exchange(std::size_t jobs, JobShare) override {
     if (jobs != merged_.results.size()) {
       throw InputError(merged_.first_file, "jobs",
@@ -68,12 +75,12 @@ class MergedSplit final : public JobSplit {
   const MergedResults& merged_;
 };
 
-// One partial file, read strictly.
+// One partial file, read strictly (its results' contents are the codecs', read with their origins).
 struct Partial {
   std::string file, version, command;
   std::vector<std::string> args;
   std::int64_t shard = 0, shards = 1, jobs = 0;
-  std::vector<std::pair<std::size_t, nlohmann::json>> results;
+  std::vector<std::pair<std::size_t, nlohmann::json>> results;  // (job, result): results[k] of the file
 };
 
 Partial read_partial(const std::string& file) {
@@ -157,13 +164,52 @@ MergedResults read_partials(const std::vector<std::string>& files) {
   m.args = first.args;
   m.first_file = first.file;
   m.results.resize(static_cast<std::size_t>(first.jobs));
+  m.origins.resize(m.results.size());
   for (auto& p : parts) {
-    for (auto& [i, r] : p.results) m.results[i] = std::move(r);
+    for (std::size_t k = 0; k < p.results.size(); ++k) {
+      auto& [i, r] = p.results[k];
+      m.results[i] = std::move(r);
+      m.origins[i] = {p.file, "results[" + std::to_string(k) + "][1]"};
+    }
   }
   return m;
 }
 
 std::unique_ptr<JobSplit> merged_split(const MergedResults& merged) { return std::make_unique<MergedSplit>(merged); }
+
+void JobOrigin::fail(const std::string& item, const std::string& message) const {
+  throw InputError(file, item.empty() ? key : key + (item[0] == '[' ? "" : ".") + item, message);
+}
+
+const nlohmann::json& JobOrigin::element(const nlohmann::json& j, std::size_t i, std::size_t size, const std::string& item,
+                                         const std::string& what) const {
+  if (!j.is_array() || j.size() != size) fail(item, "must be an array of " + std::to_string(size) + " items (" + what + ")");
+  return j[i];
+}
+
+double JobOrigin::number(const nlohmann::json& j, const KeyRange& range, const std::string& item, const std::string& label) const {
+  if (!j.is_number() || !range.contains(j.get<double>())) {
+    fail(item, (label.empty() ? "" : label + ": ") + "must be a number in " + range.text() + ", got " + (j.is_number() ? key_number_text(j.get<double>()) : shown(j)));
+  }
+  return j.get<double>();
+}
+
+bool JobOrigin::boolean(const nlohmann::json& j, const std::string& item) const {
+  if (!j.is_boolean()) fail(item, "must be true or false, got " + shown(j));
+  return j.get<bool>();
+}
+
+std::int64_t JobOrigin::integer(const nlohmann::json& j, const KeyRange& range, const std::string& item) const {
+  if (!j.is_number_integer() || !range.contains(static_cast<double>(j.get<std::int64_t>()))) {
+    fail(item, "must be an integer in " + range.text() + ", got " + shown(j));
+  }
+  return j.get<std::int64_t>();
+}
+
+std::string JobOrigin::string(const nlohmann::json& j, const std::string& item) const {
+  if (!j.is_string()) fail(item, "must be a string, got " + shown(j));
+  return j.get<std::string>();
+}
 
 nlohmann::json exact_number(double x) {
   if (std::isnan(x)) return "nan";

@@ -21,7 +21,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/config/scenario_keys.hpp"
+
 namespace servesim {
+
+// Where a job's result came from, for an error about it: a partial file and the result's key in
+// it ("p0.json", "results[1][1]"), or the MPI exchange. The codecs that read results back check
+// every item's type and range through it, so an edited partial file cannot print -1e300
+// completed requests or reach the user as a library message.
+struct JobOrigin {
+  std::string file, key;
+  // InputError "FILE: KEY.ITEM: MESSAGE" (KEY alone when `item` is empty; ITEM may start with '[').
+  [[noreturn]] void fail(const std::string& item, const std::string& message) const;
+  // Item i of `j` (the result's item `item`), which must be an array of exactly `size` items
+  // (`what` says what they are).
+  const nlohmann::json& element(const nlohmann::json& j, std::size_t i, std::size_t size, const std::string& item,
+                                const std::string& what) const;
+  // A finite number within `range` (`label`, when given, names it in the message); a boolean; an
+  // integer within `range`; a string.
+  double number(const nlohmann::json& j, const KeyRange& range, const std::string& item, const std::string& label = "") const;
+  bool boolean(const nlohmann::json& j, const std::string& item) const;
+  std::int64_t integer(const nlohmann::json& j, const KeyRange& range, const std::string& item) const;
+  std::string string(const nlohmann::json& j, const std::string& item) const;
+};
 
 // A job that threw on some process: every process rethrows the one of the lowest job (InputError
 // when bad_input), so all of them exit with the code and message one process would.
@@ -57,6 +79,8 @@ class JobSplit {
   // Whether this process writes the command's output (rank 0 of MPI; a merge). A shard never
   // returns from exchange().
   virtual bool writes_output() const = 0;
+  // Where job i's result came from (exchange()'s results), for errors reading it back.
+  virtual JobOrigin origin(std::size_t job) const { return {"--mpi", "the result of job " + std::to_string(job)}; }
 
  protected:
   int part_, parts_;
@@ -75,6 +99,7 @@ struct MergedResults {
   std::vector<std::string> args;       // the command's arguments without --shard / --partial
   std::string first_file;              // named in errors about the whole set
   std::vector<nlohmann::json> results; // by job index
+  std::vector<JobOrigin> origins;      // by job index: the file and key each result was read from
 };
 
 // True when this servesim was built with MPI (CMake found Open MPI).

@@ -217,6 +217,46 @@ case_range_slo_percentile_1_5() {
   expect 2 "--slo: p" -- saturate s.json --slo ttft=1,p=1.5
 }
 
+# --- merge: partial files are checked like scenarios (types, ranges, the file and key named)
+shards() {  # shards: sweep s.json over 3 seeds in 2 shards, p0.json and p1.json
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 0 "" -- sweep s.json --grid seed=1,2,3 --shard 0/2 --partial p0.json
+  expect 0 "" -- sweep s.json --grid seed=1,2,3 --shard 1/2 --partial p1.json
+}
+case_range_merge_negative_completed() {
+  # -1e300 completed requests used to be printed in the merged table.
+  shards
+  sed -i 's/\["requests.completed", *[0-9.e+]*\]/["requests.completed", -1e300]/' p0.json
+  grep -q -- '-1e300' p0.json || fail "the edit did not apply"
+  expect 2 "p0.json: results[0][1][1][" -- merge p0.json p1.json
+  grep -qF "requests.completed: must be a number in [0, 1e+18], got -1e+300" "$WORK/stderr" || fail "does not name the metric and its range"
+}
+case_range_merge_nan_metric() {
+  # "nan" used to be printed as empty cells.
+  shards
+  sed -i 's/\["latency.ttft_s.p99", *[0-9.e+-]*\]/["latency.ttft_s.p99", "nan"]/' p0.json
+  grep -q '"nan"' p0.json || fail "the edit did not apply"
+  expect 2 'latency.ttft_s.p99: must be a number in [0, 1e+18], got "nan"' -- merge p0.json p1.json
+}
+case_raw_merge_result_not_an_array() {
+  # A result that is a string, {} or null used to reach the user as nlohmann text naming no file.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 0 "" -- sweep s.json --grid seed=1,2 --shard 0/2 --partial p0.json
+  expect 0 "" -- sweep s.json --grid seed=1,2 --shard 1/2 --partial p1.json
+  local v
+  for v in '"x"' '{}' 'null'; do
+    sed "s/\"results\":\[\[0,.*\]\],\"servesim_partial\"/\"results\":[[0,$v]],\"servesim_partial\"/" p0.json >bad.json
+    grep -qF "[[0,$v]]" bad.json || fail "the edit did not apply"
+    expect 2 "bad.json: results[0][1]: must be an array of 2 items (a seed and its metrics)" -- merge bad.json p1.json
+  done
+}
+case_msg_merge_recorded_args() {
+  # Arguments recorded by the shards that no longer parse used to name no partial file.
+  shards
+  sed -i 's/"seed=1,2,3"\]/"seed=1,2,3", "--replications", "0"]/' p0.json p1.json
+  grep -q '"--replications", "0"' p0.json || fail "the edit did not apply"
+  expect 2 "p0.json: args: \`servesim sweep s.json --grid \"seed=1,2,3\" --replications 0\` (as the shards recorded it): --replications: must be in [1, 1000], got 0" -- merge p0.json p1.json
+}
 
 # --- raw: library and invariant messages turned into one line naming file and key
 case_raw_json_number_overflow() {
