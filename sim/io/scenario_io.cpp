@@ -66,13 +66,14 @@ LengthDist parse_length(KeyReader r) {
     if (!tokens.is_array() || tokens.empty()) r.fail("tokens", "must be a non-empty array of token counts");
     if (!weights.is_array() || weights.size() != tokens.size()) r.fail("weights", "must be an array as long as tokens");
     const KeyRange& length = r.declared("tokens").range;
+    const KeyRange& weight = r.declared("weights").range;  // the documented range, enforced (1e308 used to pass)
     double total = 0.0;
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       if (!tokens[i].is_number_integer() || !length.contains(static_cast<double>(tokens[i].get<std::int64_t>()))) {
         r.fail("tokens", "[" + std::to_string(i) + "] must be an integer in " + length.text());
       }
-      if (!weights[i].is_number() || !std::isfinite(weights[i].get<double>()) || weights[i].get<double>() < 0.0) {
-        r.fail("weights", "[" + std::to_string(i) + "] must be a finite number >= 0");
+      if (!weights[i].is_number() || !weight.contains(weights[i].get<double>())) {
+        r.fail("weights", "[" + std::to_string(i) + "] must be a number in " + weight.text());
       }
       d.tokens.push_back(tokens[i].get<std::int64_t>());
       d.weights.push_back(weights[i].get<double>());

@@ -216,6 +216,16 @@ case_range_slo_percentile_1_5() {
   scenario s.json "$SMALL_WORKLOAD"
   expect 2 "--slo: p" -- saturate s.json --slo ttft=1,p=1.5
 }
+case_range_empirical_weight_1e308() {
+  # Weights of 1e308 passed (the documented range is [0, 1e300]) and summed to inf:
+  # batch.saturation_context_tokens = -9.2e18.
+  scenario s.json "${SMALL_WORKLOAD/\"impl\": \"uniform\", \"min_tokens\": 32, \"max_tokens\": 1024/\"impl\": \"empirical\", \"tokens\": [100, 200], \"weights\": [1e308, 1e308]}"
+  grep -q 1e308 s.json || fail "the edit did not apply"
+  expect 2 "s.json: workload.prompt_tokens.weights: [0] must be a number in [0, 1e+300]" -- run s.json --out out --quiet
+  sed -i 's/1e308/1e300/g' s.json
+  expect 0 "" -- run s.json --out out --quiet
+  grep -q '"saturation_context_tokens": 2[0-9][0-9]\.0' out/report.json || fail "saturation_context_tokens is not in [200, 300)"
+}
 
 # --- merge: partial files are checked like scenarios (types, ranges, the file and key named)
 shards() {  # shards: sweep s.json over 3 seeds in 2 shards, p0.json and p1.json
