@@ -71,6 +71,8 @@ int dispatch(const std::vector<std::string>& argv) {
     usage(argv.empty() ? std::cerr : std::cout);
     return argv.empty() ? kExitBadInput : kExitOk;
   }
+  remember_command(argv);
+  install_crash_handlers();
   try {
     const int code = run_command(argv);
     // A command whose output was lost (stdout to a full disk or a closed pipe) has failed.

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/config/scenario.hpp"
 
@@ -18,9 +19,20 @@ namespace servesim::cli {
 void remember_scenario(const Scenario& s);
 std::optional<std::uint64_t> remembered_scenario_hash();
 
+// Remembers the command line (dispatch's arguments) for a bug report.
+void remember_command(const std::vector<std::string>& args);
+
 // "servesim: internal error (a bug in servesim, not in your input; please report this line):
-// WHAT [servesim VERSION, scenario HASH]", HASH as 16 hex digits, "no scenario" without one.
+// WHAT [servesim VERSION, scenario HASH]; command: servesim ARGS", HASH as 16 hex digits, "no
+// scenario" without one; the command once remember_command has run.
 std::string bug_report_line(const std::string& what, std::optional<std::uint64_t> scenario_hash);
+
+// A crash is a bug like any other: SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT print the bug line
+// (WHAT: "signal SIGBUS") and exit with kExitInternal instead of dying by the signal (exit 128+N,
+// no message). SIGPIPE is ignored: a closed pipe is a failed write, exit 2 naming the output
+// (check_stdout), not a signal. Call after remember_command (the line is prepared here, since a
+// signal handler may not allocate).
+void install_crash_handlers();
 
 // For a catch block: writes the message for the exception in flight to `err` (one line) and
 // returns the exit code: kExitBadInput for InputError, kExitInternal for anything else.

@@ -7,6 +7,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/input_file.hpp"
+#include "sim/core/suggest.hpp"
 
 namespace servesim::cli {
 
@@ -45,6 +46,36 @@ std::uint64_t parse_byte_size(const std::string& text) {
   }
   return v << (10 * power);
 }
+// The texts a cxxopts message quotes (‘x’ or 'x'), in order.
+std::vector<std::string> quoted(const std::string& message) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (true) {
+    std::size_t open = message.find("\u2018", at), skip = 3;
+    if (open == std::string::npos) {
+      open = message.find('\'', at);
+      skip = 1;
+    }
+    if (open == std::string::npos) return out;
+    const std::size_t close = skip == 3 ? message.find("\u2019", open + 3) : message.find('\'', open + 1);
+    if (close == std::string::npos) return out;
+    out.push_back(message.substr(open + skip, close - open - skip));
+    at = close + skip;
+  }
+}
+
+// The long names of every flag `options` knows ("--out"), for "did you mean"; with `switches`,
+// only those that take no value.
+std::vector<std::string> flag_names(const cxxopts::Options& options, bool switches = false) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups()) {
+    for (const auto& o : options.group_help(group).options) {
+      if (switches && !o.is_boolean) continue;
+      for (const auto& l : o.l) names.push_back("--" + l);
+    }
+  }
+  return names;
+}
 }  // namespace
 
 cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std::string>& args) {
@@ -58,9 +89,35 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, const std::vector<std
     const cxxopts::ParseResult parsed = options.parse(static_cast<int>(argv.size()), argv.data());
     if (parsed.count("max-input-bytes")) set_input_byte_limit(parse_byte_size(parsed["max-input-bytes"].as<std::string>()));
     return parsed;
-  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
-    flag_error(options.program(), flag_of_bad_value(args, e.what()), e.what());
   } catch (const cxxopts::exceptions::exception& e) {
+    // cxxopts' own wording ("Option 'x' does not exist", "Argument 'abc' failed to parse") is
+    // not shown: it names values rather than flags.
+    const std::vector<std::string> q = quoted(e.what());
+    const std::string first = q.empty() ? "" : q[0];
+    if (dynamic_cast<const cxxopts::exceptions::incorrect_argument_type*>(&e)) {
+      const std::string flag = flag_of_bad_value(args, e.what());
+      const auto switches = flag_names(options, true);
+      double v = 0.0;
+      const auto [end, ec] = std::from_chars(first.data(), first.data() + first.size(), v);
+      const bool a_number = ec == std::errc() && end == first.data() + first.size();
+      const bool a_switch = std::find(switches.begin(), switches.end(), flag) != switches.end();
+      flag_error(options.program(), flag,
+                 std::string(a_switch ? "takes no value" : a_number ? "must be a whole number" : "must be a number") + ", got '" + first + "'");
+    }
+    if (dynamic_cast<const cxxopts::exceptions::no_such_option*>(&e)) {
+      flag_error(options.program(), (first.size() == 1 ? "-" : "--") + first,
+                 "unknown flag" + did_you_mean("--" + first, flag_names(options)) + " (see --help)");
+    }
+    if (dynamic_cast<const cxxopts::exceptions::missing_argument*>(&e) ||
+        dynamic_cast<const cxxopts::exceptions::option_requires_argument*>(&e)) {
+      flag_error(options.program(), "--" + first, "needs a value");
+    }
+    if (dynamic_cast<const cxxopts::exceptions::gratuitous_argument_for_option*>(&e)) {
+      flag_error(options.program(), "--" + first, "takes no value, got '" + (q.size() > 1 ? q[1] : "") + "'");
+    }
+    if (dynamic_cast<const cxxopts::exceptions::invalid_option_syntax*>(&e)) {
+      flag_error(options.program(), "", "'" + first + "' is not a flag (--name or --name=value)");
+    }
     flag_error(options.program(), "", e.what());
   }
 }

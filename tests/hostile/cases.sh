@@ -137,6 +137,12 @@ case_write_stdout_to_full_disk() {
 case_write_json_stdout_to_full_disk() {
   expect 2 "<stdout>" /dev/full -- step --model llama-3-8b --hw h100-sxm --batch 1 --context 128 --json
 }
+case_write_stdout_to_closed_pipe() {
+  # The reader is gone before servesim writes: was death by SIGPIPE (exit 141, no message).
+  { sleep 0.5; timeout 15 "$SERVESIM" list keys 2>"$WORK/stderr"; echo $? >rc; } | true
+  [ "$(cat rc)" = 2 ] || fail "exit $(cat rc), want 2"
+  grep -qF "<stdout>: write failed" "$WORK/stderr" || fail "does not name <stdout>"
+}
 case_write_report_into_a_file() {
   # --out names a regular file: no directory can be made there.
   echo x >plain
@@ -316,6 +322,16 @@ case_msg_plan_rate_names_the_flag() {
   expect 2 "servesim plan: --rate: must be in (0, 1000000000], got 1e+308" -- plan --model llama-3-8b --rate 1e308 --slo ttft=1s
   scenario s.json "$SMALL_WORKLOAD"
   expect 2 "--load-profile: duration: must be in [0, 32000000], got 1e+300" -- run s.json --out out --quiet --load-profile "rps=5, duration=1e300"
+}
+case_msg_flag_errors_in_our_words() {
+  # cxxopts' own text ("Option 'replicatons' does not exist", "Argument '1e3' failed to parse")
+  # named values, not flags: each is said as the flag and what it wants.
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "servesim run: --replicatons: unknown flag; did you mean --replications? (see --help)" -- run s.json --replicatons 3
+  expect 2 "servesim run: --replications: must be a whole number, got '1e3'" -- run s.json --replications=1e3
+  expect 2 "servesim run: --quiet: takes no value, got 'x'" -- run s.json --quiet=x
+  expect 2 "servesim run: --out: needs a value" -- run s.json --out
+  ! grep -q "Argument\|Option" "$WORK/stderr" || fail "cxxopts' wording"
 }
 case_msg_hf_config_without_model_type() {
   echo '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32}' >config.json

@@ -1,8 +1,12 @@
 // How a failed command reports itself (cli/failure.hpp): bad input is one line naming the file
-// and key, exit 2; anything else is one line saying it is a bug, with the version and the hash of
-// the scenario, exit 70. The bug path is driven here with real exceptions thrown into
+// and key, exit 2; anything else, a crash included, is one line saying it is a bug, with the
+// version, the hash of the scenario and the command, exit 70. The bug path is driven here with real exceptions thrown into
 // report_failure, the function dispatch calls from its catch block.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -102,4 +106,31 @@ TEST_CASE("a bug message stays one line, and a non-standard exception is a bug t
   const Failure not_std = failure_of([] { throw 42; });
   CHECK(not_std.code == kExitInternal);
   CHECK(not_std.err.find("a bug in servesim") != std::string::npos);
+}
+
+TEST_CASE("a crash is a bug: the bug line naming the signal and the command, exit 70, not death by the signal") {
+  int err_pipe[2];
+  REQUIRE(::pipe(err_pipe) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    cli::remember_command({"run", "s.json", "--out", "my out"});
+    cli::install_crash_handlers();
+    ::raise(SIGBUS);  // what a truncated, mapped file gives
+    ::_exit(0);
+  }
+  ::close(err_pipe[1]);
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  ::close(err_pipe[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == kExitInternal);
+  CHECK(lines(err) == 1);
+  CHECK(err.find("a bug in servesim") != std::string::npos);
+  CHECK(err.find("signal SIGBUS [servesim ") != std::string::npos);
+  CHECK(err.find("; command: servesim run s.json --out \"my out\"\n") != std::string::npos);
 }
