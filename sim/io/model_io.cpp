@@ -4,6 +4,7 @@
 #include "sim/io/model_io.hpp"
 
 #include <filesystem>
+#include <map>
 
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
@@ -21,39 +22,87 @@ constexpr std::int64_t kMaxVocab = 1 << 24;
 constexpr std::int64_t kMaxContext = 1 << 24;  // 16M tokens
 constexpr std::int64_t kMaxExperts = 1 << 14;
 
-void check_consistent(const ModelSpec& m, const std::string& file) {
+// The file's own name for each model card key the checks below talk about: a Hugging Face config
+// spells them its way (num_key_value_heads, num_experts_per_tok, text_config.*), and an error must
+// name the key in the file the user has. Absent: the card's name.
+using KeyNames = std::map<std::string, std::string>;
+
+// Cross-key checks of a parsed model; `names` maps card keys to the file's.
+void check_consistent(const ModelSpec& m, const std::string& file, const KeyNames& names) {
+  const auto k = [&names](const std::string& card) {
+    const auto it = names.find(card);
+    return it == names.end() ? card : it->second;
+  };
+  const auto fail = [&](const std::string& card, const std::string& message) { throw InputError(file, k(card), message); };
   if (m.head_dim <= 0) {
-    throw InputError(file, "head_dim", "must be > 0 (hidden_size " + std::to_string(m.hidden_size) + " / " +
-                                           std::to_string(m.num_attention_heads) + " heads rounds to 0)");
+    fail("head_dim", "must be > 0 (" + k("hidden_size") + " " + std::to_string(m.hidden_size) + " / " + std::to_string(m.num_attention_heads) +
+                         " heads rounds to 0)");
   }
   if (m.head_dim * m.num_attention_heads > kMaxWidth) {
-    throw InputError(file, "head_dim", "head_dim x num_attention_heads must be <= " + std::to_string(kMaxWidth));
+    fail("head_dim", k("head_dim") + " x " + k("num_attention_heads") + " must be <= " + std::to_string(kMaxWidth));
   }
   if (m.num_kv_heads > m.num_attention_heads) {
-    throw InputError(file, "num_kv_heads", "must be <= num_attention_heads (" + std::to_string(m.num_attention_heads) + ")");
+    fail("num_kv_heads", "must be <= " + k("num_attention_heads") + " (" + std::to_string(m.num_attention_heads) + ")");
   }
   if (m.num_attention_heads % m.num_kv_heads != 0) {
-    throw InputError(file, "num_kv_heads", "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
-                                               "), got " + std::to_string(m.num_kv_heads));
+    fail("num_kv_heads", "must divide " + k("num_attention_heads") + " (" + std::to_string(m.num_attention_heads) + "), got " +
+                             std::to_string(m.num_kv_heads));
   }
   if (m.is_moe()) {
     if (m.moe.experts_per_token < 1 || m.moe.experts_per_token > m.moe.num_experts) {
-      throw InputError(file, "moe.experts_per_token", "must be in [1, num_experts " + std::to_string(m.moe.num_experts) + "]");
+      fail("moe.experts_per_token", "must be in [1, " + k("moe.num_experts") + " " + std::to_string(m.moe.num_experts) + "], got " +
+                                        std::to_string(m.moe.experts_per_token));
     }
-    if (m.moe.expert_ffn_size < 1) throw InputError(file, "moe.expert_ffn_size", "must be > 0");
+    if (m.moe.expert_ffn_size < 1) fail("moe.expert_ffn_size", "must be > 0");
     if (m.moe.dense_layers < 0 || m.moe.dense_layers >= m.num_layers) {
-      throw InputError(file, "moe.dense_layers", "must be in [0, num_layers " + std::to_string(m.num_layers) + ")");
+      fail("moe.dense_layers", "leaves " + std::to_string(m.num_layers - m.moe.dense_layers) + " of " + k("num_layers") + " " +
+                                   std::to_string(m.num_layers) + " layers with experts: at least 1 must have them");
     }
     if ((m.moe.shared_experts > 0) != (m.moe.shared_expert_ffn_size > 0)) {
-      throw InputError(file, "moe.shared_expert_ffn_size", "must be > 0 exactly when shared_experts > 0");
+      fail("moe.shared_expert_ffn_size", "must be > 0 exactly when shared_experts > 0");
     }
   }
   if (m.is_mla() && (m.mla.qk_nope_head_dim < 1 || m.mla.qk_rope_head_dim < 1 || m.mla.v_head_dim < 1)) {
-    throw InputError(file, "mla", "qk_nope_head_dim, qk_rope_head_dim and v_head_dim must be > 0");
+    fail("mla", "qk_nope_head_dim, qk_rope_head_dim and v_head_dim must be > 0");
   }
   if (m.sliding_window.layers > m.num_layers) {
-    throw InputError(file, "sliding_window.layers", "must be <= num_layers (" + std::to_string(m.num_layers) + ")");
+    fail("sliding_window.layers", "makes " + std::to_string(m.sliding_window.layers) + " layers windowed, more than " + k("num_layers") +
+                                      " (" + std::to_string(m.num_layers) + ")");
   }
+}
+
+// The Hugging Face keys of a family (`type`) for the card keys check_consistent names; `prefix` is
+// "text_config." for a multimodal wrapper's language model.
+KeyNames hf_key_names(const std::string& type, const std::string& prefix, const JsonReader& r) {
+  KeyNames n = {{"num_layers", "num_hidden_layers"},     {"hidden_size", "hidden_size"}, {"num_attention_heads", "num_attention_heads"},
+                {"num_kv_heads", "num_key_value_heads"}, {"head_dim", "head_dim"}};
+  if (type == "chatglm") n = {{"num_kv_heads", "multi_query_group_num"}, {"head_dim", "kv_channels"}};
+  if (type == "mixtral" || type == "llama4") {
+    n["moe.num_experts"] = "num_local_experts";
+    n["moe.expert_ffn_size"] = "intermediate_size";
+  }
+  if (type == "qwen3_moe") {
+    n["moe.num_experts"] = "num_experts";
+    n["moe.expert_ffn_size"] = "moe_intermediate_size";
+    n["moe.dense_layers"] = r.has("mlp_only_layers") ? "mlp_only_layers" : "decoder_sparse_step";
+    n["moe.shared_expert_ffn_size"] = "shared_expert_intermediate_size";
+  }
+  if (type == "deepseek_v3") {
+    n["num_kv_heads"] = "num_attention_heads";  // MLA: one latent cache, as many heads as queries
+    n["head_dim"] = "qk_nope_head_dim";
+    n["moe.num_experts"] = "n_routed_experts";
+    n["moe.expert_ffn_size"] = "moe_intermediate_size";
+    n["moe.dense_layers"] = "first_k_dense_replace";
+    n["moe.shared_expert_ffn_size"] = "n_shared_experts";
+  }
+  if (type == "llama4") {
+    n["moe.dense_layers"] = r.has("moe_layers") ? "moe_layers" : "interleave_moe_layer_step";
+    n["sliding_window.layers"] = "no_rope_layers";
+  }
+  if (type.rfind("gemma", 0) == 0) n["sliding_window.layers"] = r.has("layer_types") ? "layer_types" : "sliding_window_pattern";
+  n["moe.experts_per_token"] = "num_experts_per_tok";
+  for (auto& [card, hf] : n) hf = prefix + hf;
+  return n;
 }
 
 // An integer HF key that may be absent or null (both mean `fallback`).
@@ -296,18 +345,29 @@ void parse_hf_llama4(JsonReader& r, ModelSpec& m) {
   }
 }
 
-// Hugging Face config.json. The families differ only in key names.
-ModelSpec parse_hf(JsonReader& top, const std::string& file) {
+// A Hugging Face config's model name: its folder's (models/Llama-3-8B/config.json), or the file's
+// own stem when it is named otherwise (./my-model.json), else its model_type.
+std::string hf_model_name(const std::string& file, const std::string& type) {
+  const std::filesystem::path p(file);
+  std::error_code ec;
+  std::string name = p.filename() == "config.json" ? std::filesystem::weakly_canonical(p, ec).parent_path().filename().string()
+                                                   : p.stem().string();
+  return name.empty() || name == "." || name == ".." ? type : name;
+}
+
+// Hugging Face config.json. The families differ only in key names; `names` receives the file's
+// names of the keys check_consistent names.
+ModelSpec parse_hf(JsonReader& top, const std::string& file, KeyNames& names) {
   ModelSpec m;
   const std::string type = top.string("model_type");
   m.family = type;
-  std::string stem = std::filesystem::path(file).parent_path().filename().string();
-  m.name = stem.empty() ? type : stem;
+  m.name = hf_model_name(file, type);
   // Multimodal wrappers (Gemma 3, Llama 4) keep the language model's keys under text_config.
   const bool nested = (type == "gemma3" || type == "llama4") && top.has("text_config");
   std::optional<JsonReader> text;
   if (nested) text.emplace(top.raw("text_config"), file, "text_config");
   JsonReader& r = nested ? *text : top;
+  names = hf_key_names(type, nested ? "text_config." : "", r);
   if (type == "chatglm") {
     parse_hf_chatglm(r, m);
   } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") {
@@ -335,8 +395,9 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& file) {
   if (!r.has("model_type") && !r.has("name") && (r.has("num_hidden_layers") || r.has("architectures"))) {
     r.fail("model_type", "missing: a Hugging Face config.json names its family in model_type (a model card names itself in name)");
   }
-  ModelSpec m = r.has("model_type") ? parse_hf(r, file) : parse_card(r);
-  check_consistent(m, file);
+  KeyNames names;
+  ModelSpec m = r.has("model_type") ? parse_hf(r, file, names) : parse_card(r);
+  check_consistent(m, file, names);
   return m;
 }
 

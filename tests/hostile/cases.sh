@@ -337,6 +337,20 @@ case_msg_hf_config_without_model_type() {
   echo '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32}' >config.json
   expect 2 "config.json: model_type" -- step --model ./config.json --hw h100-sxm --batch 1 --context 16
 }
+case_msg_hf_config_names_hf_keys() {
+  # Errors named the model card's keys (num_kv_heads, moe.experts_per_token), not the config's.
+  local mixtral='"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768, "num_local_experts": 8'
+  echo "{ $mixtral, \"num_key_value_heads\": 8, \"num_experts_per_tok\": 9 }" >m.json
+  expect 2 "m.json: num_experts_per_tok: must be in [1, num_local_experts 8], got 9" -- step --model ./m.json --hw h100-sxm --batch 1 --context 16
+  echo "{ $mixtral, \"num_key_value_heads\": 5, \"num_experts_per_tok\": 2 }" >m.json
+  expect 2 "m.json: num_key_value_heads: must divide num_attention_heads (32), got 5" -- step --model ./m.json --hw h100-sxm --batch 1 --context 16
+  echo '{"model_type": "gemma3", "text_config": {"hidden_size": 2560, "num_hidden_layers": 4, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 10240, "layer_types": ["sliding_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]}}' >g.json
+  expect 2 "g.json: text_config.layer_types: makes 5 layers windowed, more than text_config.num_hidden_layers (4)" -- \
+    step --model ./g.json --hw h100-sxm --batch 1 --context 16
+}
 case_msg_csv_with_byte_order_mark() {
   # Accepted: a UTF-8 byte-order mark (Excel's CSV export) is not part of the first column's name.
   printf '\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n2023-11-16 18:15:47.0,200,20\n' >azure.csv
