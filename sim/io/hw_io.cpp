@@ -388,7 +388,7 @@ void open_tables(JsonReader& r, const std::string& file, nlohmann::json& tables_
   if (!r.has("tables")) return;
   const auto& t = r.raw("tables");
   if (t.is_string()) {
-    const std::string tables_file = (std::filesystem::path(file).parent_path() / t.get<std::string>()).string();
+    const std::string tables_file = hw_tables_path(t.get<std::string>(), file);
     tables_doc = load_json_file(tables_file);
     tables.emplace(tables_doc, tables_file, "");
     if (tables->string("schema") != kTablesSchema) tables->fail("schema", std::string("must be \"") + kTablesSchema + "\"");

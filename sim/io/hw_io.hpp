@@ -35,6 +35,11 @@ HwProfile::AttentionKernelTables parse_attention_kernel_tables(const nlohmann::j
 // document can be edited and written elsewhere. A document without one is left as it is.
 void inline_hw_tables(nlohmann::json& doc, const std::string& file);
 
+// The path of the tables file `name` a profile `file` names ("tables": "tables/NAME.json", relative
+// to the profile). InputError naming the profile and its "tables" key when it is not there (a
+// profile copied without its tables file used to fail as "tables/NAME.json: file not found").
+std::string hw_tables_path(const std::string& name, const std::string& file);
+
 // Puts a fitted efficiency curve ([[size, fraction], ...]) under tables.efficiency, dropping a
 // curve of the same name from the profile's own "efficiency" (each curve lives in one place).
 void set_fitted_curve(nlohmann::json& profile, const std::string& key, nlohmann::json curve);

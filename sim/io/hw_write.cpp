@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/output_file.hpp"
@@ -99,9 +100,18 @@ std::string laid_out(const nlohmann::json& j, const std::vector<std::string>* or
 
 }  // namespace
 
+std::string hw_tables_path(const std::string& name, const std::string& file) {
+  const std::string path = (fs::path(file).parent_path() / name).string();
+  std::error_code ec;
+  if (fs::exists(path, ec)) return path;
+  const std::string bundled = data_dir() + "/hwprofiles/" + name;
+  throw InputError(file, "tables", "names " + name + ", which is not beside this profile (no " + path + "): copy the tables file with the profile" +
+                                       (fs::is_regular_file(bundled, ec) ? " (the bundled one is " + portable_path(bundled) + ")" : ""));
+}
+
 void inline_hw_tables(nlohmann::json& doc, const std::string& file) {
   if (!doc.is_object() || !doc.contains("tables") || !doc["tables"].is_string()) return;
-  const std::string tables_file = (fs::path(file).parent_path() / doc["tables"].get<std::string>()).string();
+  const std::string tables_file = hw_tables_path(doc["tables"].get<std::string>(), file);
   nlohmann::json tables = load_json_file(tables_file);
   if (!tables.is_object()) throw InputError(tables_file, "(top level)", "must be an object");
   tables.erase("schema");

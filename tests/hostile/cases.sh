@@ -351,6 +351,14 @@ case_msg_hf_config_names_hf_keys() {
   expect 2 "g.json: text_config.layer_types: makes 5 layers windowed, more than text_config.num_hidden_layers (4)" -- \
     step --model ./g.json --hw h100-sxm --batch 1 --context 16
 }
+case_msg_copied_profile_without_tables() {
+  # Used to say "./tables/h200-sxm.json: file not found", naming neither the profile nor its key.
+  cp "$ROOT/hwprofiles/h200-sxm.json" hw.json
+  expect 2 "hw.json: tables: names tables/h200-sxm.json, which is not beside this profile" -- step --model llama-3-8b --hw ./hw.json --batch 1 --context 16
+  grep -qF "(the bundled one is hwprofiles/tables/h200-sxm.json)" "$WORK/stderr" || fail "does not say where the bundled tables are"
+  mkdir tables && cp "$ROOT/hwprofiles/tables/h200-sxm.json" tables/
+  expect 0 "" -- step --model llama-3-8b --hw ./hw.json --batch 1 --context 16
+}
 case_msg_csv_with_byte_order_mark() {
   # Accepted: a UTF-8 byte-order mark (Excel's CSV export) is not part of the first column's name.
   printf '\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,100,10\n2023-11-16 18:15:47.0,200,20\n' >azure.csv

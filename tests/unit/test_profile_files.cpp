@@ -108,7 +108,9 @@ TEST_CASE("profile tables: strict, and each table in one place") {
 
   auto missing = doc;
   missing["tables"] = "tables/no-such-file.json";
-  CHECK(load_error(missing, path).find("no-such-file.json: file not found") != std::string::npos);
+  // Names the profile and its key, not the derived path alone (a copied profile without its tables).
+  CHECK(load_error(missing, path).find("h200-sxm.json: tables: names tables/no-such-file.json, which is not beside this profile") !=
+        std::string::npos);
 
   auto legacy = doc;
   legacy["calibration"] = nlohmann::json::object();
