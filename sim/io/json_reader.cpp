@@ -177,20 +177,27 @@ namespace {
 nlohmann::json override_value(const std::string& path, const std::string& text, const std::string& file) {
   const ScenarioKey* key = find_set_key(path);
   nlohmann::json value;
+  if (key && key->type == KeyType::string) {  // a name: the text as written, unquoted if it is a JSON string
+    try {
+      value = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      return text;  // a bare word, or a number past the double range such as 1e400
+    }
+    return value.is_string() ? value : nlohmann::json(text);
+  }
   try {
     value = nlohmann::json::parse(text);
   } catch (const nlohmann::json::out_of_range&) {
     // 1e400: valid JSON syntax, but past the double range (nlohmann's out_of_range.406).
     throw InputError(file, path, "--set: the number in '" + text + "' is out of range (beyond +-1.8e308)");
   } catch (const nlohmann::json::parse_error&) {
-    if (key && key->type != KeyType::string) {
+    if (key) {
       const std::string type = key_type_name(key->type);
       const char* article = type == "integer" || type == "object" || type == "array" ? "an " : "a ";
       throw InputError(file, path, std::string("--set: expected ") + article + type + ", got '" + text + "'");
     }
-    return text;  // a bare word such as a model name
+    return text;  // a bare word for an undeclared key: the parser rejects it with the close names
   }
-  if (key && key->type == KeyType::string && !value.is_string()) return text;
   return value;
 }
 

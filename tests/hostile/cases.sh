@@ -285,6 +285,9 @@ case_raw_set_number_overflow() {
     run "$ROOT/scenarios/default.json" --set workload.arrival.rate_per_s=1e400 --out out --quiet
   expect 2 "default.json: workload.arrival: --set: the number in" -- \
     run "$ROOT/scenarios/default.json" --set 'workload.arrival={"impl": "poisson", "rate_per_s": -1e999}' --out out --quiet
+  # A name key takes the text as written: 1e400 is a name, not a number.
+  expect 0 "" -- run "$ROOT/scenarios/default.json" --set name=1e400 --set workload.num_requests=50 --out out --quiet
+  grep -q '"name": "1e400"' out/report.json || fail "the name is not 1e400"
 }
 case_raw_scenario_is_a_directory() {
   mkdir d
