@@ -57,8 +57,8 @@ constexpr SourceMap kSources[] = {
     {"trtllm-perf-overview-0.17", "", "trtllm-0.17-cpp", "tensorrt-llm", Harness::trtllm_bench},
     {"trtllm-perf-overview-0.9", "", "trtllm-0.9-static", "tensorrt-llm", Harness::static_session},
     {"lambda-vllm-benchmark-v0", "", "vllm-0.5.4", "vllm-0.5", Harness::vllm_sharegpt},
-    // vLLM 0.6.0 is the V0 engine the `vllm` profile describes ("vLLM 0.6 (V0 engine, ...)").
-    {"sglang-bench-vllm-060", "0.6", "vllm-0.6.0", "vllm", Harness::bench_sharegpt},
+    // vLLM 0.6.0 is the V0 engine the `vllm-0.6` profile describes ("vLLM 0.6 (V0 engine, ...)").
+    {"sglang-bench-vllm-060", "0.6", "vllm-0.6.0", "vllm-0.6", Harness::bench_sharegpt},
     {"sglang-bench-vllm-060", "0.3", "sglang-0.3.0", "sglang", Harness::none},
     {"sglang-large-scale-ep-blog", "", "sglang", "sglang", Harness::none},
     {"sglang-gb200-part1-blog", "", "sglang", "sglang", Harness::none},
@@ -538,11 +538,11 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 //   and the TP1 8B row miss for reasons the TP term does not touch; ShareGPT lengths are assumed
 //   (not the benchmark's sample). Bounds: the error with the TP term plus a margin.
 // - vllm-0.6.0 (SGLang's benchmark_vllm_060 tables: Llama 3.1 8B on one A100, 70B at TP4 on
-//   H100, ShareGPT, Poisson at 4 / 8 req/s or all at once): run on the `vllm` profile with
+//   H100, ShareGPT, Poisson at 4 / 8 req/s or all at once): run on the `vllm-0.6` profile with
 //   nothing changed for them, and (since the multi-step scheduler) with the rows'
 //   --num-scheduler-steps 10 as engine.num_scheduler_steps. Median TTFT 19-38% low (75-82% low
 //   before multi-step was modelled), TPOT and E2E +1% to -15%, throughput +8% to +24% (the 70B
-//   TP4 rows high: no TP host term in the `vllm` profile, docs/validation.md section 5). ITL rows
+//   TP4 rows high: no TP host term in the `vllm-0.6` profile, docs/validation.md section 5). ITL rows
 //   skipped (the client's per-chunk gap is not reported). Median 11.8%, worst 38.3%; bounds
 //   that plus a margin (were 12% / 90% for 9.4% / 81.8% single-step).
 std::vector<ValidationBound> published_bounds() {

@@ -103,7 +103,7 @@ TEST_CASE("prefill attention with an engine plateau: the table's plateau raised 
 TEST_CASE("launch queue: the folded max-plus recursion equals the unrolled one; one instance of the sharing sim too") {
   const HwProfile h = hw("h200-sxm");
   const ModelSpec m = model("llama-3-8b");
-  for (const char* engine : {"torch-eager", "hf-transformers", "vllm", "tensorrt-llm"}) {
+  for (const char* engine : {"torch-eager", "hf-transformers", "vllm-0.6", "tensorrt-llm"}) {
     const EngineProfile e = load_engine_profile(engine, "", "");
     for (std::int64_t batch : {1, 64}) {
       BatchShape b;
@@ -155,12 +155,12 @@ TEST_CASE("engine profiles: all bundled ones parse; strict keys; CUDA-graph padd
 
 TEST_CASE("scenario: engine.profile, quantization and cold start reach the report") {
   auto doc = test::base_scenario();
-  doc["engine"]["profile"] = "vllm";
+  doc["engine"]["profile"] = "vllm-0.6";
   doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "fp8"}};
   const Scenario s = test::scenario_from(doc);
   CHECK(s.quant_emulated);  // a100: no fp8 tensor cores
   CHECK(s.precision.kv_cache == Dtype::fp8);
-  CHECK(s.engine.profile.name == "vllm");
+  CHECK(s.engine.profile.name == "vllm-0.6");
   const ColdStart c = estimate_cold_start(s, 13.5e9);
   CHECK(c.weights_s == doctest::Approx(13.5e9 / std::min(2e9, s.hw.host_link_bytes_per_s)));
   CHECK(c.captured_batch_sizes == 11);  // vLLM sizes <= max_num_seqs 64: 1, 2, 4, 8, 16, ..., 64

@@ -1,6 +1,6 @@
-// The `vllm` engine profile's host terms were derived by simulating public vLLM measurements as
+// The `vllm-0.6` engine profile's host terms were derived by simulating public vLLM measurements as
 // scenarios (data/validation/sources/, each file's "source" says which run; the derivation is in
-// scenarios/engines/vllm.json's sources.host and docs/validation.md section 5). These runs keep
+// scenarios/engines/vllm-0.6.json's sources.host and docs/validation.md section 5). These runs keep
 // the derivation honest as the cost model changes: each prints servesim against the measured
 // figure and bounds the error. PR #7652's throughput set the per-sequence term (a fit: bound 2%);
 // the others are cross-checks the term was not set from (bound 10%).
@@ -39,7 +39,7 @@ double report_value(const nlohmann::json& report, const SourceCheck& c) {
 
 }  // namespace
 
-TEST_CASE("vllm profile: its host terms still reproduce the vLLM runs they were derived from") {
+TEST_CASE("vllm-0.6 profile: its host terms still reproduce the vLLM runs they were derived from") {
   const SourceCheck checks[] = {
       // PR #7652: 1000 ShareGPT prompts at once, Llama-3-8B, one H100, multi-step 8: 39.52 req/s.
       {"vllm-pr7652-llama3-8b-h100-sharegpt1000.json", "requests/s", "throughput", "requests_per_s", "", 39.52, 0.02},

@@ -79,7 +79,7 @@ TEST_CASE("published engine tables: simulated runs against the published figures
   REQUIRE(h200.has_value());
   CHECK(h200->phase == "throughput");
   // The default engine profile has a band from the vLLM 0.6.0 rows.
-  CHECK(serving_band(bands, "h100-sxm", "vllm").has_value());
+  CHECK(serving_band(bands, "h100-sxm", "vllm-0.6").has_value());
 }
 
 TEST_CASE("published engine tables: bad input names the file and key") {
