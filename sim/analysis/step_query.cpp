@@ -75,7 +75,8 @@ TimedStep time_shape(const StepQuery& q, BatchShape shape, bool force_eager, std
   launch.cuda_graphs = launch.cuda_graphs && !force_eager;
   apply_tp_workers(launch, q.parallel.tensor_parallel_size);
   // Without an engine every decode batch size counts as captured (no padding).
-  apply_cuda_graphs(launch, q.engine ? q.engine->cuda_graph_batch_sizes : std::vector<std::int64_t>{}, shape);
+  apply_cuda_graphs(launch, q.engine ? q.engine->cuda_graph_batch_sizes : std::vector<std::int64_t>{}, shape,
+                    q.engine ? q.engine->cuda_graph_mode : CudaGraphMode::decode);
   t.padded_batch = shape.total_seqs();
   t.cuda_graphs = launch.cuda_graphs;
   t.step = estimate_iteration(q.model, q.hw, q.precision, plan, q.parallel, shape, launch, seqs, t.ops);

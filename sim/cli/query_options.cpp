@@ -101,7 +101,10 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
     throw InputError(cmd, "--dtype", std::string(dtype_name(q.precision.weights)) + " not supported by " + q.hw.name);
   }
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
-  if (p.count("engine")) q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
+  if (p.count("engine")) {
+    q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
+    resolve_for_gpu(*q.engine, q.hw);
+  }
   q.launch_without_engine = default_launch();  // a step as `run` times it
   ParallelConfig& par = q.parallel;
   par.tensor_parallel_size = f.tp.read(p, cmd);

@@ -3,11 +3,13 @@
 // host overhead, start-up costs and its default scheduler and KV strategy. Read from
 // scenarios/engines/<name>.json (each number's source is in the file).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "sim/hw/cost_model.hpp"
+#include "sim/hw/hw_profile.hpp"
 #include "sim/model/ops.hpp"
 
 namespace servesim {
@@ -19,18 +21,80 @@ struct ColdStartConfig {
   double graph_capture_s_per_batch_size = 0.0;
 };
 
+// Which iterations replay CUDA graphs. decode: decode-only batches, padded to the next captured
+// batch size, eager above the largest (vLLM V0, TensorRT-LLM, SGLang). full_and_piecewise: vLLM
+// V1's default since 0.11 (cudagraph_mode FULL_AND_PIECEWISE): every batch whose token count
+// (prefill chunks plus decodes) is at most the largest captured size runs from graphs, padded up
+// to the next captured size in tokens (full graphs for decode-only batches; piecewise graphs for
+// mixed ones, with attention launched between the pieces, priced as graph replay: under async
+// scheduling the host issues them ahead of the GPU); larger batches run without graphs.
+enum class CudaGraphMode { decode, full_and_piecewise };
+
+// Settings an engine picks by GPU (vLLM V1's EngineArgs defaults for the OpenAI server: a GPU with
+// at least min_memory_bytes of memory that is not of an excluded architecture gets the large
+// token budget and sequence limit).
+struct GpuSizedDefaults {
+  double min_memory_bytes = 0.0;     // 0: no rule
+  std::vector<std::string> except_architectures;
+  std::int64_t max_num_batched_tokens = 0, max_num_seqs = 0;  // on GPUs the rule picks
+};
+
 struct EngineProfile {
-  std::string name;          // "" when the scenario names none
+  std::string name;          // the bundled profile's name, or a profile file's
   std::string display_name;
   KernelPlan kernels;
   LaunchConfig launch;
   std::vector<std::int64_t> cuda_graph_batch_sizes;  // empty: every decode batch size is captured
+  CudaGraphMode cuda_graph_mode = CudaGraphMode::decode;
+  // vLLM V1's capture list (cuda_graphs.batch_sizes "vllm-v1"): 1, 2, 4, 8..248 by 8, 256..max by
+  // 16, max = min(2 x max_num_seqs, 512, max_num_batched_tokens); resolved once those are known.
+  bool vllm_v1_capture_sizes = false;
   std::string scheduler = "continuous";              // the framework's own default policy
   std::string kv_cache = "paged";                    // paged, radix (prefix tree), token (block 1), contiguous
   std::int64_t block_size = 16;
   std::int64_t max_num_batched_tokens = 0;           // the engine's token budget per step (0: servesim's)
+  std::int64_t max_num_seqs = 0;                     // the engine's sequence limit (0: servesim's)
+  GpuSizedDefaults gpu_sized;                        // per-GPU overrides of the two limits above
+  bool enable_prefix_caching = false;                // the engine's default
+  double watermark_frac = -1.0;                      // KV blocks kept free at admission (< 0: servesim's)
+  // Async scheduling (vLLM V1 from 0.14 on): the engine schedules step k+1 while step k runs, so
+  // a request arriving during step k first runs in step k+2, and the host's per-step work
+  // overlaps the GPU (launch.overlap_host).
+  bool async_scheduling = false;
+  // The server's own latency on a request outside the engine's steps (HTTP, tokenization, the
+  // queue to the engine, detokenizing and streaming the first token): taken as a delay before the
+  // engine sees the request, so it adds to TTFT and E2E, not to TPOT. Key host.frontend_latency_s.
+  double frontend_latency_s = 0.0;
   ColdStartConfig cold_start;
 };
+
+// vLLM V1's CUDA-graph capture sizes in tokens (vllm/config/vllm.py _set_cudagraph_sizes, without
+// speculative decoding): [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16).
+inline std::vector<std::int64_t> vllm_v1_capture_sizes(std::int64_t max_num_seqs, std::int64_t max_num_batched_tokens) {
+  const std::int64_t max_size = std::min<std::int64_t>({2 * max_num_seqs, 512, max_num_batched_tokens});
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t s : {1, 2, 4}) {
+    if (s <= max_size) sizes.push_back(s);
+  }
+  for (std::int64_t s = 8; s < 256 && s <= max_size; s += 8) sizes.push_back(s);
+  for (std::int64_t s = 256; s <= max_size; s += 16) sizes.push_back(s);
+  return sizes;
+}
+
+// The limits the engine itself picks on `hw` (its gpu_sized rule, else its own defaults, else
+// vLLM's 256 sequences and 2048 tokens), for a step timed outside a scenario (`servesim step
+// --engine`): what its capture list ("vllm-v1") is resolved from.
+inline void resolve_for_gpu(EngineProfile& p, const HwProfile& hw) {
+  std::int64_t seqs = p.max_num_seqs > 0 ? p.max_num_seqs : 256;
+  std::int64_t tokens = p.max_num_batched_tokens > 0 ? p.max_num_batched_tokens : 2048;
+  const GpuSizedDefaults& g = p.gpu_sized;
+  if (g.min_memory_bytes > 0.0 && static_cast<double>(hw.memory_bytes) >= g.min_memory_bytes &&
+      std::find(g.except_architectures.begin(), g.except_architectures.end(), hw.architecture) == g.except_architectures.end()) {
+    seqs = g.max_num_seqs;
+    tokens = g.max_num_batched_tokens;
+  }
+  if (p.vllm_v1_capture_sizes) p.cuda_graph_batch_sizes = vllm_v1_capture_sizes(seqs, tokens);
+}
 
 // Padded decode batch under CUDA graphs: the next captured size >= seqs, or 0 when seqs exceeds
 // every captured size (the step then runs eagerly, as vLLM does).
@@ -48,14 +112,18 @@ inline std::int64_t graph_batch_size(const std::vector<std::int64_t>& sizes, std
 // `shape` padded with empty decodes (context 0) up to it, or eagerly when it is larger than every
 // captured size. The one place graph padding is written (the simulator and `servesim step`).
 // A decode-only iteration also pays the engine's decode-step host work.
-inline void apply_cuda_graphs(LaunchConfig& launch, const std::vector<std::int64_t>& captured_sizes, BatchShape& shape) {
+// Under CudaGraphMode::full_and_piecewise a mixed iteration is padded by tokens the same way
+// (empty decodes up to the captured token count), and only one over every captured size is eager.
+inline void apply_cuda_graphs(LaunchConfig& launch, const std::vector<std::int64_t>& captured_sizes, BatchShape& shape,
+                              CudaGraphMode mode = CudaGraphMode::decode) {
   if (shape.prefill_seqs == 0) launch.host_overhead_per_step_s += launch.host_overhead_per_decode_step_s;
-  if (shape.prefill_seqs > 0) {
+  if (shape.prefill_seqs > 0 && mode == CudaGraphMode::decode) {
     launch.cuda_graphs = false;
   } else if (launch.cuda_graphs) {
-    const std::int64_t padded = graph_batch_size(captured_sizes, shape.decode_seqs);
+    const std::int64_t tokens = shape.total_tokens();
+    const std::int64_t padded = graph_batch_size(captured_sizes, tokens);
     if (padded == 0) launch.cuda_graphs = false;
-    for (std::int64_t i = shape.decode_seqs; i < padded; ++i) shape.add_decode(0);
+    for (std::int64_t i = tokens; i < padded; ++i) shape.add_decode(0);
   }
 }
 

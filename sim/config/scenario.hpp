@@ -64,9 +64,15 @@ struct RequestClass {
 
 // System prompts shared by many requests: each request draws one of num_prefixes uniformly and
 // its prompt is prefix_tokens of that prefix followed by its own prompt_tokens.
+// With prompts_per_prefix M > 0 the workload is a fixed pool of num_prefixes x M whole prompts
+// (each prefix followed by one of M questions whose lengths are drawn once), shuffled once and
+// sent in that order over and over, as inference-perf's shared_prefix generator does
+// (kubernetes-sigs/inference-perf v0.2.0, inference_perf/datagen/shared_prefix_datagen.py): a
+// prompt sent again is a whole-prompt prefix-cache hit.
 struct SharedPrefixConfig {
   std::int64_t num_prefixes = 0;  // 0: no shared prefix
   std::int64_t prefix_tokens = 0;
+  std::int64_t prompts_per_prefix = 0;  // 0: every request has its own question
 };
 
 // Multi-turn chat (closed loop): the arrival process starts sessions; each later turn arrives
@@ -182,7 +188,22 @@ struct EngineConfig {
   LaunchConfig launch;
   SchedulerConfig scheduler;
   EngineProfile profile;  // kernels per layer, captured batch sizes, cold start (engine.profile)
+  double frontend_latency_s = 0.0;  // the server's latency outside the steps (EngineProfile's, or the key)
+  // Whether the scenario file set the two limits itself (otherwise the engine's per-GPU defaults,
+  // EngineProfile::gpu_sized, apply once the hardware is known).
+  bool max_num_seqs_set = false, max_num_batched_tokens_set = false;
 };
+
+// The engine's per-GPU limits (EngineProfile::gpu_sized) where the scenario set none, on `hw`.
+inline void apply_gpu_sized_defaults(EngineConfig& e, const HwProfile& hw) {
+  const GpuSizedDefaults& g = e.profile.gpu_sized;
+  if (g.min_memory_bytes <= 0.0 || static_cast<double>(hw.memory_bytes) < g.min_memory_bytes) return;
+  for (const std::string& a : g.except_architectures) {
+    if (a == hw.architecture) return;
+  }
+  if (!e.max_num_seqs_set) e.max_num_seqs = g.max_num_seqs;
+  if (!e.max_num_batched_tokens_set) e.max_num_batched_tokens = g.max_num_batched_tokens;
+}
 
 // Which StepCostModel prices a replica's iterations (serve/step_cost.hpp).
 struct CostModelConfig {

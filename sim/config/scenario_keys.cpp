@@ -126,6 +126,8 @@ std::vector<ScenarioKey> build() {
       key("engine.cuda_graphs", T::boolean, "true (or the profile's)", kNone, "decode steps launched as one CUDA graph"),
       key("engine.host_overhead_per_step_s", T::number, number_text(EngineConfig::kDefaultHostOverheadPerStepS) + " (or the profile's)", closed(0.0, 10.0), "host work per iteration, serial with the GPU"),
       key("engine.host_overhead_per_seq_s", T::number, number_text(EngineConfig::kDefaultHostOverheadPerSeqS) + " (or the profile's)", closed(0.0, 1.0), "host work per sequence per iteration"),
+      key("engine.frontend_latency_s", T::number, "0 (or the profile's)", closed(0.0, 10.0),
+          "the server's latency outside the steps (HTTP, tokenization, streaming): delays the request's arrival at the engine"),
       text("engine.kv_reservation", "paged", "paged: blocks on demand; contiguous: max_model_len per sequence at admission; token: 1-token units",
            "paged|contiguous|token"),
       key("engine.enable_prefix_caching", T::boolean, boolean_text(engine.enable_prefix_caching), kNone,
@@ -203,6 +205,9 @@ std::vector<ScenarioKey> build() {
       object("workload.shared_prefix", "none", "each request starts with one of num_prefixes system prompts (uniform)"),
       key("workload.shared_prefix.num_prefixes", T::integer, "required", closed(1.0, 1 << 20), "distinct shared prefixes"),
       key("workload.shared_prefix.prefix_tokens", T::integer, "required", kTokens, "tokens of each prefix"),
+      key("workload.shared_prefix.prompts_per_prefix", T::integer, "0", closed(0.0, 1 << 20),
+          "0: each request its own question; M > 0: a fixed pool of num_prefixes x M whole prompts, shuffled once and sent in "
+          "turn over and over (inference-perf shared_prefix): repeats are whole-prompt prefix-cache hits"),
       object("workload.sessions", "none", "multi-turn conversations: turn j+1 arrives think_time_s after turn j completes"),
       key("workload.sessions.turns", T::integer, "required", closed(1.0, 1e6), "turns per conversation"),
       key("workload.sessions.think_time_s", T::number, "0", kTime, "pause between a turn's completion and the next turn"),

@@ -250,7 +250,7 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
     const Collective c = op.kind == OpKind::all_reduce   ? Collective::all_reduce
                          : op.kind == OpKind::all_to_all ? Collective::all_to_all
                                                          : Collective::all_gather;
-    t.time_s = hw.interconnect.time_s(c, op.bytes, op.comm_gpus);
+    t.time_s = hw.interconnect.time_s(c, op.bytes, op.comm_gpus, hw.interconnect.scope_for(op.comm_gpus), op.comm_custom);
     const LinkModel& link = hw.interconnect.link(hw.interconnect.scope_for(op.comm_gpus));
     t.roofline_s = Interconnect::model_s(LinkModel{"", link.bus_bandwidth_bytes_per_s, 0.0, link.p2p_bandwidth_bytes_per_s, 0.0},
                                          c, op.bytes, op.comm_gpus);
@@ -328,6 +328,7 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
           .attn_head_dim = op.attn_head_dim,
           .groups = op.groups,
           .comm_gpus = op.comm_gpus,
+          .comm_custom = op.comm_custom,
           .kind = op.kind,
           .quant = op.quant,
           .attn_kernel = op.attn_kernel};
@@ -338,7 +339,7 @@ bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads && a.attn_head_dim == b.attn_head_dim &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.compute_efficiency == b.compute_efficiency && a.compute_plateau_frac == b.compute_plateau_frac &&
-         a.comm_gpus == b.comm_gpus &&
+         a.comm_gpus == b.comm_gpus && a.comm_custom == b.comm_custom &&
          a.groups == b.groups && a.tile_padding == b.tile_padding;
 }
 

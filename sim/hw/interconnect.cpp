@@ -62,10 +62,15 @@ double Interconnect::model_s(const LinkModel& l, Collective c, double bytes, int
   return 0.0;
 }
 
-double Interconnect::time_s(Collective c, double bytes, int gpus, LinkScope scope) const {
+double Interconnect::time_s(Collective c, double bytes, int gpus, LinkScope scope, bool custom) const {
   if (gpus <= 1 || bytes <= 0.0) return 0.0;
+  if (custom) {
+    for (const MeasuredCollective& m : measured) {
+      if (m.custom && m.collective == c && m.gpus == gpus && m.scope == scope) return m.at(bytes);
+    }
+  }
   for (const MeasuredCollective& m : measured) {
-    if (m.collective == c && m.gpus == gpus && m.scope == scope) return m.at(bytes);
+    if (!m.custom && m.collective == c && m.gpus == gpus && m.scope == scope) return m.at(bytes);
   }
   return model_s(link(scope), c, bytes, gpus);
 }

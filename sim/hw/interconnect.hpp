@@ -37,6 +37,9 @@ struct MeasuredCollective {
   Collective collective = Collective::all_reduce;
   int gpus = 2;
   LinkScope scope = LinkScope::nvlink;
+  // An engine's own collective kernel (vLLM's custom all-reduce), used only for ops that ask for
+  // it (Op::comm_custom); otherwise NCCL's.
+  bool custom = false;
   std::vector<std::pair<double, double>> bytes_seconds;  // sizes strictly increasing, times > 0
   double at(double bytes) const;
 };
@@ -52,8 +55,9 @@ struct Interconnect {
   LinkScope scope_for(int gpus) const;
   const LinkModel& link(LinkScope s) const;
   // Seconds for one operation; 0 for gpus <= 1 or bytes <= 0. For send_recv, `gpus` is 2 and
-  // `scope` says which link joins the two GPUs.
-  double time_s(Collective c, double bytes, int gpus, LinkScope scope) const;
+  // `scope` says which link joins the two GPUs. `custom`: the engine runs its own kernel, timed by
+  // a matching custom curve where there is one (else as NCCL).
+  double time_s(Collective c, double bytes, int gpus, LinkScope scope, bool custom = false) const;
   double time_s(Collective c, double bytes, int gpus) const { return time_s(c, bytes, gpus, scope_for(gpus)); }
   // The link model alone (no measured table): what the fits in tests/validation compare.
   static double model_s(const LinkModel& link, Collective c, double bytes, int gpus);

@@ -75,16 +75,28 @@ KernelPlan parse_kernel_plan(JsonReader k) {
   kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
   kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
   kp.fused_fp8_input_quant = parse_fused_input_quant(k, kp);
+  kp.custom_allreduce_max_bytes = k.number_in_or("custom_allreduce_max_bytes", 0.0, 1e12, 0.0);
   k.finish();
   return kp;
 }
 
-// cuda_graphs: whether decode steps run as graphs, and the batch sizes captured.
+// cuda_graphs: whether decode steps run as graphs, and the batch sizes captured; `mode`
+// full_and_piecewise (vLLM V1) also runs mixed batches from graphs, sizes counted in tokens;
+// batch_sizes "vllm-v1" is V1's capture list, resolved from the scenario's limits.
 void parse_cuda_graphs(JsonReader g, EngineProfile& p) {
   p.launch.cuda_graphs = g.boolean("decode");
-  if (g.has("batch_sizes")) {
+  const std::string mode = g.string_or("mode", "decode");
+  if (mode == "full_and_piecewise") {
+    p.cuda_graph_mode = CudaGraphMode::full_and_piecewise;
+  } else if (mode != "decode") {
+    g.fail("mode", "must be decode or full_and_piecewise, got '" + mode + "'");
+  }
+  if (g.has("batch_sizes") && g.raw("batch_sizes").is_string()) {
+    if (g.string("batch_sizes") != "vllm-v1") g.fail("batch_sizes", "must be an array of sizes or \"vllm-v1\"");
+    p.vllm_v1_capture_sizes = true;
+  } else if (g.has("batch_sizes")) {
     const auto& a = g.raw("batch_sizes");
-    if (!a.is_array()) g.fail("batch_sizes", "must be an array of increasing positive integers");
+    if (!a.is_array()) g.fail("batch_sizes", "must be an array of increasing positive integers or \"vllm-v1\"");
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 ||
           (!p.cuda_graph_batch_sizes.empty() && a[i].get<std::int64_t>() <= p.cuda_graph_batch_sizes.back())) {
@@ -96,9 +108,10 @@ void parse_cuda_graphs(JsonReader g, EngineProfile& p) {
   g.finish();
 }
 
-// host: CPU time per step, per sequence and per extra tensor-parallel worker, and whether it
-// overlaps the GPU.
-void parse_host(JsonReader h, LaunchConfig& launch) {
+// host: CPU time per step, per sequence and per extra tensor-parallel worker, whether it
+// overlaps the GPU, and the front end's latency per request.
+void parse_host(JsonReader h, LaunchConfig& launch, double& frontend_latency_s) {
+  frontend_latency_s = h.number_in_or("frontend_latency_s", 0.0, 10.0, 0.0);
   launch.host_overhead_per_step_s = h.number_in("overhead_per_step_s", 0.0, 10.0);
   launch.host_overhead_per_decode_step_s = h.number_in_or("overhead_per_decode_step_s", 0.0, 10.0, 0.0);
   launch.host_overhead_per_seq_s = h.number_in("overhead_per_seq_s", 0.0, 1.0);
@@ -106,6 +119,24 @@ void parse_host(JsonReader h, LaunchConfig& launch) {
   launch.overlap_host = h.boolean_or("overlap_with_gpu", false);
   launch.dispatch_s_per_kernel = h.number_in_or("dispatch_s_per_kernel", 0.0, 1.0, 0.0);
   h.finish();
+}
+
+// gpu_sized: the token budget and sequence limit an engine picks on large GPUs.
+GpuSizedDefaults parse_gpu_sized(JsonReader g) {
+  GpuSizedDefaults d;
+  d.min_memory_bytes = g.number_in("min_memory_bytes", 1.0, 1e15);
+  if (g.has("except_architectures")) {
+    const auto& a = g.raw("except_architectures");
+    if (!a.is_array()) g.fail("except_architectures", "must be an array of architecture names");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_string()) g.fail("except_architectures[" + std::to_string(i) + "]", "must be an architecture name");
+      d.except_architectures.push_back(a[i].get<std::string>());
+    }
+  }
+  d.max_num_batched_tokens = g.positive_integer("max_num_batched_tokens");
+  d.max_num_seqs = g.positive_integer("max_num_seqs");
+  g.finish();
+  return d;
 }
 
 // defaults: the scenario settings the engine brings (policy, KV cache, block size).
@@ -117,7 +148,14 @@ void parse_defaults(JsonReader d, EngineProfile& p) {
   }
   p.block_size = d.positive_integer("block_size");
   if (d.has("max_num_batched_tokens")) p.max_num_batched_tokens = d.positive_integer("max_num_batched_tokens");
+  if (d.has("max_num_seqs")) p.max_num_seqs = d.positive_integer("max_num_seqs");
+  if (auto g = d.object_if("gpu_sized")) p.gpu_sized = parse_gpu_sized(std::move(*g));
+  p.enable_prefix_caching = d.boolean_or("enable_prefix_caching", false);
+  if (p.enable_prefix_caching && p.kv_cache != "paged") d.fail("enable_prefix_caching", "needs kv_cache paged");
+  p.watermark_frac = d.number_in_or("watermark_frac", 0.0, 0.5, -1.0);
+  p.async_scheduling = d.boolean_or("async_scheduling", false);
   d.finish();
+  if (p.async_scheduling) p.launch.overlap_host = true;
 }
 
 }  // namespace
@@ -132,7 +170,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
   p.display_name = r.string_or("display_name", p.name);
   p.kernels = parse_kernel_plan(r.object("kernels_per_layer"));
   parse_cuda_graphs(r.object("cuda_graphs"), p);
-  parse_host(r.object("host"), p.launch);
+  parse_host(r.object("host"), p.launch, p.frontend_latency_s);
   parse_defaults(r.object("defaults"), p);
   if (auto c = r.object_if("cold_start")) {
     p.cold_start.cuda_context_s = c->number_in_or("cuda_context_s", 0.0, 600.0, p.cold_start.cuda_context_s);
@@ -150,11 +188,15 @@ EngineProfile load_engine_profile(const std::string& ref, const std::string& fil
 }
 
 nlohmann::json engine_profile_summary(const EngineProfile& p) {
-  return {{"name", p.name.empty() ? "none" : p.name},
+  nlohmann::json out = {{"name", p.name.empty() ? "none" : p.name},
           {"display_name", p.display_name},
           {"default_scheduler", p.scheduler},
           {"kv_cache", p.kv_cache},
           {"cuda_graph_batch_sizes", p.cuda_graph_batch_sizes}};
+  if (p.cuda_graph_mode == CudaGraphMode::full_and_piecewise) out["cuda_graph_mode"] = "full_and_piecewise";
+  if (p.async_scheduling) out["async_scheduling"] = true;
+  if (p.kernels.custom_allreduce_max_bytes > 0.0) out["custom_allreduce_max_bytes"] = p.kernels.custom_allreduce_max_bytes;
+  return out;
 }
 
 }  // namespace servesim

@@ -271,6 +271,9 @@ MeasuredCollective parse_measured(const nlohmann::json& j, const std::string& fi
   else if (scope == "pcie") m.scope = LinkScope::pcie;
   else if (scope == "inter_node") m.scope = LinkScope::inter_node;
   else r.fail("scope", "must be nvlink, pcie or inter_node, got '" + scope + "'");
+  const std::string algorithm = r.string_or("algorithm", "nccl");
+  if (algorithm == "custom") m.custom = true;
+  else if (algorithm != "nccl") r.fail("algorithm", "must be nccl or custom, got '" + algorithm + "'");
   const auto& pts = r.raw("bytes_seconds");
   if (!pts.is_array() || pts.empty()) r.fail("bytes_seconds", "must be a non-empty array of [bytes, seconds] pairs");
   for (std::size_t i = 0; i < pts.size(); ++i) {

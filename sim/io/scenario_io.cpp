@@ -226,11 +226,19 @@ WorkloadConfig parse_workload(KeyReader r, const SloConfig& default_slo) {
   if (auto p = r.object_if("shared_prefix")) {
     w.shared_prefix.num_prefixes = p->integer("num_prefixes");
     w.shared_prefix.prefix_tokens = p->integer("prefix_tokens");
+    w.shared_prefix.prompts_per_prefix = p->integer("prompts_per_prefix", 0);
+    if (w.shared_prefix.prompts_per_prefix > 0 && w.classes.size() > 1) {
+      p->fail("prompts_per_prefix", "a prompt pool draws its question lengths from one request class, got " +
+                                        std::to_string(w.classes.size()));
+    }
     p->finish();
   }
   if (auto p = r.object_if("sessions")) {
     w.sessions.turns = p->integer("turns");
     w.sessions.think_time_s = p->number("think_time_s", w.sessions.think_time_s);
+    if (w.sessions.turns > 1 && w.shared_prefix.prompts_per_prefix > 0) {
+      p->fail("turns", "multi-turn sessions do not combine with a prompt pool (workload.shared_prefix.prompts_per_prefix)");
+    }
     p->finish();
   }
   if (r.has("priority_class_weights")) {
@@ -352,9 +360,15 @@ EngineConfig parse_engine(KeyReader r) {
     e.launch = e.profile.launch;
     e.block_size = e.profile.block_size;
     if (has_name(list_policies(), e.profile.scheduler)) e.scheduler.impl = e.profile.scheduler;
+    if (e.profile.max_num_seqs > 0) e.max_num_seqs = e.profile.max_num_seqs;
+    e.enable_prefix_caching = e.profile.enable_prefix_caching;
+    if (e.profile.watermark_frac >= 0.0) e.watermark_frac = e.profile.watermark_frac;
   } else {
     r.accept("profile");
   }
+  // Limits the scenario leaves to the engine may depend on the GPU (check_engine_limits).
+  e.max_num_seqs_set = r.has("max_num_seqs");
+  e.max_num_batched_tokens_set = r.has("max_num_batched_tokens");
   e.max_num_seqs = r.integer("max_num_seqs", e.max_num_seqs);
   e.num_scheduler_steps = r.integer("num_scheduler_steps", e.num_scheduler_steps);
   e.max_num_batched_tokens = r.integer("max_num_batched_tokens", e.profile.max_num_batched_tokens);
@@ -369,6 +383,7 @@ EngineConfig parse_engine(KeyReader r) {
   e.launch.cuda_graphs = r.boolean("cuda_graphs", e.launch.cuda_graphs);
   e.launch.host_overhead_per_step_s = r.number("host_overhead_per_step_s", e.launch.host_overhead_per_step_s);
   e.launch.host_overhead_per_seq_s = r.number("host_overhead_per_seq_s", e.launch.host_overhead_per_seq_s);
+  e.frontend_latency_s = r.number("frontend_latency_s", e.profile.frontend_latency_s);
   if (auto c = r.object_if("cold_start")) parse_cold_start(*c, e.profile.cold_start);
   const std::string reservation = r.string("kv_reservation", "paged");
   e.kv_reservation = reservation == "contiguous" ? KvReservation::contiguous : reservation == "token" ? KvReservation::token : KvReservation::paged;
@@ -484,7 +499,11 @@ void check_engine_limits(Scenario& s) {
                                                        std::to_string(s.model.max_context_tokens) + "), got " +
                                                        std::to_string(e.max_model_len));
   }
+  apply_gpu_sized_defaults(e, s.hw);
   if (e.max_num_batched_tokens == 0) e.max_num_batched_tokens = std::max<std::int64_t>(e.max_model_len, 2048);
+  if (e.profile.vllm_v1_capture_sizes) {
+    e.profile.cuda_graph_batch_sizes = vllm_v1_capture_sizes(e.max_num_seqs, e.max_num_batched_tokens);
+  }
   // In-flight batching (TensorRT-LLM) bounds only the prompt by max_num_batched_tokens: a longer
   // prompt is rejected on arrival (Replica::enqueue).
   const bool chunked = e.scheduler.impl == "chunked-prefill" || e.scheduler.impl == "inflight";
@@ -614,6 +633,7 @@ nlohmann::json workload_to_json(const WorkloadConfig& w) {
   if (w.shared_prefix.num_prefixes > 0) {
     workload["shared_prefix"] = {{"num_prefixes", w.shared_prefix.num_prefixes},
                                  {"prefix_tokens", w.shared_prefix.prefix_tokens}};
+    if (w.shared_prefix.prompts_per_prefix > 0) workload["shared_prefix"]["prompts_per_prefix"] = w.shared_prefix.prompts_per_prefix;
   }
   if (w.sessions.turns > 1) workload["sessions"] = {{"turns", w.sessions.turns}, {"think_time_s", w.sessions.think_time_s}};
   if (!w.priority_class_weights.empty()) workload["priority_class_weights"] = w.priority_class_weights;
@@ -669,6 +689,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (w.legacy_lengths) j["slo"] = slo_to_json(w.classes[0].slo);
   // Only when multi-step is on, so single-step reports keep their bytes.
   if (e.num_scheduler_steps != 1) j["engine"]["num_scheduler_steps"] = e.num_scheduler_steps;
+  if (e.frontend_latency_s > 0.0) j["engine"]["frontend_latency_s"] = e.frontend_latency_s;
   if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
     j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;

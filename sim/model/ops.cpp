@@ -110,6 +110,14 @@ Op comm_op(const char* name, OpKind kind, std::int64_t count, std::int64_t per_l
   return op;
 }
 
+// A tensor-parallel all-reduce of `bytes`, by the engine's custom kernel when it is small enough.
+Op all_reduce_op(const char* name, std::int64_t count, std::int64_t per_layer, double bytes, std::int64_t gpus, Placement where,
+                 const KernelPlan& plan) {
+  Op op = comm_op(name, OpKind::all_reduce, count, per_layer, bytes, gpus, where);
+  op.comm_custom = bytes < plan.custom_allreduce_max_bytes;
+  return op;
+}
+
 // The ops whose counts follow the attention context (see refresh_context_ops); `m` is sharded.
 constexpr const char* kKvConcatName = "kv_cache_concat";
 
@@ -515,7 +523,7 @@ void push_attention(const ModelSpec& m, const BatchShape& b, double t, std::int6
     if (b.decode_seqs > 0) out.push_back(decode_attention_op(m, b, p, plan));
   }
   out.push_back(gemm_op("o_proj", 1, L, tokens, m.hidden_size, m.attn_out_width(), p, q));
-  if (tp > 1) out.push_back(comm_op("attn_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
+  if (tp > 1) out.push_back(all_reduce_op("attn_all_reduce", L, 1, hidden_bytes, tp, Placement::layer, plan));
   if (!plan.fused_add_norm) {
     const double h = static_cast<double>(m.hidden_size);
     out.push_back(layer_op("residual_add", OpKind::elementwise, 2, L, 1, true, t * h, 3.0 * t * h * dtype_bytes(p.activations)));
@@ -548,7 +556,7 @@ void push_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Precision
                            5.0 * t * ffn, act_bytes));
   }
   if (!m.is_moe()) out.push_back(gemm_op("mlp_down_proj", 1, L, tokens, m.hidden_size, m.ffn_size, p, q));
-  if (tp > 1) out.push_back(comm_op("mlp_all_reduce", OpKind::all_reduce, L, 1, hidden_bytes, tp, Placement::layer));
+  if (tp > 1) out.push_back(all_reduce_op("mlp_all_reduce", L, 1, hidden_bytes, tp, Placement::layer, plan));
   if (plan.extra_kernels_per_layer > 0) {
     const double h = static_cast<double>(m.hidden_size);
     out.push_back(layer_op("layer_copies", OpKind::elementwise, 1, L, plan.extra_kernels_per_layer, true, 0.0,
@@ -637,7 +645,7 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
   out.back().placement = Placement::first_stage;
   const double hidden_bytes = t * h * ab;  // one residual-stream tensor: what TP all-reduces
-  if (tp > 1) out.push_back(comm_op("embedding_all_reduce", OpKind::all_reduce, 1, 0, hidden_bytes, tp, Placement::first_stage));
+  if (tp > 1) out.push_back(all_reduce_op("embedding_all_reduce", 1, 0, hidden_bytes, tp, Placement::first_stage, plan));
   if (m.is_moe() && m.moe.dense_layers > 0) push_dense_layer_mlps(m, t, tokens, p, plan, q, out);
   // The identical layers, each op once with its per-layer count, in the order a layer runs them.
   push_norms_and_input_quant(m, t, p, plan, q, out);

@@ -66,8 +66,10 @@ struct Op {
   // Attention prefill: the engine kernel's plateau as a fraction of the 16-bit peak
   // (KernelPlan::prefill_attention_peak_frac); 0: the table's own plateau.
   double compute_plateau_frac = 0.0;
-  // Communication ops: GPUs in the collective (bytes is the message size per GPU).
+  // Communication ops: GPUs in the collective (bytes is the message size per GPU), and whether the
+  // engine's custom all-reduce kernel runs it (KernelPlan::custom_allreduce_max_bytes).
   int comm_gpus = 0;
+  bool comm_custom = false;
   // grouped_gemm: experts with at least one token (m is then the tokens per such expert, n and k
   // one expert's weight shape), and the rows the kernel computes over the rows it is given (its
   // last M tile per expert is partly empty when routing leaves uneven counts): FLOPs stay the
@@ -149,6 +151,10 @@ struct KernelPlan {
   // inputs are hidden wide, the o_proj input q wide, the down input ffn wide) and moves the 8-bit
   // write into a different producer (norm, attention, activation). 0: four separate kernels.
   unsigned fused_fp8_input_quant = 0;
+  // Tensor-parallel all-reduces of fewer bytes run the engine's own kernel instead of NCCL (vLLM's
+  // custom all-reduce, one-shot or two-shot by size: 8 MiB on Hopper at TP 2 and 4), timed by the
+  // GPU profile's measured `custom` curve where it has one; 0: NCCL at every size.
+  double custom_allreduce_max_bytes = 0.0;
 };
 
 // The four quantized GEMM inputs of a decoder layer and their producers: qkv (the input norm),

@@ -31,8 +31,8 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
 
 ReplicaLoad Replica::load(bool with_kv_demand) const {
   ReplicaLoad l;
-  l.outstanding = static_cast<std::int64_t>(state_.waiting.size() + state_.running.size() + state_.swapped.size() +
-                                            state_.migrated.size()) +
+  l.outstanding = static_cast<std::int64_t>(state_.waiting.size() + deferred_.size() + state_.running.size() +
+                                            state_.swapped.size() + state_.migrated.size()) +
                   handing_off_ + inbound_;
   l.kv_used_blocks = state_.kv.used_blocks();
   if (with_kv_demand) {
@@ -40,6 +40,7 @@ ReplicaLoad Replica::load(bool with_kv_demand) const {
       for (const Sequence& s : state_.waiting.queue(c)) l.kv_demand_blocks += state_.kv.blocks_for_tokens(s.target_tokens);
     }
     for (const Sequence& s : state_.migrated) l.kv_demand_blocks += state_.kv.blocks_for_tokens(s.target_tokens);
+    for (const Sequence& s : deferred_) l.kv_demand_blocks += state_.kv.blocks_for_tokens(s.target_tokens);
   }
   l.kv_capacity_blocks = std::max<std::int64_t>(1, state_.kv.capacity_blocks());
   return l;
@@ -59,13 +60,25 @@ Replica::Admission Replica::enqueue(std::uint32_t request_index, TimeNs now) {
     return Admission::too_long;
   }
   const std::int64_t limit = scenario_.engine.scheduler.max_queue_size;
-  if (limit > 0 && static_cast<std::int64_t>(state_.waiting.size()) >= limit) return Admission::queue_full;
+  if (limit > 0 && static_cast<std::int64_t>(state_.waiting.size() + deferred_.size()) >= limit) return Admission::queue_full;
   Sequence seq;
   seq.request = request_index;
   seq.target_tokens = r.prompt_tokens;
-  state_.waiting.push_back(seq, state_.class_of(seq));
+  if (busy_ && scenario_.engine.profile.async_scheduling) {
+    deferred_.push_back(seq);
+  } else {
+    state_.waiting.push_back(seq, state_.class_of(seq));
+  }
   note_waiting(now, +1);
   return Admission::queued;
+}
+
+void Replica::release_deferred(TimeNs cutoff) {
+  const TimeNs frontend_ns = seconds_to_ns(scenario_.engine.frontend_latency_s);
+  while (!deferred_.empty() && state_.requests[deferred_.front().request].arrival_ns + frontend_ns <= cutoff) {
+    state_.waiting.push_back(deferred_.front(), state_.class_of(deferred_.front()));
+    deferred_.pop_front();
+  }
 }
 
 void Replica::note_waiting(TimeNs now, std::int64_t delta) {
@@ -159,8 +172,19 @@ bool same_shape(const BatchShape& a, const BatchShape& b) {
 
 std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   if (busy_) return std::nullopt;
+  if (!deferred_.empty()) {
+    // Back to back, this iteration was planned when the last one started (vLLM V1's batch queue
+    // of two); after an idle gap the engine plans at once.
+    release_deferred(now == last_end_ns_ ? last_start_ns_ : now);
+  }
   run_policy(now);
-  if (!account_plan(now)) return std::nullopt;
+  if (!account_plan(now)) {
+    // Nothing was in flight to overlap: the engine schedules what has arrived right away.
+    if (deferred_.empty()) return std::nullopt;
+    release_deferred(now);
+    run_policy(now);
+    if (!account_plan(now)) return std::nullopt;
+  }
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
@@ -267,6 +291,8 @@ inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double
   busy_ = true;
   // At least 1 ns so time always advances.
   const TimeNs duration_ns = std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s));
+  last_start_ns_ = now;
+  last_end_ns_ = now + duration_ns;
   if (observer_) {
     IterationRecord it;
     it.replica = index_;
@@ -309,7 +335,7 @@ bool Replica::quiet_decode() const {
   // without visiting it; every running sequence must be in the window.
   return !busy_ && st.lazy_computed && gpu_share_ == nullptr && !check_every_iteration_ &&
          scenario_.workload.request_timeout_s <= 0.0 && !st.running.empty() &&
-         st.lazy_members == static_cast<std::int64_t>(st.running.size()) && st.migrated.empty() &&
+         st.lazy_members == static_cast<std::int64_t>(st.running.size()) && st.migrated.empty() && deferred_.empty() &&
          scheduler_->decodes_only(st);
 }
 

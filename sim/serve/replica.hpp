@@ -4,6 +4,7 @@
 // deployment a prefill replica hands each prompt's KV off after its first token, and a decode
 // replica takes such sequences in without recomputing them.
 #pragma once
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -178,6 +179,13 @@ class Replica {
   TimeNs waiting_since_ns_ = 0;
   std::int64_t waiting_new_ = 0;  // queued requests that have not started
   std::int64_t dropped_seen_ = 0;
+  // Async scheduling (EngineProfile::async_scheduling): requests that arrived while an iteration
+  // ran, in arrival order; the engine planned the next iteration when the running one started,
+  // so they join the waiting queue only for the iteration after it (release_deferred).
+  std::deque<Sequence> deferred_;
+  TimeNs last_start_ns_ = -1, last_end_ns_ = -1;  // the last iteration's span
+  // Moves deferred requests that arrived at or before `cutoff` to the waiting queue.
+  void release_deferred(TimeNs cutoff);
 };
 
 }  // namespace servesim

@@ -217,8 +217,10 @@ class Engine {
     hooks_.progress(Progress{arrived_, finished, scenario_.workload.num_requests, ns_to_seconds(now_)});
   }
 
+  // A request reaches the engine engine.frontend_latency_s after the client sent it (its
+  // arrival_ns, from which latencies are measured).
   void push_next_arrival() {
-    if (auto spec = workload_.next()) queue_.push(spec->arrival_ns, Phase::Arrival, ArrivalEvent{*spec});
+    if (auto spec = workload_.next()) queue_.push(spec->arrival_ns + frontend_ns_, Phase::Arrival, ArrivalEvent{*spec});
   }
 
   // Plans replica r's next iteration now if nothing else happens at this instant, else once
@@ -355,7 +357,7 @@ class Engine {
     for (const std::uint32_t i : replica.completed()) {
       if (sessions_) {
         if (auto next = workload_.next_turn(spec_of(requests_[i]), now_)) {
-          queue_.push(next->arrival_ns, Phase::Arrival, ArrivalEvent{*next});
+          queue_.push(next->arrival_ns + frontend_ns_, Phase::Arrival, ArrivalEvent{*next});
         }
       }
       requests_.release(i);
@@ -397,6 +399,7 @@ class Engine {
 
   const Scenario& scenario_;
   WorkloadGenerator workload_;
+  const TimeNs frontend_ns_ = seconds_to_ns(scenario_.engine.frontend_latency_s);
   const SimHooks& hooks_;
   RequestPool requests_;
   FleetKv fleet_kv_;

@@ -26,7 +26,7 @@ class CalibratedStepCost final : public StepCostModel {
   StepTime step_time(const BatchShape& planned) override {
     BatchShape shape = planned;
     LaunchConfig launch = launch_;
-    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape);
+    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape, engine_.profile.cuda_graph_mode);
     const std::int64_t batch_seqs = planned.total_seqs();  // host work is per real sequence, not padding
     return reference_path_ ? timer_.time_uncached(shape, launch, batch_seqs) : timer_.time(shape, launch, batch_seqs);
   }
@@ -36,7 +36,7 @@ class CalibratedStepCost final : public StepCostModel {
     if (reference_path_) return;
     BatchShape shape = planned;
     LaunchConfig launch = launch_;
-    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape);
+    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape, engine_.profile.cuda_graph_mode);
     padded_seqs_ = shape.decode_seqs - planned.decode_seqs;
     timer_.begin_decode_run(shape, launch, planned.total_seqs());
   }

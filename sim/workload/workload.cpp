@@ -132,6 +132,19 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
   }
   const std::int64_t turns = config_.sessions.turns;
   if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
+  const SharedPrefixConfig& sp = config_.shared_prefix;
+  if (sp.num_prefixes > 0 && sp.prompts_per_prefix > 0) {
+    // Prefix-major, then one Fisher-Yates shuffle from its own stream (random.shuffle in
+    // inference-perf): the sending order is the pool's order, repeated.
+    RngStream pool_rng(seed, "prompt_pool");
+    for (std::int64_t p = 0; p < sp.num_prefixes * sp.prompts_per_prefix; ++p) {
+      pool_.push_back({static_cast<std::int32_t>(p / sp.prompts_per_prefix), prompt_[0].next(),
+                       kPoolStreamBase + static_cast<std::uint32_t>(p)});
+    }
+    for (std::size_t i = pool_.size(); i > 1; --i) {
+      std::swap(pool_[i - 1], pool_[static_cast<std::size_t>(pool_rng.uniform_int(0, static_cast<std::int64_t>(i) - 1))]);
+    }
+  }
   if (config_.priority_class_weights.size() > 1) priority_cdf_ = normalised_cdf(config_.priority_class_weights);
 }
 
@@ -199,7 +212,13 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
   r.output_tokens = c.output_tokens.kind == LengthDist::Kind::trace ? row->output_tokens : output_[r.cls].next();
   r.stream_id = static_cast<std::uint32_t>(sessions_started_++);
   const SharedPrefixConfig& sp = config_.shared_prefix;
-  if (sp.num_prefixes > 0) {
+  if (!pool_.empty()) {
+    const PooledPrompt& p = pool_[static_cast<std::size_t>((produced_) % static_cast<std::int64_t>(pool_.size()))];
+    r.prefix_id = p.prefix_id;
+    r.prefix_tokens = sp.prefix_tokens;
+    r.prompt_tokens = sp.prefix_tokens + p.question_tokens;
+    r.stream_id = p.stream_id;
+  } else if (sp.num_prefixes > 0) {
     r.prefix_id = static_cast<std::int32_t>(prefix_rng_.uniform_int(0, sp.num_prefixes - 1));
     r.prefix_tokens = sp.prefix_tokens;
     r.prompt_tokens += sp.prefix_tokens;

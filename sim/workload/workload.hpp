@@ -87,6 +87,16 @@ class WorkloadGenerator {
   std::int64_t sessions_total_ = -1;  // -1: no request count (duration or trace ends the workload)
   std::int64_t sessions_started_ = 0;
   std::int64_t produced_ = 0;
+  // SharedPrefixConfig::prompts_per_prefix > 0: the pool in sending order, each prompt's question
+  // length, and the pool's stream ids (kPoolStreamBase + prompt index: a repeat of a prompt names
+  // the same tokens, so its blocks hash the same).
+  struct PooledPrompt {
+    std::int32_t prefix_id;
+    std::int64_t question_tokens;
+    std::uint32_t stream_id;
+  };
+  static constexpr std::uint32_t kPoolStreamBase = 0x80000000u;
+  std::vector<PooledPrompt> pool_;
 };
 
 }  // namespace servesim
