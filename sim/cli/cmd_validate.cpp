@@ -22,6 +22,7 @@
 #include "sim/io/table_io.hpp"
 #include "sim/validate/independent_set.hpp"
 #include "sim/validate/published_set.hpp"
+#include "sim/validate/vllm_runs.hpp"
 
 namespace servesim::cli {
 
@@ -252,12 +253,72 @@ int run_independent(const cxxopts::ParseResult& p, const std::string& suite) {
   return crossed > 0 ? kExitBoundCrossed : kExitOk;
 }
 
+// The vLLM runs (vllm_runs.hpp): one line per stage with each percentile's error, then the median
+// |error| per metric over the stages compared and the stages servesim saw saturate.
+int run_vllm_runs(const std::string& file, const VllmRunsOptions& options, bool json) {
+  const auto stages = validate_vllm_runs(load_json_file(file), file, options);
+  std::map<std::string, std::vector<double>> errors;
+  nlohmann::json out = {{"file", file}, {"profile", options.profile}, {"stages", nlohmann::json::array()}};
+  int false_saturated = 0, compared = 0;
+  if (!json) {
+    std::printf("vLLM runs on engine profile %s (%s)\n", options.profile.c_str(), file.c_str());
+    std::printf("%-48s %2s %5s", "run / stage", "tp", "req/s");
+    for (const char* m : {"ttft_p50", "ttft_p90", "tpot_p50", "tpot_p90", "e2e_p50", "e2e_p90"}) std::printf(" %20s", m);
+    std::printf("  queue\n");
+  }
+  for (const VllmRunStage& s : stages) {
+    nlohmann::json j = {{"run", s.run_id}, {"stage", s.stage}, {"model", s.model}, {"tp", s.tp}, {"rate_per_s", s.rate_per_s}};
+    if (!s.skip.empty()) {
+      j["skipped"] = s.skip;
+      if (!json) std::printf("%-48s %2lld %5.1f  skipped: %s\n", (s.run_id + " / " + s.stage).c_str(), static_cast<long long>(s.tp), s.rate_per_s, s.skip.c_str());
+      out["stages"].push_back(j);
+      continue;
+    }
+    ++compared;
+    if (s.predicted_saturated && !s.measured_saturated) ++false_saturated;
+    if (!json) std::printf("%-48s %2lld %5.1f", (s.run_id + " / " + s.stage).c_str(), static_cast<long long>(s.tp), s.rate_per_s);
+    for (const auto& pr : s.pairs) {
+      errors[pr.metric].push_back(std::abs(pr.error()));
+      j[pr.metric] = {{"measured_s", pr.measured}, {"predicted_s", pr.predicted}, {"error_frac", pr.error()}};
+      if (!json) std::printf(" %7.4g/%-7.4g %+5.0f%%", pr.measured, pr.predicted, 100 * pr.error());
+    }
+    j["predicted_saturated"] = s.predicted_saturated;
+    j["measured_saturated"] = s.measured_saturated;
+    j["drain_s"] = s.drain_s;
+    if (!json) std::printf("  %s%s\n", s.predicted_saturated ? "grows" : "ok", s.measured_saturated ? " (vLLM's grew)" : "");
+    out["stages"].push_back(j);
+  }
+  out["median_abs_error"] = nlohmann::json::object();
+  for (auto& [metric, e] : errors) out["median_abs_error"][metric] = median(e);
+  out["stages_compared"] = compared;
+  out["saturated_where_vllm_kept_up"] = false_saturated;
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  const double used = used_frontend_latency(options);
+  std::printf("median |error| over %d stages (the profile as shipped%s):", compared,
+              used > 0.0 ? "; its frontend_latency_s was fitted to these stages, so in-sample" : "");
+  for (auto& [metric, e] : errors) std::printf(" %s %.1f%%", metric.c_str(), 100 * median(e));
+  std::printf("\nstages servesim saturates where vLLM kept up: %d\n", false_saturated);
+  if (used <= 0.0) return kExitOk;
+  std::map<std::string, std::vector<double>> lomo;
+  for (const VllmRunStage& s : leave_one_model_out(stages, used)) {
+    if (!s.skip.empty()) continue;
+    for (const auto& pr : s.pairs) lomo[pr.metric].push_back(std::abs(pr.error()));
+  }
+  std::printf("leave-one-model-out (each model's front-end latency fitted to the other models; development data):");
+  for (auto& [metric, e] : lomo) std::printf(" %s %.1f%%", metric.c_str(), 100 * median(e));
+  std::printf("\nfront-end latency fitted to every stage: %.2f ms (the profile has %.2f ms)\n", 1e3 * fit_frontend_latency(stages, used), 1e3 * used);
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim validate",
                         "servesim's error on measurements its fits did not see; exit 3 when a stated bound is crossed");
-  opts.add_options()("suite", "kernels, steps, engines, independent (all three), public or published", cxxopts::value<std::string>()->default_value("independent"))(
+  opts.add_options()("suite", "kernels, steps, engines, independent (all three), public, published or vllm-runs", cxxopts::value<std::string>()->default_value("independent"))(
       "data", "independent run files, comma-separated (default: calibrate/results/h200/independent/run_*.json)",
       cxxopts::value<std::string>())("hw", "hardware profile the independent set was measured on",
                                       cxxopts::value<std::string>()->default_value("h200-sxm"))(
@@ -267,7 +328,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       cxxopts::value<std::string>())(
       "published", "published engine rows for --suite published (default: tests/validation/published_engines.json)",
       cxxopts::value<std::string>())(
-      "only", "--suite published: only rows whose id contains this", cxxopts::value<std::string>()->default_value(""))(
+      "only", "--suite published / vllm-runs: only rows (runs) whose id contains this", cxxopts::value<std::string>()->default_value(""))(
+      "runs", "real vLLM runs for --suite vllm-runs (default: data/validation/vllm_v1_runs.json)", cxxopts::value<std::string>())(
+      "profile", "--suite vllm-runs: the engine profile to replay the runs on", cxxopts::value<std::string>()->default_value("vllm"))(
       "rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
   const IntegerFlag max_requests{"max-requests", "--suite published: at most this many requests per run (0: the published count)",
                                  {0, 1e9}, "0"};
@@ -283,6 +346,12 @@ int cmd_validate(const std::vector<std::string>& args) {
     return run_public(p.count("cases") ? p["cases"].as<std::string>() : data_dir() + "/data/validation/public_cases.json",
                       p.count("json") > 0);
   }
+  if (suite == "vllm-runs") {
+    VllmRunsOptions options;
+    options.profile = p["profile"].as<std::string>();
+    options.only = p["only"].as<std::string>();
+    return run_vllm_runs(p.count("runs") ? p["runs"].as<std::string>() : default_vllm_runs_file(), options, p.count("json") > 0);
+  }
   if (suite == "published") {
     PublishedOptions options;
     options.max_requests = max_requests.read(p, "servesim validate");
@@ -291,7 +360,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                          p.count("json") > 0, p.count("rows") > 0);
   }
   if (suite != "kernels" && suite != "steps" && suite != "engines" && suite != "independent") {
-    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public or published, got '" + suite + "'");
+    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public, published or vllm-runs, got '" + suite + "'");
   }
   return run_independent(p, suite);
 }
