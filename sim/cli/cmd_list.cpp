@@ -13,10 +13,10 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/io/report_metrics.hpp"
+#include "sim/io/scenario_io.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/router.hpp"
 #include "sim/serve/step_cost.hpp"
-#include "sim/workload/trace_io.hpp"
 
 namespace servesim::cli {
 
@@ -39,30 +39,25 @@ int cmd_list(const std::vector<std::string>& args) {
                   hw.hbm_bandwidth_bytes_per_s / 1e12, hw.peak_flops(Dtype::bf16) / 1e12, hw.provenance.kind.c_str());
     }
   } else if (what == "policies" || what == "routers" || what == "cost-models") {
-    std::vector<PolicyInfo> all = what == "policies" ? list_policies() : std::vector<PolicyInfo>{};
+    std::vector<const RegistryEntry*> all;
+    if (what == "policies") {
+      for (const auto& p : scheduler_policies()) all.push_back(&p);
+    }
     if (what != "cost-models") {
-      for (auto& r : list_routers()) all.push_back(r);
+      for (const auto& r : routers()) all.push_back(&r);
     }
     if (what != "routers") {
-      for (auto& m : list_step_cost_models()) all.push_back(m);
+      for (const auto& m : step_cost_models()) all.push_back(&m);
     }
-    for (const auto& p : all) {
-      std::cout << p.name << ": " << p.description << "\n";
-      for (const auto& param : p.params) {
+    for (const RegistryEntry* p : all) {
+      std::cout << p->name << ": " << p->description << "\n";
+      for (const auto& param : p->params) {
         std::cout << "    " << param.name << " (" << param.type << ", default " << param.default_value << "): " << param.description << "\n";
       }
     }
   } else if (what == "keys") {
     // docs/scenario-keys.md (ctest scenario_keys_doc checks the committed copy is this output).
-    std::vector<std::string> formats = trace_formats();
-    std::vector<std::string> policies, routers, cost_models;
-    for (const auto& p : list_policies()) policies.push_back(p.name);
-    for (const auto& r : list_routers()) routers.push_back(r.name);
-    for (const auto& m : list_step_cost_models()) cost_models.push_back(m.name);
-    std::cout << scenario_keys_markdown({{"engine.scheduler.impl", policies},
-                                         {"router.impl", routers},
-                                         {"cost_model.impl", cost_models},
-                                         {"workload.trace.format", formats}});
+    std::cout << scenario_keys_markdown(registered_keys());
   } else if (what == "metrics") {
     for (const auto& m : report_metrics()) {
       std::cout << m.path << ": " << m.meaning << (m.present.empty() ? "" : " (only with " + m.present + ")") << "\n";

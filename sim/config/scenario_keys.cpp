@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 namespace servesim {
 
@@ -72,14 +73,15 @@ ScenarioKey object(std::string path, std::string def, std::string help) {
 ScenarioKey text(std::string path, std::string def, std::string help, std::string choices = "", std::string when = "") {
   return key(std::move(path), KeyType::string, std::move(def), kNone, std::move(help), std::move(choices), std::move(when));
 }
+// A scheduler setting: the SchedulerConfig field it fills. Which policy reads it as its own is
+// the policy's registry entry's business (sched/policies.cpp), not the declaration's.
 template <class T>
-ScenarioKey scheduler(std::string path, T SchedulerConfig::*field, KeyRange range, std::string help, std::string when = "",
-                      std::string def = "") {
+ScenarioKey scheduler(std::string path, T SchedulerConfig::*field, KeyRange range, std::string help, std::string def = "") {
   const SchedulerConfig defaults;
   const bool integer = std::is_same_v<T, std::int64_t>;
   if (def.empty()) def = integer ? integer_text(static_cast<std::int64_t>(defaults.*field)) : number_text(static_cast<double>(defaults.*field));
   ScenarioKey k = key("engine.scheduler." + std::move(path), integer ? KeyType::integer : KeyType::number, std::move(def), range,
-                      std::move(help), "", std::move(when));
+                      std::move(help));
   k.scheduler_field = field;
   return k;
 }
@@ -145,22 +147,21 @@ std::vector<ScenarioKey> build() {
           closed(0.0, 60.0), "CUDA graph capture per captured batch size"),
 
       // Scheduler: the policy and its settings (servesim list policies).
-      object("engine.scheduler", "continuous", "batching policy and its settings"),
+      object("engine.scheduler", sched.impl, "batching policy and its settings"),
       text("engine.scheduler.impl", sched.impl + " (or the profile's)", "batching policy (servesim list policies)"),
       text("engine.scheduler.scheduling_policy", "fcfs", "queue order: arrival, or priority class then arrival", "fcfs|priority"),
       scheduler("max_queue_size", &SchedulerConfig::max_queue_size, closed(1.0, 1099511627776.0),
-                "arrivals finding this many waiting are rejected", "", "none"),
+                "arrivals finding this many waiting are rejected", "none"),
       scheduler("max_waiting_time_s", &SchedulerConfig::max_waiting_time_s, kPositiveTime,
-                "requests not started by then are dropped (rejected)", "", "none"),
-      scheduler("batch_size", &SchedulerConfig::batch_size, closed(1.0, 1 << 20), "rows in every batch (<= max_num_seqs)", "static"),
-      scheduler("batch_timeout_s", &SchedulerConfig::batch_timeout_s, kTime, "longest wait for a full batch", "static"),
-      scheduler("max_batch_size", &SchedulerConfig::max_batch_size, closed(1.0, 1 << 20), "most requests in one batch (<= max_num_seqs)",
-                "dynamic"),
-      scheduler("max_queue_delay_s", &SchedulerConfig::max_queue_delay_s, kTime, "batching window after the oldest arrival", "dynamic"),
+                "requests not started by then are dropped (rejected)", "none"),
+      scheduler("batch_size", &SchedulerConfig::batch_size, closed(1.0, 1 << 20), "rows in every batch (<= max_num_seqs)"),
+      scheduler("batch_timeout_s", &SchedulerConfig::batch_timeout_s, kTime, "longest wait for a full batch"),
+      scheduler("max_batch_size", &SchedulerConfig::max_batch_size, closed(1.0, 1 << 20), "most requests in one batch (<= max_num_seqs)"),
+      scheduler("max_queue_delay_s", &SchedulerConfig::max_queue_delay_s, kTime, "batching window after the oldest arrival"),
       scheduler("long_prefill_token_threshold", &SchedulerConfig::long_prefill_token_threshold, kTokens,
-                "largest chunk one prompt takes per iteration (none: max_num_batched_tokens)", "chunked-prefill", "none"),
+                "largest chunk one prompt takes per iteration (none: max_num_batched_tokens)", "none"),
       scheduler("expected_output_tokens", &SchedulerConfig::expected_output_tokens, kTokens,
-                "output length assumed per request at admission (LightLLM: max_new_tokens)", "token-level"),
+                "output length assumed per request at admission (LightLLM: max_new_tokens)"),
 
       // SLO.
       object("slo", "p99, 99.9% success, no latency target", "targets every request class meets (a class's own slo overrides)"),
@@ -300,6 +301,12 @@ const ScenarioKey* find_set_key(const std::string& dotted_path) {
   return nullptr;
 }
 
+RegistryParam key_param(const std::string& path) {
+  const ScenarioKey* k = find_scenario_key(path);
+  if (!k) throw std::logic_error("registry parameter " + path + " is not a declared scenario key");
+  return {k->path, k->choices.empty() ? key_type_name(k->type) : k->choices, k->default_text, k->help};
+}
+
 std::vector<const ScenarioKey*> keys_in(const std::string& object_path) {
   std::vector<const ScenarioKey*> out;
   const std::string prefix = object_path.empty() ? "" : object_path + ".";
@@ -312,7 +319,7 @@ std::vector<const ScenarioKey*> keys_in(const std::string& object_path) {
   return out;
 }
 
-std::string scenario_keys_markdown(const std::map<std::string, std::vector<std::string>>& registered) {
+std::string scenario_keys_markdown(const RegisteredKeys& registered) {
   std::ostringstream md;
   md << "# Scenario keys\n\n"
      << "Every key a scenario file may hold. Generated by `servesim list keys` from the declarations in\n"
@@ -324,16 +331,17 @@ std::string scenario_keys_markdown(const std::map<std::string, std::vector<std::
   const auto row = [&md, &registered](const ScenarioKey& k) {
     std::string values;  // the choices of a string key, or the range of a numeric one
     for (const char c : k.choices) values += c == '|' ? std::string(", ") : std::string(1, c);
-    if (const auto it = registered.find(k.path); it != registered.end()) {
+    if (const auto it = registered.values.find(k.path); it != registered.values.end()) {
       for (const auto& name : it->second) values += (values.empty() ? "" : ", ") + name;
     }
     if (values.empty() && !std::isinf(k.range.hi)) values = k.range.text();
-    std::string help = k.help;
-    if (!k.when.empty()) {
-      help += " (impl ";
-      for (const char c : k.when) help += c == '|' ? '/' : c;
-      help += ")";
+    std::string when;
+    for (const char c : k.when) when += c == '|' ? '/' : c;
+    if (const auto it = registered.readers.find(k.path); it != registered.readers.end()) {
+      for (const auto& name : it->second) when += (when.empty() ? "" : "/") + name;
     }
+    std::string help = k.help;
+    if (!when.empty()) help += " (impl " + when + ")";
     md << "| `" << k.path << "` | " << key_type_name(k.type) << " | " << k.default_text << " | " << values << " | " << help << " |\n";
   };
   for (const auto& k : scenario_keys()) {

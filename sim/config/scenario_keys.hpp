@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/core/registry.hpp"
 #include "sim/core/time.hpp"
 
 namespace servesim {
@@ -69,8 +70,17 @@ const ScenarioKey* find_scenario_key(const std::string& path);
 const ScenarioKey* find_set_key(const std::string& dotted_path);
 // The keys directly inside `object_path` ("engine.scheduler"), in declaration order.
 std::vector<const ScenarioKey*> keys_in(const std::string& object_path);
-// docs/scenario-keys.md. `registered`: the names registries above this layer accept for a key
-// ("engine.scheduler.impl" -> the policies), listed as its values.
-std::string scenario_keys_markdown(const std::map<std::string, std::vector<std::string>>& registered);
+// Declared key `path` as a registry parameter (`servesim list`): its path, type or choices,
+// default and help. std::logic_error when `path` is not declared.
+RegistryParam key_param(const std::string& path);
+// What the registries above this layer (core/registry.hpp) say about keys, for the reference.
+struct RegisteredKeys {
+  // The names a key accepts ("engine.scheduler.impl" -> the policies), listed as its values.
+  std::map<std::string, std::vector<std::string>> values;
+  // The impls that read a key as their own ("engine.scheduler.batch_size" -> the policy whose setting it is).
+  std::map<std::string, std::vector<std::string>> readers;
+};
+// docs/scenario-keys.md.
+std::string scenario_keys_markdown(const RegisteredKeys& registered);
 
 }  // namespace servesim

@@ -109,17 +109,18 @@ KeyReader KeyReader::element(const nlohmann::json& value, const std::string& key
   return KeyReader(JsonReader(value, file(), path_of(key) + "[" + std::to_string(i) + "]"), join(schema_, key) + "[]");
 }
 
-void KeyReader::finish() const {
+void KeyReader::finish(const std::function<std::string(const std::string& path)>& readers) const {
   try {
     r_.finish();
   } catch (const InputError&) {
     // Say more than "unknown key": which key, declared for which impl, or what is close.
     for (const auto& [key, value] : r_.json().items()) {
       if (r_.was_read(key)) continue;
-      if (const ScenarioKey* d = find_scenario_key(join(schema_, key)); d && !d->when.empty()) {
+      if (const ScenarioKey* d = find_scenario_key(join(schema_, key))) {
         std::string when;
         for (const char c : d->when) when += c == '|' ? std::string(", ") : std::string(1, c);
-        fail(key, "only read with impl " + when);
+        if (when.empty() && readers) when = readers(d->path);
+        if (!when.empty()) fail(key, "only read with impl " + when);
       }
       std::vector<std::string> names;
       for (const ScenarioKey* k : keys_in(schema_)) names.push_back(k->path.substr(schema_.empty() ? 0 : schema_.size() + 1));

@@ -4,6 +4,7 @@
 // (std::logic_error), so every key the parser reads is in the reference.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -35,8 +36,9 @@ class KeyReader {
   KeyReader element(const nlohmann::json& value, const std::string& key, std::size_t i) const;
   void accept(const std::string& key) { r_.accept(key); }
   // InputError for the first key never read: unknown (with close declared names), or declared
-  // for another impl.
-  void finish() const;
+  // for another impl. `readers`, when given: the impls that read a declared key (its path) as
+  // their own, "a, b" or "" (a registry's Registry::readers_of).
+  void finish(const std::function<std::string(const std::string& path)>& readers = {}) const;
 
   [[noreturn]] void fail(const std::string& key, const std::string& message) const { r_.fail(key, message); }
   std::string path_of(const std::string& key) const { return r_.path_of(key); }

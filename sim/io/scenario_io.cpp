@@ -259,15 +259,16 @@ WorkloadConfig parse_workload(KeyReader r, const SloConfig& default_slo) {
   return w;
 }
 
-// The common keys, then every declared setting of the chosen policy (config/scenario_keys.cpp
-// names the SchedulerConfig field each fills), so a new setting needs no code here.
+// The common keys, then every declared setting the chosen policy reads (config/scenario_keys.cpp
+// names the SchedulerConfig field each fills; the policy's registry entry, sched/policies.cpp,
+// names its own), so a new setting needs no code here.
 SchedulerConfig parse_scheduler(KeyReader s) {
   SchedulerConfig c;
   c.impl = s.string("impl");
-  if (!has_name(list_policies(), c.impl)) s.fail("impl", "unknown scheduler '" + c.impl + "' (" + names_of(list_policies()) + ")");
+  if (!scheduler_policies().find(c.impl)) s.fail("impl", scheduler_policies().unknown(c.impl));
   c.order = s.string("scheduling_policy", "fcfs") == "priority" ? SchedulerConfig::Order::priority : SchedulerConfig::Order::fcfs;
   for (const ScenarioKey* k : keys_in("engine.scheduler")) {
-    if (!k->when.empty() && k->when != c.impl) continue;
+    if (!policy_reads(c.impl, k->path)) continue;
     const std::string name = k->path.substr(k->path.rfind('.') + 1);
     if (const auto* f = std::get_if<std::int64_t SchedulerConfig::*>(&k->scheduler_field)) {
       c.**f = s.integer(name, c.**f);
@@ -275,7 +276,7 @@ SchedulerConfig parse_scheduler(KeyReader s) {
       c.**g = s.number(name, c.**g);
     }
   }
-  s.finish();
+  s.finish([](const std::string& path) { return scheduler_policies().readers_of(path); });
   return c;
 }
 
@@ -305,7 +306,7 @@ ParallelConfig parse_parallel(KeyReader r) {
 RouterConfig parse_router(KeyReader r) {
   RouterConfig c;
   c.impl = r.string("impl");
-  if (!is_router(c.impl)) r.fail("impl", "unknown router '" + c.impl + "' (" + names_of(list_routers()) + ")");
+  if (!routers().find(c.impl)) r.fail("impl", routers().unknown(c.impl));
   c.balance_abs_threshold = r.number("balance_abs_threshold", c.balance_abs_threshold);
   c.balance_rel_threshold = r.number("balance_rel_threshold", c.balance_rel_threshold);
   r.finish();
@@ -315,9 +316,7 @@ RouterConfig parse_router(KeyReader r) {
 CostModelConfig parse_cost_model(KeyReader r) {
   CostModelConfig c;
   c.impl = r.string("impl", c.impl);
-  if (!is_step_cost_model(c.impl)) {
-    r.fail("impl", "unknown cost model '" + c.impl + "' (" + names_of(list_step_cost_models()) + ")");
-  }
+  if (!step_cost_models().find(c.impl)) r.fail("impl", step_cost_models().unknown(c.impl));
   c.interpolate_decode = r.boolean("interpolate_decode", c.interpolate_decode);
   r.finish();
   return c;
@@ -359,7 +358,7 @@ EngineConfig parse_engine(KeyReader r) {
     e.profile = load_engine_profile(r.string("profile"), r.file(), r.path_of("profile"));
     e.launch = e.profile.launch;
     e.block_size = e.profile.block_size;
-    if (has_name(list_policies(), e.profile.scheduler)) e.scheduler.impl = e.profile.scheduler;
+    if (scheduler_policies().find(e.profile.scheduler)) e.scheduler.impl = e.profile.scheduler;
     if (e.profile.max_num_seqs > 0) e.max_num_seqs = e.profile.max_num_seqs;
     e.enable_prefix_caching = e.profile.enable_prefix_caching;
     if (e.profile.watermark_frac >= 0.0) e.watermark_frac = e.profile.watermark_frac;
@@ -394,13 +393,14 @@ EngineConfig parse_engine(KeyReader r) {
   e.preemption_mode = r.string("preemption_mode", "recompute") == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
   e.swap_space_bytes = r.number("swap_space_bytes", e.swap_space_bytes);
   if (auto s = r.object_if("scheduler")) e.scheduler = parse_scheduler(*s);
-  if (e.num_scheduler_steps > 1 && e.scheduler.impl != "continuous") {
+  if (e.num_scheduler_steps > 1 && !make_scheduler(e.scheduler)->supports_multi_step()) {
     // vLLM 0.6.0 refused multi-step with chunked prefill ("Chunked prefill is not supported with
     // multi-step (--num-scheduler-steps > 1)", vllm/engine/arg_utils.py; reported against 0.6.0 in
     // vllm-project/vllm issue "vllm 0.6.0 ... --enable-chunked-prefill --num-scheduler-steps 8");
     // the other policies are not vLLM's. Only the continuous window is modelled.
-    r.fail("num_scheduler_steps", "multi-step scheduling (> 1) needs engine.scheduler.impl continuous (vLLM 0.6.0 refused it with "
-                                  "chunked prefill), got scheduler " + e.scheduler.impl);
+    r.fail("num_scheduler_steps", "multi-step scheduling (> 1) needs engine.scheduler.impl " +
+                                      policies_with(&BatchScheduler::supports_multi_step) +
+                                      " (vLLM 0.6.0 refused it with chunked prefill), got scheduler " + e.scheduler.impl);
   }
   r.finish();
   return e;
@@ -504,20 +504,18 @@ void check_engine_limits(Scenario& s) {
   if (e.profile.vllm_v1_capture_sizes) {
     e.profile.cuda_graph_batch_sizes = vllm_v1_capture_sizes(e.max_num_seqs, e.max_num_batched_tokens);
   }
-  // In-flight batching (TensorRT-LLM) bounds only the prompt by max_num_batched_tokens: a longer
-  // prompt is rejected on arrival (Replica::enqueue).
-  const bool chunked = e.scheduler.impl == "chunked-prefill" || e.scheduler.impl == "inflight";
-  if (e.max_num_batched_tokens < e.max_model_len && !chunked) {
+  const std::unique_ptr<BatchScheduler> policy = make_scheduler(e.scheduler);
+  // A policy that rejects longer prompts on arrival (in-flight batching, Replica::enqueue) bounds
+  // only the prompt by max_num_batched_tokens.
+  if (e.max_num_batched_tokens < e.max_model_len && !policy->chunks_prompts() && !policy->rejects_prompts_over_budget()) {
     // vLLM refuses this too: without chunked prefill a prompt must fit one iteration.
     throw InputError(file, "engine.max_num_batched_tokens",
-                     "must be >= max_model_len (" + std::to_string(e.max_model_len) +
-                         ") without chunked prefill (scheduler impl chunked-prefill), got " +
-                         std::to_string(e.max_num_batched_tokens));
+                     "must be >= max_model_len (" + std::to_string(e.max_model_len) + ") without chunked prefill (scheduler impl " +
+                         policies_with(&BatchScheduler::chunks_prompts) + "), got " + std::to_string(e.max_num_batched_tokens));
   }
-  const std::int64_t rows = e.scheduler.impl == "static" ? e.scheduler.batch_size : e.scheduler.impl == "dynamic" ? e.scheduler.max_batch_size : 0;
-  if (rows > e.max_num_seqs) {
-    throw InputError(file, e.scheduler.impl == "static" ? "engine.scheduler.batch_size" : "engine.scheduler.max_batch_size",
-                     "must be <= engine.max_num_seqs (" + std::to_string(e.max_num_seqs) + "), got " + std::to_string(rows));
+  if (const auto rows = policy->max_batch_rows(); rows && rows->rows > e.max_num_seqs) {
+    throw InputError(file, rows->key,
+                     "must be <= engine.max_num_seqs (" + std::to_string(e.max_num_seqs) + "), got " + std::to_string(rows->rows));
   }
   if (e.max_num_batched_tokens < e.max_num_seqs) {
     throw InputError(file, "engine.max_num_batched_tokens", "must be >= max_num_seqs (" + std::to_string(e.max_num_seqs) + ")");
@@ -593,7 +591,7 @@ nlohmann::json scheduler_to_json(const SchedulerConfig& c) {
   nlohmann::json j = {{"impl", c.impl},
                       {"scheduling_policy", c.order == SchedulerConfig::Order::priority ? "priority" : "fcfs"}};
   for (const ScenarioKey* k : keys_in("engine.scheduler")) {
-    if (!k->when.empty() && k->when != c.impl) continue;
+    if (!policy_reads(c.impl, k->path)) continue;
     const std::string name = k->path.substr(k->path.rfind('.') + 1);
     const bool optional = k->default_text == "none";
     if (const auto* f = std::get_if<std::int64_t SchedulerConfig::*>(&k->scheduler_field)) {
@@ -711,6 +709,21 @@ nlohmann::json scenario_to_json(const Scenario& s) {
                            {"kv_transfer_link", s.disaggregation.kv_transfer_link}};
   }
   return j;
+}
+
+RegisteredKeys registered_keys() {
+  RegisteredKeys registered;
+  registered.values["workload.trace.format"] = trace_formats();
+  const auto add = [&registered](const std::string& key, const auto& registry) {
+    registered.values[key] = registry.names();
+    for (const RegistryEntry& e : registry) {
+      for (const std::string& k : e.own_keys) registered.readers[k].push_back(e.name);
+    }
+  };
+  add("engine.scheduler.impl", scheduler_policies());
+  add("router.impl", routers());
+  add("cost_model.impl", step_cost_models());
+  return registered;
 }
 
 }  // namespace servesim

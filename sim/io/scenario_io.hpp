@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/scenario.hpp"
+#include "sim/config/scenario_keys.hpp"
 
 namespace servesim {
 
@@ -14,5 +15,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& file);
 nlohmann::json scenario_to_json(const Scenario& s);
 nlohmann::json slo_to_json(const SloConfig& s);
+// What the registries the parser checks names against (policies, routers, cost models, trace
+// formats) say about the keys: their values and the keys each impl reads as its own, for the
+// reference (`servesim list keys`, docs/scenario-keys.md).
+RegisteredKeys registered_keys();
 
 }  // namespace servesim

@@ -1,13 +1,17 @@
 // Batch scheduling policies: each decides, before every iteration, which sequences run and how
 // many tokens each computes, using the replica's state (replica_state.hpp: queues, KV
-// reservation, preemption) as its toolkit. Policies are registered by name in
-// make_scheduler/list_policies (policies.cpp); each lives in its own file beside this one.
+// reservation, preemption) as its toolkit. Each policy lives in its own file beside this one and
+// is one entry of the registry in policies.cpp; what the parser and the replica need to know about
+// a policy they ask it (the traits below), never its name.
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/core/registry.hpp"
 #include "sim/sched/replica_state.hpp"
 
 namespace servesim {
@@ -29,25 +33,38 @@ class BatchScheduler {
   // in a quiet decode run (Replica::advance_decode_run) without calling schedule(). Policies
   // that look at the batch every step answer false (the default) and are stepped one by one.
   virtual bool decodes_only(const ReplicaState& /*state*/) const { return false; }
+
+  // Traits: what the parser's start-up checks and the replica ask of the chosen policy.
+  // Whether a prompt longer than the iteration's token budget (max_num_batched_tokens) is
+  // computed in chunks over several iterations. A policy that neither chunks prompts nor rejects
+  // them on arrival needs max_num_batched_tokens >= max_model_len, as vLLM checks at start-up.
+  virtual bool chunks_prompts() const { return false; }
+  // Whether a prompt longer than the token budget is rejected on arrival (it would never run).
+  virtual bool rejects_prompts_over_budget() const { return false; }
+  // Whether the policy plans vLLM's multi-step decode windows (engine.num_scheduler_steps > 1).
+  virtual bool supports_multi_step() const { return false; }
+  // The most requests one batch holds, when the policy has its own setting for it (which must be
+  // <= engine.max_num_seqs): the setting's key and value.
+  struct BatchRows {
+    std::string key;
+    std::int64_t rows = 0;
+  };
+  virtual std::optional<BatchRows> max_batch_rows() const { return std::nullopt; }
 };
 
-struct PolicyParam {
-  std::string name, type, default_value, description;
+// One entry per policy: its name (engine.scheduler.impl), description, the settings only it
+// reads (own_keys: engine.scheduler.* keys declared in config/scenario_keys.cpp) and its factory.
+struct PolicyEntry : RegistryEntry {
+  std::unique_ptr<BatchScheduler> (*make)(const SchedulerConfig& config) = nullptr;
 };
-struct PolicyInfo {
-  std::string name, description;
-  std::vector<PolicyParam> params;
-};
+const Registry<PolicyEntry>& scheduler_policies();
 
-// Registries by name (policies, routers, cost models) list PolicyInfo: whether `name` is one of
-// `infos`, and their names comma-separated for messages.
-bool has_name(const std::vector<PolicyInfo>& infos, const std::string& name);
-std::string names_of(const std::vector<PolicyInfo>& infos);
-
-// A declared scenario key (config/scenario_keys.cpp) as a policy parameter for `servesim list`.
-PolicyParam policy_param(const std::string& key);
-
+// The policy config.impl names (a registered name: the parser checks it first).
 std::unique_ptr<BatchScheduler> make_scheduler(const SchedulerConfig& config);
-std::vector<PolicyInfo> list_policies();
+// The registered policies, made with default settings, that answer `trait` true ("a, b"), for
+// messages that say which policy a setting needs.
+std::string policies_with(bool (BatchScheduler::*trait)() const);
+// Whether `impl` reads declared key `path`: its own settings, and those no policy owns.
+bool policy_reads(const std::string& impl, const std::string& path);
 
 }  // namespace servesim

@@ -12,6 +12,9 @@ class ChunkedPrefillScheduler final : public BatchScheduler {
   // chunk_prompts false: a prompt runs whole in one iteration or waits (the `inflight` policy).
   ChunkedPrefillScheduler(const SchedulerConfig& config, bool chunk_prompts);
   void schedule(ReplicaState& state, IterationPlan& plan) override;
+  bool chunks_prompts() const override { return chunk_prompts_; }
+  // In-flight batching runs a prompt whole: one longer than an iteration's token budget never runs.
+  bool rejects_prompts_over_budget() const override { return !chunk_prompts_; }
 
  private:
   std::int64_t threshold_;             // largest chunk per prompt per iteration

@@ -14,6 +14,8 @@ class ContinuousScheduler : public BatchScheduler {
   // the free blocks keep out (each stays so while only decode steps run: blocks only shrink);
   // admit_ok is never reached then. A waiting prompt that max_waiting_time_s may drop is not quiet.
   bool decodes_only(const ReplicaState& state) const override;
+  // Decode windows of engine.num_scheduler_steps (vLLM 0.5.5-0.6.x; see continuous.cpp).
+  bool supports_multi_step() const override { return true; }
 
  protected:
   // The head of the queue passes the token budget, max_num_seqs and the free-block checks

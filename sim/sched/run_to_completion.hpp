@@ -10,6 +10,9 @@ class RunToCompletionScheduler final : public BatchScheduler {
   enum class Mode { static_padded, dynamic };
   RunToCompletionScheduler(Mode mode, const SchedulerConfig& config);
   void schedule(ReplicaState& state, IterationPlan& plan) override;
+  std::optional<BatchRows> max_batch_rows() const override {
+    return BatchRows{mode_ == Mode::static_padded ? "engine.scheduler.batch_size" : "engine.scheduler.max_batch_size", rows_};
+  }
 
  private:
   bool form_batch(ReplicaState& st, IterationPlan& plan);

@@ -15,6 +15,8 @@ class TokenLevelScheduler final : public ContinuousScheduler {
   // reach if every sequence grows one token per step until done: with remaining sorted in
   // decreasing order, max over i of sum_{j<=i} current_j + (i + 1) * remaining_i. Sorts `seqs`.
   static std::int64_t peak_future_tokens(std::vector<std::pair<std::int64_t, std::int64_t>>& seqs);
+  // LightLLM has no multi-step windows; only vLLM's continuous policy models them.
+  bool supports_multi_step() const override { return false; }
 
  protected:
   bool admit_ok(ReplicaState& state, const Sequence& head) override;

@@ -52,8 +52,9 @@ Replica::Admission Replica::enqueue(std::uint32_t request_index, TimeNs now) {
   metrics_.arrived += 1;
   const std::int64_t total = static_cast<std::int64_t>(r.prompt_tokens) + r.output_tokens;
   const auto& kv = state_.kv;
-  // In-flight batching runs a prompt whole: one longer than an iteration's token budget never runs.
-  const bool whole_prompt_too_long = scenario_.engine.scheduler.impl == "inflight" &&
+  // A policy that runs prompts whole (in-flight batching) never runs one longer than an
+  // iteration's token budget.
+  const bool whole_prompt_too_long = scheduler_->rejects_prompts_over_budget() &&
                                      static_cast<std::int64_t>(r.prompt_tokens) > scenario_.engine.max_num_batched_tokens;
   if (total > scenario_.engine.max_model_len || whole_prompt_too_long ||
       kv.blocks_for_tokens(state_.reserve_target(total)) > kv.capacity_blocks() - state_.watermark_blocks) {

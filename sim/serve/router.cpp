@@ -3,6 +3,9 @@
 
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
+
+#include "sim/config/scenario_keys.hpp"
 
 namespace servesim {
 
@@ -31,6 +34,7 @@ class LeastOutstanding final : public Router {
 
 class LeastKv final : public Router {
  public:
+  bool reads_kv_demand() const override { return true; }
   std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t) override {
     std::size_t best = 0;
     for (std::size_t i = 1; i < loads.size(); ++i) {
@@ -67,27 +71,29 @@ class PrefixAffinity final : public Router {
 
 }  // namespace
 
-std::unique_ptr<Router> make_router(const RouterConfig& c) {
-  if (c.impl == "round_robin") return std::make_unique<RoundRobin>();
-  if (c.impl == "least_outstanding") return std::make_unique<LeastOutstanding>();
-  if (c.impl == "least_kv") return std::make_unique<LeastKv>();
-  if (c.impl == "prefix_affinity") return std::make_unique<PrefixAffinity>(c);
-  throw std::logic_error("unknown router " + c.impl);  // the parser rejects unknown names first
-}
-
-std::vector<PolicyInfo> list_routers() {
-  return {
-      {"round_robin", "router: replicas in turn", {}},
-      {"least_outstanding", "router: the replica with the fewest unfinished requests (ties: lowest index)", {}},
-      {"least_kv",
-       "router: the replica with the lowest KV load, (used blocks + blocks its waiting requests need) / capacity",
-       {}},
-      {"prefix_affinity",
-       "router: where the request's shared prefix went before (its KV is cached there), else least outstanding",
-       {policy_param("router.balance_abs_threshold"), policy_param("router.balance_rel_threshold")}},
+const Registry<RouterEntry>& routers() {
+  const auto entry = [](std::string name, std::string description, std::vector<RegistryParam> params, auto make) {
+    return registry_entry<RouterEntry>(std::move(name), std::move(description), std::move(params), make);
   };
+  static const Registry<RouterEntry> registry(
+      "router",
+      {entry("round_robin", "router: replicas in turn", {},
+             [](const RouterConfig&) -> std::unique_ptr<Router> { return std::make_unique<RoundRobin>(); }),
+       entry("least_outstanding", "router: the replica with the fewest unfinished requests (ties: lowest index)", {},
+             [](const RouterConfig&) -> std::unique_ptr<Router> { return std::make_unique<LeastOutstanding>(); }),
+       entry("least_kv", "router: the replica with the lowest KV load, (used blocks + blocks its waiting requests need) / capacity", {},
+             [](const RouterConfig&) -> std::unique_ptr<Router> { return std::make_unique<LeastKv>(); }),
+       entry("prefix_affinity",
+             "router: where the request's shared prefix went before (its KV is cached there), else least outstanding",
+             {key_param("router.balance_abs_threshold"), key_param("router.balance_rel_threshold")},
+             [](const RouterConfig& c) -> std::unique_ptr<Router> { return std::make_unique<PrefixAffinity>(c); })});
+  return registry;
 }
 
-bool is_router(const std::string& name) { return has_name(list_routers(), name); }
+std::unique_ptr<Router> make_router(const RouterConfig& c) {
+  const RouterEntry* e = routers().find(c.impl);
+  if (!e) throw std::logic_error(routers().unknown(c.impl));  // the parser rejects unknown names first
+  return e->make(c);
+}
 
 }  // namespace servesim

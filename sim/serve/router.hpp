@@ -1,13 +1,13 @@
 // Request routers: which replica (of a pool) a new request goes to. Policies see only a load
-// summary per replica, are deterministic (ties go to the lowest index) and are registered by name
-// in make_router / list_routers.
+// summary per replica, are deterministic (ties go to the lowest index) and are one entry each in
+// the registry routers() (router.cpp).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
-#include "sim/sched/batch_scheduler.hpp"
+#include "sim/core/registry.hpp"
 
 namespace servesim {
 
@@ -27,10 +27,16 @@ class Router {
   virtual ~Router() = default;
   // Index into `loads` (never empty) for a request whose shared prefix is `prefix_id` (-1: none).
   virtual std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t prefix_id) = 0;
+  // Whether route() reads ReplicaLoad::kv_demand_blocks (a walk over each replica's waiting
+  // queue per arrival, so the engine fills it only for a router that asks).
+  virtual bool reads_kv_demand() const { return false; }
 };
 
+struct RouterEntry : RegistryEntry {
+  std::unique_ptr<Router> (*make)(const RouterConfig& config) = nullptr;
+};
+const Registry<RouterEntry>& routers();
+// The router config.impl names (a registered name: the parser checks it first).
 std::unique_ptr<Router> make_router(const RouterConfig& config);
-std::vector<PolicyInfo> list_routers();
-bool is_router(const std::string& name);
 
 }  // namespace servesim

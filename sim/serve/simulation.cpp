@@ -130,7 +130,7 @@ class Engine {
     wake_pending_ns_.assign(replicas_.size(), -1);
     link_free_ns_.assign(replicas_.size(), 0);
     transfer_scope_ = kv_link(s, gpus_);
-    with_kv_demand_ = s.router.impl == "least_kv";
+    with_kv_demand_ = entry_.router->reads_kv_demand();
   }
 
   SimResult run() {

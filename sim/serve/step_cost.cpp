@@ -246,30 +246,31 @@ class InterpolatedDecodeCost final : public StepCostModel {
 
 }  // namespace
 
-std::vector<PolicyInfo> list_step_cost_models() {
-  return {
-      {"calibrated",
-       "cost model (default): per kernel, the roofline with the hardware profile's measured efficiency tables; "
-       "launch queue and host overheads, CUDA-graph padding, tensor/pipeline-parallel collectives",
-       {}},
-      {"roofline",
-       "cost model, for teaching: every op at its datasheet floor, max(FLOPs / peak, bytes / HBM bandwidth), summed; "
-       "no efficiency losses, launch or host time; pipeline stages one after another",
-       {}},
+const Registry<StepCostEntry>& step_cost_models() {
+  const auto entry = [](std::string name, std::string description, auto make) {
+    return registry_entry<StepCostEntry>(std::move(name), std::move(description), {}, make);
   };
+  static const Registry<StepCostEntry> registry(
+      "cost model",
+      {entry("calibrated",
+             "cost model (default): per kernel, the roofline with the hardware profile's measured efficiency tables; "
+             "launch queue and host overheads, CUDA-graph padding, tensor/pipeline-parallel collectives",
+             [](const Scenario& s, const ParallelConfig& p, bool reference_path) -> std::unique_ptr<StepCostModel> {
+               return std::make_unique<CalibratedStepCost>(s, p, reference_path);
+             }),
+       entry("roofline",
+             "cost model, for teaching: every op at its datasheet floor, max(FLOPs / peak, bytes / HBM bandwidth), summed; "
+             "no efficiency losses, launch or host time; pipeline stages one after another",
+             [](const Scenario& s, const ParallelConfig& p, bool) -> std::unique_ptr<StepCostModel> {
+               return std::make_unique<RooflineStepCost>(s, p);
+             })});
+  return registry;
 }
 
-bool is_step_cost_model(const std::string& name) { return has_name(list_step_cost_models(), name); }
-
 std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& s, const ParallelConfig& parallel, bool reference_path) {
-  std::unique_ptr<StepCostModel> model;
-  if (s.cost_model.impl == "calibrated") {
-    model = std::make_unique<CalibratedStepCost>(s, parallel, reference_path);
-  } else if (s.cost_model.impl == "roofline") {
-    model = std::make_unique<RooflineStepCost>(s, parallel);
-  } else {
-    throw std::logic_error("unknown cost model " + s.cost_model.impl);  // the parser rejects unknown names first
-  }
+  const StepCostEntry* e = step_cost_models().find(s.cost_model.impl);
+  if (!e) throw std::logic_error(step_cost_models().unknown(s.cost_model.impl));  // the parser rejects unknown names first
+  std::unique_ptr<StepCostModel> model = e->make(s, parallel, reference_path);
   // On the reference path too: the exact-vs-fast tests compare the engine's paths, not the pricing.
   if (s.cost_model.interpolate_decode) model = std::make_unique<InterpolatedDecodeCost>(std::move(model));
   return model;

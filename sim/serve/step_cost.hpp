@@ -2,8 +2,8 @@
 // prices one iteration from the batch shape the scheduler planned. The replica keeps the
 // bookkeeping (queues, KV, metrics); what an iteration costs is the model's alone, so trying
 // another predictor (a measured table, a learned model) is one class here, not an edit of the
-// replica. Chosen by name in the scenario (`cost_model.impl`), registered in
-// make_step_cost_model / list_step_cost_models:
+// replica. Chosen by name in the scenario (`cost_model.impl`), one entry each in the registry
+// step_cost_models() (step_cost.cpp):
 //   calibrated  (default) per kernel, the roofline with the hardware profile's measured
 //               efficiency tables; the launch queue and host overheads; CUDA-graph padding;
 //               tensor- and pipeline-parallel collectives (serve/parallel.hpp, hw/cost_model.hpp)
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/core/registry.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 
@@ -44,7 +45,10 @@ class StepCostModel {
 // the fast path against it.
 std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& scenario, const ParallelConfig& parallel,
                                                     bool reference_path);
-std::vector<PolicyInfo> list_step_cost_models();
-bool is_step_cost_model(const std::string& name);
+
+struct StepCostEntry : RegistryEntry {
+  std::unique_ptr<StepCostModel> (*make)(const Scenario& scenario, const ParallelConfig& parallel, bool reference_path) = nullptr;
+};
+const Registry<StepCostEntry>& step_cost_models();
 
 }  // namespace servesim

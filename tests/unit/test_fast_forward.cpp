@@ -91,7 +91,7 @@ TEST_CASE("quiet decode runs: vidur's scenario (equal lengths, one arrival a sec
 
 TEST_CASE("fast-forward and per-step loop agree under every batch policy") {
   const std::string policies = (kRepo / "scenarios/policies.json").string();
-  for (const PolicyInfo& policy : list_policies()) {
+  for (const PolicyEntry& policy : scheduler_policies()) {
     for (const char* preemption : {"recompute", "swap"}) {
       const Scenario s = load_scenario(policies, {"workload.num_requests=300", "engine.scheduler.impl=" + policy.name,
                                                   std::string("engine.preemption_mode=") + preemption});

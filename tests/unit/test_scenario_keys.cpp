@@ -7,6 +7,7 @@
 
 #include "sim/config/scenario_keys.hpp"
 #include "sim/io/scenario_io.hpp"
+#include "sim/sched/batch_scheduler.hpp"
 #include "tests/support.hpp"
 
 using namespace servesim;
@@ -56,7 +57,8 @@ TEST_CASE("every declared scheduler setting is parsed and echoed from its declar
     // A value inside the range that is not the default: the range's low end plus 3, or 0.5.
     const bool integer = k->type == KeyType::integer;
     const double value = integer ? std::max(1.0, k->range.lo) + 3 : 0.5;
-    doc["engine"]["scheduler"] = {{"impl", k->when.empty() ? "continuous" : k->when}};
+    const std::string owner = scheduler_policies().readers_of(k->path);  // the policy whose own setting it is
+    doc["engine"]["scheduler"] = {{"impl", owner.empty() ? "continuous" : owner}};
     doc["engine"]["scheduler"][name] = integer ? nlohmann::json(static_cast<std::int64_t>(value)) : nlohmann::json(value);
     INFO(k->path);
     const Scenario s = test::scenario_from(doc);
@@ -71,7 +73,7 @@ TEST_CASE("every declared scheduler setting is parsed and echoed from its declar
 }
 
 TEST_CASE("the reference lists every declared key with its range") {
-  const std::string md = scenario_keys_markdown({});
+  const std::string md = scenario_keys_markdown(registered_keys());
   for (const auto& k : scenario_keys()) {
     INFO(k.path);
     CHECK(contains(md, "| `" + k.path + "` |"));
