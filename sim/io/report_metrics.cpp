@@ -3,6 +3,8 @@
 #include "sim/io/report_metrics.hpp"
 
 #include <algorithm>
+#include <type_traits>
+#include <utility>
 
 #include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
@@ -46,36 +48,41 @@ ReportFigure histogram(std::string path, std::string meaning, Json (*value)(Src)
   return f;
 }
 
-// The figures below are written for the fleet and for each replica (FigureScope::run).
+// A RunMetrics field the report shows as it is: its value, or a histogram's summary.
+template <auto field>
+Json field_value(Src x) {
+  return x.metrics.*field;
+}
+template <auto field>
+Json field_histogram(Src x) {
+  return histogram_summary(x.metrics.*field);
+}
+template <auto field>
+void add_field_figure(std::vector<ReportFigure>& out, const char* path, const char* meaning) {
+  if (*path == '\0') return;  // shown only inside computed figures
+  using T = std::remove_cvref_t<decltype(std::declval<RunMetrics>().*field)>;
+  if constexpr (std::is_same_v<T, LogHistogram>) {
+    out.push_back(histogram(path, meaning, &field_histogram<field>));
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    out.push_back({path, meaning, &field_value<field>});
+  }
+}
+
+// The figures below are written for the fleet and for each replica (FigureScope::run). First the
+// fields of RunMetrics shown as they are, from their declarations (metrics/run_metrics.hpp).
+std::vector<ReportFigure> field_figures() {
+  std::vector<ReportFigure> out;
+#define SERVESIM_FIELD_FIGURE(type, name, how, path, meaning) add_field_figure<&RunMetrics::name>(out, path, meaning);
+  SERVESIM_RUN_METRICS(SERVESIM_FIELD_FIGURE)
+#undef SERVESIM_FIELD_FIGURE
+  return out;
+}
+
+// Figures computed from several fields or from the run.
 std::vector<ReportFigure> request_figures() {
   return {
-      {"requests.arrived", "requests that arrived", [](Src x) -> Json { return x.metrics.arrived; }},
-      {"requests.completed", "requests completed", [](Src x) -> Json { return x.metrics.completed; }},
       {"requests.mean_waiting", "requests waiting to start, time-weighted mean",
        [](Src x) -> Json { return ratio(x.metrics.waiting_request_seconds, x.duration_s); }},
-      {"requests.preempted", "requests preempted at least once", [](Src x) -> Json { return x.metrics.preempted_requests; }},
-      {"requests.preemptions", "preemption events (a request can be preempted several times)",
-       [](Src x) -> Json { return x.metrics.preemptions; }},
-      {"requests.recomputed_tokens", "tokens computed again after preemption by recompute",
-       [](Src x) -> Json { return x.metrics.recomputed_tokens; }},
-      {"requests.rejected", "requests rejected (too long, queue full, waited too long)",
-       [](Src x) -> Json { return x.metrics.rejected; }},
-      {"requests.rejected_queue_full", "rejected: the waiting queue was full",
-       [](Src x) -> Json { return x.metrics.rejected_queue_full; }},
-      {"requests.rejected_timeout", "rejected: not started within max_waiting_time_s",
-       [](Src x) -> Json { return x.metrics.rejected_timeout; }},
-      {"requests.rejected_too_long", "rejected: longer than max_model_len or the KV cache",
-       [](Src x) -> Json { return x.metrics.rejected_too_long; }},
-      {"requests.swapped_out", "preemptions by swap", [](Src x) -> Json { return x.metrics.swap_outs; }},
-      {"requests.timed_out", "requests whose client gave up (request_timeout_s)", [](Src x) -> Json { return x.metrics.timed_out; }},
-      {"requests.trace_rows_skipped", "trace rows read but not turned into requests (BurstGPT failures)",
-       [](Src x) -> Json { return x.metrics.trace_rows_skipped; }},
-      histogram("latency.e2e_s", "end-to-end latency", [](Src x) { return histogram_summary(x.metrics.e2e_s); }),
-      histogram("latency.itl_s", "inter-token latency", [](Src x) { return histogram_summary(x.metrics.itl_s); }),
-      histogram("latency.queue_s", "time from arrival to the first iteration computing it",
-                [](Src x) { return histogram_summary(x.metrics.queue_s); }),
-      histogram("latency.tpot_s", "time per output token after the first", [](Src x) { return histogram_summary(x.metrics.tpot_s); }),
-      histogram("latency.ttft_s", "time to first token", [](Src x) { return histogram_summary(x.metrics.ttft_s); }),
       {"throughput.output_tokens_per_s", "output tokens per second",
        [](Src x) -> Json { return ratio(as_double(x.metrics.output_tokens), x.duration_s); }},
       {"throughput.requests_per_s", "completed requests per second",
@@ -87,30 +94,21 @@ std::vector<ReportFigure> request_figures() {
 
 std::vector<ReportFigure> kv_cache_figures() {
   return {
-      {"kv_cache.allocation_unit_tokens", "tokens per allocation unit (1 under token reservation)",
-       [](Src x) -> Json { return x.metrics.kv_unit_tokens; }},
       {"kv_cache.block_size", "tokens per KV block", [](Src x) -> Json { return x.scenario.engine.block_size; }},
-      {"kv_cache.capacity_blocks", "allocation units of KV cache, all replicas", [](Src x) -> Json { return x.metrics.kv_capacity_blocks; }},
       {"kv_cache.capacity_tokens", "tokens the KV cache holds, all replicas",
        [](Src x) -> Json { return x.metrics.kv_capacity_blocks * x.metrics.kv_unit_tokens; }},
       {"kv_cache.internal_fragmentation_frac", "unused slots in partly filled blocks / used slots, time-weighted",
        [](Src x) -> Json { return ratio(x.metrics.kv_frag_slot_seconds, x.metrics.kv_used_slot_seconds); }},
-      {"kv_cache.internal_fragmentation_peak_frac", "internal fragmentation, peak", [](Src x) -> Json { return x.metrics.kv_frag_peak_frac; }},
       {"kv_cache.mean_used_frac", "KV cache in use, time-weighted mean",
        [](Src x) -> Json { return ratio(x.metrics.kv_used_block_seconds, as_double(x.metrics.kv_capacity_blocks) * x.duration_s); }},
       {"kv_cache.peak_used_frac", "KV cache in use, peak",
        [](Src x) -> Json { return ratio(as_double(x.metrics.kv_peak_used_blocks), as_double(x.metrics.kv_capacity_blocks)); }},
-      {"kv_cache.prefix_evicted_blocks", "cached prefix blocks evicted", [](Src x) -> Json { return x.metrics.prefix_evictions; }},
       {"kv_cache.prefix_hit_ratio", "prompt tokens found in the prefix cache / looked up",
        [](Src x) -> Json { return ratio(as_double(x.metrics.prefix_hit_tokens), as_double(x.metrics.prefix_query_tokens)); }},
-      {"kv_cache.prefix_hit_tokens", "prompt tokens found in the prefix cache", [](Src x) -> Json { return x.metrics.prefix_hit_tokens; }},
       {"kv_cache.reservation_waste_frac", "reserved slots never written / reserved slots",
        [](Src x) -> Json {
          return ratio(as_double(x.metrics.kv_released_unwritten_slots), as_double(x.metrics.kv_released_reserved_slots));
        }},
-      {"kv_cache.swap_in_bytes", "KV bytes swapped back in from host memory", [](Src x) -> Json { return x.metrics.swap_in_bytes; }},
-      {"kv_cache.swap_out_bytes", "KV bytes swapped out to host memory", [](Src x) -> Json { return x.metrics.swap_out_bytes; }},
-      {"kv_cache.swap_s", "time spent copying swapped KV", [](Src x) -> Json { return x.metrics.swap_s; }},
       {"kv_cache.usage_series_step_s", "sampling step of kv_cache.usage_series",
        [](Src x) -> Json { return ns_to_seconds(x.metrics.kv_usage.step_ns()); }},
   };
@@ -121,14 +119,10 @@ bool has_parallelism(Src x) { return x.metrics.comm_s > 0.0 || x.metrics.bubble_
 
 std::vector<ReportFigure> batch_gpu_memory_figures() {
   return {
-      {"batch.iterations", "iterations run", [](Src x) -> Json { return x.metrics.iterations; }},
-      {"batch.max_size", "most sequences in one iteration", [](Src x) -> Json { return x.metrics.max_batch_seqs; }},
       {"batch.mean_size", "sequences per iteration, mean",
        [](Src x) -> Json { return ratio(x.metrics.batch_seqs_sum, as_double(x.metrics.iterations)); }},
-      {"batch.padding_tokens", "tokens computed for padding only (static batches)", [](Src x) -> Json { return x.metrics.padding_tokens; }},
       {"batch.padding_waste_frac", "padding tokens / computed tokens",
        [](Src x) -> Json { return ratio(as_double(x.metrics.padding_tokens), as_double(x.metrics.computed_tokens)); }},
-      {"batch.prefill_iterations", "iterations with a prefill chunk", [](Src x) -> Json { return x.metrics.prefill_iterations; }},
       // busy_s sums each step's time in double seconds while the clock advances in whole ns, so a
       // GPU busy the whole run can come out a few ulps above 1.
       {"gpu.busy_frac", "time a replica's GPUs run iterations, per replica",
@@ -141,8 +135,6 @@ std::vector<ReportFigure> batch_gpu_memory_figures() {
        [](Src x) -> Json {
          return ratio(x.metrics.bytes_moved, x.duration_s * x.replicas * x.scenario.hw.hbm_bandwidth_bytes_per_s);
        }},
-      histogram("gpu.hbm_bw_util_frac_per_iteration", "HBM bandwidth used per iteration",
-                [](Src x) { return histogram_summary(x.metrics.hbm_bw_util_frac); }),
       {"gpu.kernels_per_token", "kernel launches per sampled token",
        [](Src x) -> Json { return ratio(as_double(x.metrics.kernels), as_double(x.metrics.sampled_tokens)); }},
       {"gpu.launch_bound_frac", "iterations whose launches take longer than their kernels",
@@ -201,7 +193,7 @@ std::vector<ReportFigure> fleet_figures() {
 
 std::vector<ReportFigure> build_figures() {
   std::vector<ReportFigure> out;
-  for (auto section : {request_figures, kv_cache_figures, batch_gpu_memory_figures}) {
+  for (auto section : {field_figures, request_figures, kv_cache_figures, batch_gpu_memory_figures}) {
     for (ReportFigure& f : section()) out.push_back(std::move(f));
   }
   for (ReportFigure& f : fleet_figures()) {

@@ -61,7 +61,7 @@ struct ReportFigure {
   FigureScope scope = FigureScope::run;
 };
 
-// Every figure the writer produces from the table, run figures first, each section in path order.
+// Every figure the writer produces from the tables, run figures first.
 const std::vector<ReportFigure>& report_figures();
 
 // Sets every figure of `scope` that `source` has into `report` at its path (creating the objects on

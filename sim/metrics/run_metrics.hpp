@@ -1,5 +1,9 @@
 // What one simulation run measures, collected as it goes (streaming: memory does not grow with
-// the number of requests or tokens).
+// the number of requests or tokens). Every field is declared once, in a list below: its type, how
+// several replicas' values combine into the fleet's, and, when report.json shows it as it is, its
+// report path and meaning. The structs, their merge() and those report figures
+// (io/report_metrics.cpp) are generated from the lists, so a new counter cannot be left out of
+// multi-replica reports; tests/unit/test_run_metrics.cpp checks that merge covers every field.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -10,136 +14,125 @@
 
 namespace servesim {
 
+// How one field of several replicas combines into the fleet's.
+enum class Merge {
+  sum,        // counts and time integrals
+  max,        // peaks, the last event
+  histogram,  // LogHistogram::merge
+  per_class,  // element by element (ClassMetrics::merge)
+  fleet,      // not a combination of the replicas': the engine sets the fleet's (FleetKv, simulation.cpp)
+};
+
+template <Merge how, class T>
+void merge_field(T& into, const T& from) {
+  if constexpr (how == Merge::sum) {
+    into += from;
+  } else if constexpr (how == Merge::max) {
+    into = into > from ? into : from;
+  } else if constexpr (how == Merge::histogram) {
+    into.merge(from);
+  } else if constexpr (how == Merge::per_class) {
+    if (into.size() < from.size()) into.resize(from.size());
+    for (std::size_t c = 0; c < from.size(); ++c) into[c].merge(from[c]);
+  }
+}
+
+// X(type, name, merge, report path, meaning) per field; path "" when the report shows the field
+// only inside computed figures. Comments in the lists are /* */: a // comment would swallow the
+// line continuation.
+#define SERVESIM_CLASS_METRICS(X)           \
+  X(LogHistogram, ttft_s, histogram, "", "") \
+  X(LogHistogram, tpot_s, histogram, "", "") \
+  X(LogHistogram, e2e_s, histogram, "", "")  \
+  X(std::int64_t, arrived, sum, "", "")      \
+  X(std::int64_t, completed, sum, "", "")    \
+  X(std::int64_t, rejected, sum, "", "")     \
+  X(std::int64_t, timed_out, sum, "", "")    \
+  X(std::int64_t, slo_met, sum, "", "")      \
+  X(std::int64_t, output_tokens, sum, "", "")
+
+#define SERVESIM_DECLARE_METRIC(type, name, how, path, meaning) type name{};
+#define SERVESIM_MERGE_METRIC(type, name, how, path, meaning) merge_field<Merge::how>(name, o.name);
+
 // One request class: its own latencies and SLO accounting (a request meets the SLO when each of
 // its TTFT, TPOT and E2E is within the class's thresholds).
 struct ClassMetrics {
-  LogHistogram ttft_s, tpot_s, e2e_s;
-  std::int64_t arrived = 0, completed = 0, rejected = 0, timed_out = 0, slo_met = 0;
-  std::int64_t output_tokens = 0;
-  void merge(const ClassMetrics& o) {
-    ttft_s.merge(o.ttft_s);
-    tpot_s.merge(o.tpot_s);
-    e2e_s.merge(o.e2e_s);
-    arrived += o.arrived;
-    completed += o.completed;
-    rejected += o.rejected;
-    timed_out += o.timed_out;
-    slo_met += o.slo_met;
-    output_tokens += o.output_tokens;
-  }
+  SERVESIM_CLASS_METRICS(SERVESIM_DECLARE_METRIC)
+  void merge(const ClassMetrics& o) { SERVESIM_CLASS_METRICS(SERVESIM_MERGE_METRIC) }
 };
 
+#define SERVESIM_RUN_METRICS(X)                                                                                          \
+  /* Latency distributions, seconds. */                                                                                 \
+  X(LogHistogram, ttft_s, histogram, "latency.ttft_s", "time to first token")                                           \
+  X(LogHistogram, tpot_s, histogram, "latency.tpot_s", "time per output token after the first")                         \
+  X(LogHistogram, itl_s, histogram, "latency.itl_s", "inter-token latency")                                             \
+  X(LogHistogram, e2e_s, histogram, "latency.e2e_s", "end-to-end latency")                                              \
+  X(LogHistogram, queue_s, histogram, "latency.queue_s", "time from arrival to the first iteration computing it")       \
+  /* Requests. rejected: every request that never completed for a server-side reason, the sum of the three causes */   \
+  /* after it. timed_out (the client gave up after workload.request_timeout_s) is separate. */                          \
+  X(std::int64_t, arrived, sum, "requests.arrived", "requests that arrived")                                            \
+  X(std::int64_t, completed, sum, "requests.completed", "requests completed")                                           \
+  X(std::int64_t, rejected, sum, "requests.rejected", "requests rejected (too long, queue full, waited too long)")      \
+  X(std::int64_t, rejected_too_long, sum, "requests.rejected_too_long", "rejected: longer than max_model_len or the KV cache") \
+  X(std::int64_t, rejected_queue_full, sum, "requests.rejected_queue_full", "rejected: the waiting queue was full")      \
+  X(std::int64_t, rejected_timeout, sum, "requests.rejected_timeout", "rejected: not started within max_waiting_time_s") \
+  X(std::int64_t, timed_out, sum, "requests.timed_out", "requests whose client gave up (request_timeout_s)")            \
+  X(std::int64_t, trace_rows_skipped, sum, "requests.trace_rows_skipped",                                               \
+    "trace rows read but not turned into requests (BurstGPT failures)")                                                 \
+  X(std::vector<ClassMetrics>, classes, per_class, "", "")                                                              \
+  X(double, waiting_request_seconds, sum, "", "") /* integral over time of requests waiting to start */                 \
+  X(std::int64_t, preempted_requests, sum, "requests.preempted", "requests preempted at least once")                    \
+  X(std::int64_t, preemptions, sum, "requests.preemptions", "preemption events (a request can be preempted several times)") \
+  X(std::int64_t, recomputed_tokens, sum, "requests.recomputed_tokens", "tokens computed again after preemption by recompute") \
+  X(std::int64_t, prompt_tokens, sum, "", "") /* of completed requests */                                               \
+  X(std::int64_t, output_tokens, sum, "", "") /* of completed requests, as asked */                                     \
+  X(std::int64_t, completed_generated_tokens, sum, "", "") /* tokens the completed requests generated */                \
+  /* Iterations. */                                                                                                     \
+  X(std::int64_t, iterations, sum, "batch.iterations", "iterations run")                                                \
+  X(std::int64_t, prefill_iterations, sum, "batch.prefill_iterations", "iterations with a prefill chunk")               \
+  X(std::int64_t, launch_bound_iterations, sum, "", "")                                                                 \
+  X(double, batch_seqs_sum, sum, "", "")                                                                                \
+  X(std::int64_t, max_batch_seqs, max, "batch.max_size", "most sequences in one iteration")                             \
+  X(double, busy_s, sum, "", "")                                                                                        \
+  X(double, gpu_s, sum, "", "")                                                                                         \
+  X(double, bytes_moved, sum, "", "") /* HBM traffic of one GPU (per-GPU shard) */                                      \
+  X(double, comm_s, sum, "", "") /* time in tensor/pipeline-parallel communication */                                   \
+  X(double, bubble_s, sum, "", "") /* pipeline stage-slot time left idle (bubbles) */                                   \
+  X(double, contention_s, sum, "", "") /* iteration time added by other instances on the same GPU */                    \
+  X(std::int64_t, padding_tokens, sum, "batch.padding_tokens", "tokens computed for padding only (static batches)")     \
+  X(std::int64_t, computed_tokens, sum, "", "") /* includes padding */                                                  \
+  /* Swap traffic over the host link. */                                                                                \
+  X(std::int64_t, swap_outs, sum, "requests.swapped_out", "preemptions by swap")                                        \
+  X(double, swap_out_bytes, sum, "kv_cache.swap_out_bytes", "KV bytes swapped out to host memory")                      \
+  X(double, swap_in_bytes, sum, "kv_cache.swap_in_bytes", "KV bytes swapped back in from host memory")                  \
+  X(double, swap_s, sum, "kv_cache.swap_s", "time spent copying swapped KV")                                            \
+  X(double, launch_wait_s, sum, "", "") /* GPU idle inside steps waiting for kernel launches */                         \
+  X(std::int64_t, kernels, sum, "", "") /* kernels launched */                                                          \
+  X(std::int64_t, sampled_tokens, sum, "", "") /* tokens produced by iterations (decode + first tokens) */              \
+  X(LogHistogram, hbm_bw_util_frac, histogram, "gpu.hbm_bw_util_frac_per_iteration", "HBM bandwidth used per iteration") \
+  /* KV usage, as a time integral of used blocks for the time-weighted mean. */                                         \
+  X(std::int64_t, kv_capacity_blocks, sum, "kv_cache.capacity_blocks", "allocation units of KV cache, all replicas")    \
+  X(std::int64_t, kv_peak_used_blocks, fleet, "", "")                                                                   \
+  X(double, kv_used_block_seconds, sum, "", "")                                                                         \
+  X(std::int64_t, kv_unit_tokens, max, "kv_cache.allocation_unit_tokens", "tokens per allocation unit (1 under token reservation)") \
+  /* Internal fragmentation: unused slots of partly filled blocks, integrated over time, against used slots; peak */    \
+  /* of the instantaneous fraction. */                                                                                  \
+  X(double, kv_frag_slot_seconds, sum, "", "")                                                                          \
+  X(double, kv_used_slot_seconds, sum, "", "")                                                                          \
+  X(double, kv_frag_peak_frac, max, "kv_cache.internal_fragmentation_peak_frac", "internal fragmentation, peak")        \
+  /* Reservation: slots held by sequences when they left, and those never written. */                                   \
+  X(std::int64_t, kv_released_reserved_slots, sum, "", "")                                                              \
+  X(std::int64_t, kv_released_unwritten_slots, sum, "", "")                                                             \
+  X(std::int64_t, prefix_query_tokens, sum, "", "")                                                                     \
+  X(std::int64_t, prefix_hit_tokens, sum, "kv_cache.prefix_hit_tokens", "prompt tokens found in the prefix cache")      \
+  X(std::int64_t, prefix_evictions, sum, "kv_cache.prefix_evicted_blocks", "cached prefix blocks evicted")              \
+  X(SampledSeries, kv_usage, fleet, "", "") /* used fraction of the KV cache */                                         \
+  X(TimeNs, end_ns, max, "", "") /* last event (the benchmark's duration, measured from t = 0) */
+
 struct RunMetrics {
-  // Latency distributions, seconds.
-  LogHistogram ttft_s, tpot_s, itl_s, e2e_s;
-  LogHistogram queue_s;  // arrival to the first iteration that computes the request
-
-  std::int64_t arrived = 0, completed = 0;
-  // rejected: every request that never completed for a server-side reason, the sum of the three
-  // causes after it. timed_out (the client gave up after workload.request_timeout_s) is separate.
-  std::int64_t rejected = 0;
-  std::int64_t rejected_too_long = 0, rejected_queue_full = 0, rejected_timeout = 0;
-  std::int64_t timed_out = 0;
-  std::int64_t trace_rows_skipped = 0;  // trace rows that are not requests (BurstGPT failures)
-  std::vector<ClassMetrics> classes;
-  double waiting_request_seconds = 0.0;  // integral over time of requests waiting to start
-  std::int64_t preempted_requests = 0;  // requests preempted at least once
-  std::int64_t preemptions = 0, recomputed_tokens = 0;
-  std::int64_t prompt_tokens = 0, output_tokens = 0;  // of completed requests (output: as asked)
-  std::int64_t completed_generated_tokens = 0;        // tokens the completed requests generated
-
-  std::int64_t iterations = 0, prefill_iterations = 0, launch_bound_iterations = 0;
-  double batch_seqs_sum = 0.0;
-  std::int64_t max_batch_seqs = 0;
-  double busy_s = 0.0, gpu_s = 0.0, bytes_moved = 0.0;  // bytes: HBM traffic of one GPU (per-GPU shard)
-  double comm_s = 0.0;    // time in tensor/pipeline-parallel communication
-  double bubble_s = 0.0;  // pipeline stage-slot time left idle (bubbles)
-  double contention_s = 0.0;  // iteration time added by other instances on the same GPU
-  std::int64_t padding_tokens = 0, computed_tokens = 0;  // computed includes padding
-
-  // Swap traffic over the host link.
-  std::int64_t swap_outs = 0;
-  double swap_out_bytes = 0.0, swap_in_bytes = 0.0, swap_s = 0.0;
-  double launch_wait_s = 0.0;          // GPU idle inside steps waiting for kernel launches
-  std::int64_t kernels = 0;            // kernels launched
-  std::int64_t sampled_tokens = 0;     // tokens produced by iterations (decode + first tokens)
-  LogHistogram hbm_bw_util_frac;       // per iteration: bytes / (iteration time x peak bandwidth)
-
-  // KV usage, as a time integral of used blocks for the time-weighted mean.
-  std::int64_t kv_capacity_blocks = 0;
-  std::int64_t kv_peak_used_blocks = 0;
-  double kv_used_block_seconds = 0.0;
-  std::int64_t kv_unit_tokens = 0;
-  // Internal fragmentation: unused slots of partly filled blocks, integrated over time, against
-  // used slots; peak of the instantaneous fraction.
-  double kv_frag_slot_seconds = 0.0, kv_used_slot_seconds = 0.0, kv_frag_peak_frac = 0.0;
-  // Reservation: slots held by sequences when they left, and those never written.
-  std::int64_t kv_released_reserved_slots = 0, kv_released_unwritten_slots = 0;
-  std::int64_t prefix_query_tokens = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
-  SampledSeries kv_usage;  // used fraction of the KV cache
-
-  TimeNs end_ns = 0;  // last event (the benchmark's duration, measured from t = 0)
-
-  // Adds another replica's figures: counts and time integrals sum, histograms merge, maxima take
-  // the max. The fleet's KV peak and usage series are not sums of the replicas': the engine
-  // tracks them (FleetKv).
-  void merge(const RunMetrics& o) {
-    ttft_s.merge(o.ttft_s);
-    tpot_s.merge(o.tpot_s);
-    itl_s.merge(o.itl_s);
-    e2e_s.merge(o.e2e_s);
-    queue_s.merge(o.queue_s);
-    arrived += o.arrived;
-    completed += o.completed;
-    rejected += o.rejected;
-    rejected_queue_full += o.rejected_queue_full;
-    rejected_timeout += o.rejected_timeout;
-    rejected_too_long += o.rejected_too_long;
-    timed_out += o.timed_out;
-    trace_rows_skipped += o.trace_rows_skipped;
-    if (classes.size() < o.classes.size()) classes.resize(o.classes.size());
-    for (std::size_t c = 0; c < o.classes.size(); ++c) classes[c].merge(o.classes[c]);
-    waiting_request_seconds += o.waiting_request_seconds;
-    preempted_requests += o.preempted_requests;
-    preemptions += o.preemptions;
-    recomputed_tokens += o.recomputed_tokens;
-    prompt_tokens += o.prompt_tokens;
-    output_tokens += o.output_tokens;
-    completed_generated_tokens += o.completed_generated_tokens;
-    iterations += o.iterations;
-    prefill_iterations += o.prefill_iterations;
-    launch_bound_iterations += o.launch_bound_iterations;
-    batch_seqs_sum += o.batch_seqs_sum;
-    max_batch_seqs = max_batch_seqs > o.max_batch_seqs ? max_batch_seqs : o.max_batch_seqs;
-    busy_s += o.busy_s;
-    gpu_s += o.gpu_s;
-    bytes_moved += o.bytes_moved;
-    comm_s += o.comm_s;
-    bubble_s += o.bubble_s;
-    contention_s += o.contention_s;
-    padding_tokens += o.padding_tokens;
-    computed_tokens += o.computed_tokens;
-    swap_outs += o.swap_outs;
-    swap_out_bytes += o.swap_out_bytes;
-    swap_in_bytes += o.swap_in_bytes;
-    swap_s += o.swap_s;
-    launch_wait_s += o.launch_wait_s;
-    kernels += o.kernels;
-    sampled_tokens += o.sampled_tokens;
-    hbm_bw_util_frac.merge(o.hbm_bw_util_frac);
-    kv_capacity_blocks += o.kv_capacity_blocks;
-    kv_used_block_seconds += o.kv_used_block_seconds;
-    kv_unit_tokens = kv_unit_tokens > o.kv_unit_tokens ? kv_unit_tokens : o.kv_unit_tokens;
-    kv_frag_slot_seconds += o.kv_frag_slot_seconds;
-    kv_used_slot_seconds += o.kv_used_slot_seconds;
-    kv_frag_peak_frac = kv_frag_peak_frac > o.kv_frag_peak_frac ? kv_frag_peak_frac : o.kv_frag_peak_frac;
-    kv_released_reserved_slots += o.kv_released_reserved_slots;
-    kv_released_unwritten_slots += o.kv_released_unwritten_slots;
-    prefix_query_tokens += o.prefix_query_tokens;
-    prefix_hit_tokens += o.prefix_hit_tokens;
-    prefix_evictions += o.prefix_evictions;
-    end_ns = end_ns > o.end_ns ? end_ns : o.end_ns;
-  }
+  SERVESIM_RUN_METRICS(SERVESIM_DECLARE_METRIC)
+  // Adds another replica's figures, field by field as the list says.
+  void merge(const RunMetrics& o) { SERVESIM_RUN_METRICS(SERVESIM_MERGE_METRIC) }
 };
 
 }  // namespace servesim
