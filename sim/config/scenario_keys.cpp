@@ -212,8 +212,8 @@ std::vector<ScenarioKey> build() {
       object("workload.sessions", "none", "multi-turn conversations: turn j+1 arrives think_time_s after turn j completes"),
       key("workload.sessions.turns", T::integer, "required", closed(1.0, 1e6), "turns per conversation"),
       key("workload.sessions.think_time_s", T::number, "0", kTime, "pause between a turn's completion and the next turn"),
-      key("workload.priority_class_weights", T::array, "one class", kNone,
-          "relative frequency of priority classes 0 (most urgent), 1, ...: 1 to 16 positive numbers"),
+      key("workload.priority_class_weights", T::array, "one class", above(0.0, 1e300),
+          "relative frequency of priority classes 0 (most urgent), 1, ...: 1 to 16 numbers"),
 
       // Length distributions.
       text("<length>.impl", "required", "distribution", "fixed|uniform|normal|lognormal|zipf|empirical|trace"),

@@ -244,10 +244,12 @@ WorkloadConfig parse_workload(KeyReader r, const SloConfig& default_slo) {
   if (r.has("priority_class_weights")) {
     const auto& a = r.raw("priority_class_weights");
     const std::string key = "priority_class_weights";
-    if (!a.is_array() || a.empty() || a.size() > 16) r.fail(key, "must be an array of 1 to 16 positive numbers");
+    // The declared range (1e308 used to pass: the weights' sum was inf and the classes NaN).
+    const KeyRange& range = r.declared(key).range;
+    if (!a.is_array() || a.empty() || a.size() > 16) r.fail(key, "must be an array of 1 to 16 numbers in " + range.text());
     for (const auto& v : a) {
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0.0) {
-        r.fail(key, "must be an array of 1 to 16 positive numbers, got " + v.dump());
+      if (!v.is_number() || !range.contains(v.get<double>())) {
+        r.fail(key, "must be an array of 1 to 16 numbers in " + range.text() + ", got " + v.dump());
       }
       w.priority_class_weights.push_back(v.get<double>());
     }

@@ -232,6 +232,12 @@ case_range_empirical_weight_1e308() {
   expect 0 "" -- run s.json --out out --quiet
   grep -q '"saturation_context_tokens": 2[0-9][0-9]\.0' out/report.json || fail "saturation_context_tokens is not in [200, 300)"
 }
+case_range_priority_weight_1e308() {
+  # Same as the empirical weights: no documented range, 1e308 summed to inf and NaN class frequencies.
+  scenario s.json "${SMALL_WORKLOAD/\"num_requests\": 300,/\"num_requests\": 300, \"priority_class_weights\": [1e308, 1e308],}"
+  grep -q 1e308 s.json || fail "the edit did not apply"
+  expect 2 "s.json: workload.priority_class_weights: must be an array of 1 to 16 numbers in (0, 1e+300], got 1e+308" -- run s.json --out out --quiet
+}
 
 # --- merge: partial files are checked like scenarios (types, ranges, the file and key named)
 shards() {  # shards: sweep s.json over 3 seeds in 2 shards, p0.json and p1.json

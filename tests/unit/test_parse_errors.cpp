@@ -167,7 +167,9 @@ TEST_CASE("KV and workload keys of batching studies are checked") {
   CHECK(contains(parse_error(doc), "workload.sessions.think_s: unknown key"));
   doc = base_scenario();
   doc["workload"]["priority_class_weights"] = {1, -2};
-  CHECK(contains(parse_error(doc), "workload.priority_class_weights: must be an array of 1 to 16 positive numbers"));
+  CHECK(contains(parse_error(doc), "workload.priority_class_weights: must be an array of 1 to 16 numbers in (0, 1e+300], got -2"));
+  doc["workload"]["priority_class_weights"] = {1e308, 1e308};  // summed to inf: NaN class frequencies
+  CHECK(contains(parse_error(doc), "workload.priority_class_weights: must be an array of 1 to 16 numbers in (0, 1e+300], got 1e+308"));
 }
 
 TEST_CASE("--set takes JSON arrays and objects with commas as one value") {
