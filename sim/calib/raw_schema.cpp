@@ -19,8 +19,8 @@ enum class Kind { integer, number, string, boolean, numbers };
 struct Field {
   const char* key;
   Kind kind;
-  KeyRange range = {};                // integer, number, and each of numbers
-  std::vector<std::string> choices;   // string: the values allowed (empty: any)
+  KeyRange range = {};                    // integer, number, and each of numbers
+  std::vector<std::string> choices = {};  // string: the values allowed (empty: any)
 };
 
 struct Section {
@@ -109,8 +109,10 @@ void check_field(JsonReader& r, const Field& f) {
       const nlohmann::json& a = r.raw(f.key);
       if (!a.is_array() || a.empty()) r.fail(f.key, "must be a non-empty array of numbers");
       for (std::size_t i = 0; i < a.size(); ++i) {
-        if (!a[i].is_number()) r.fail(f.key, "[" + std::to_string(i) + "] must be a number");
-        in_range(a[i].get<double>(), "[" + std::to_string(i) + "] ");
+        // Appended, not "[" + ...: g++ 12 warns (-Wrestrict, a false positive) on that form here.
+        const std::string item = std::string("[").append(std::to_string(i)).append("] ");
+        if (!a[i].is_number()) r.fail(f.key, item + "must be a number");
+        in_range(a[i].get<double>(), item);
       }
       break;
     }
