@@ -83,14 +83,12 @@ double JsonReader::number(const std::string& key) {
   if (!std::isfinite(v)) fail(key, "must be finite");
   return v;
 }
-double JsonReader::number_or(const std::string& key, double fallback) { return has(key) ? number(key) : (accept(key), fallback); }
 
 double JsonReader::positive(const std::string& key) {
   const double v = number(key);
   if (!(v > 0.0)) fail(key, "must be > 0, got " + show(v));
   return v;
 }
-double JsonReader::positive_or(const std::string& key, double fallback) { return has(key) ? positive(key) : (accept(key), fallback); }
 
 double JsonReader::number_in(const std::string& key, double lo, double hi) {
   const double v = number(key);
@@ -113,7 +111,6 @@ std::int64_t JsonReader::integer(const std::string& key) {
   }
   fail(key, std::string("must be an integer, got ") + described(j));
 }
-std::int64_t JsonReader::integer_or(const std::string& key, std::int64_t fallback) { return has(key) ? integer(key) : (accept(key), fallback); }
 
 std::int64_t JsonReader::positive_integer(const std::string& key) {
   const std::int64_t v = integer(key);

@@ -22,15 +22,12 @@ class JsonReader {
   const nlohmann::json& raw(const std::string& key);  // marks the key read; throws if missing
 
   double number(const std::string& key);
-  double number_or(const std::string& key, double fallback);
   // Positive (> 0) finite number.
   double positive(const std::string& key);
-  double positive_or(const std::string& key, double fallback);
   // Number within [lo, hi].
   double number_in(const std::string& key, double lo, double hi);
   double number_in_or(const std::string& key, double lo, double hi, double fallback);
   std::int64_t integer(const std::string& key);
-  std::int64_t integer_or(const std::string& key, std::int64_t fallback);
   std::int64_t positive_integer(const std::string& key);
   std::int64_t positive_integer_or(const std::string& key, std::int64_t fallback);
   // Integer within [lo, hi]: sizes get an upper bound so arithmetic on them cannot overflow.

@@ -116,12 +116,6 @@ void check_stdout() {
   if (failed) throw InputError("<stdout>", "", "write failed" + errno_text(errno));
 }
 
-int format_ns_as_seconds(char* buf, std::size_t size, TimeNs ns) {
-  const char* sign = ns < 0 ? "-" : "";
-  const std::int64_t a = ns < 0 ? -ns : ns;
-  return std::snprintf(buf, size, "%s%" PRId64 ".%09" PRId64, sign, a / 1'000'000'000, a % 1'000'000'000);
-}
-
 int format_ns_as_us(char* buf, std::size_t size, TimeNs ns) {
   const char* sign = ns < 0 ? "-" : "";
   const std::int64_t a = ns < 0 ? -ns : ns;

@@ -58,8 +58,6 @@ void write_file(const std::string& path, const std::string& text);
 // disk, a closed pipe), so a command whose output did not arrive does not exit 0.
 void check_stdout();
 
-// Writes `ns` as decimal seconds with all nine digits ("12.000345678"), exactly, for CSV cells.
-int format_ns_as_seconds(char* buf, std::size_t size, TimeNs ns);
 // Writes `ns` as microseconds with three decimals ("12000345.678"), the trace format's unit.
 int format_ns_as_us(char* buf, std::size_t size, TimeNs ns);
 

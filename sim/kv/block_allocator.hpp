@@ -40,7 +40,6 @@ class BlockAllocator {
     return seq < tables_.size() ? static_cast<std::int64_t>(tables_[seq].size()) : 0;
   }
   std::int64_t extra_blocks_for(SeqId seq, std::int64_t tokens) const;
-  bool can_grow_to(SeqId seq, std::int64_t tokens) const { return extra_blocks_for(seq, tokens) <= free_blocks(); }
 
   // Grows seq's block table with fresh blocks so it holds `tokens` tokens. Returns false (and
   // changes nothing) when not enough blocks are free.

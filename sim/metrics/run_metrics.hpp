@@ -20,7 +20,7 @@ enum class Merge {
   max,        // peaks, the last event
   histogram,  // LogHistogram::merge
   per_class,  // element by element (ClassMetrics::merge)
-  fleet,      // not a combination of the replicas': the engine sets the fleet's (FleetKv, simulation.cpp)
+  fleet,      // not a combination of the replicas': the event loop sets the fleet's (FleetKv, simulation.cpp)
 };
 
 template <Merge how, class T>

@@ -1,4 +1,4 @@
-// RunObserver: what the engine tells output writers (CSV, trace, HTML charts) while it runs.
+// RunObserver: what the event loop tells output writers (CSV, trace, HTML charts) while it runs.
 // The simulator works without one (a null pointer); calls are per request transition and per
 // iteration, never per token, so observing stays cheap on the hot path.
 #pragma once

@@ -1,5 +1,5 @@
 // Replica: one serving instance on tp x pp GPUs. A batch scheduler (policy) over a paged KV
-// allocator (mechanism), its iterations priced by a step cost model (serve/step_cost.hpp). The engine asks it to start an
+// allocator (mechanism), its iterations priced by a step cost model (serve/step_cost.hpp). The event loop asks it to start an
 // iteration whenever it is idle and to commit the iteration when it ends. In a disaggregated
 // deployment a prefill replica hands each prompt's KV off after its first token, and a decode
 // replica takes such sequences in without recomputing them.
@@ -40,7 +40,7 @@ struct FleetKv {
   std::int64_t peak_used_blocks = 0;
   SampledSeries usage;
   // A fleet of one replica: its block peak and usage series are the fleet's, value for value, so
-  // the replica keeps only its own (these fields stay unused) and the engine takes them at the end.
+  // the replica keeps only its own (these fields stay unused) and the event loop takes them at the end.
   bool one_replica = false;
 };
 
@@ -58,9 +58,6 @@ class Replica {
 
   const ReplicaSpec& spec() const { return spec_; }
   bool busy() const { return busy_; }
-  bool has_work() const {
-    return !state_.waiting.empty() || !state_.running.empty() || !state_.swapped.empty() || !state_.migrated.empty();
-  }
   const ReplicaState& state() const { return state_; }
   const RunMetrics& metrics() const { return metrics_; }
   RunMetrics& metrics() { return metrics_; }
@@ -87,7 +84,7 @@ class Replica {
   // tokens to generate are appended to `handoffs`.
   void finish_iteration(TimeNs now, std::vector<Handoff>& handoffs);
   const std::vector<std::uint32_t>& completed() const { return completed_; }
-  // Quiet decode run (the engine's fast-forward): while the policy would only decode the whole
+  // Quiet decode run (the event loop's fast-forward): while the policy would only decode the whole
   // batch (BatchScheduler::decodes_only), no sequence finishes, the free blocks cover the step's
   // new blocks and the step would end before `horizon_ns` (the next queued event), runs the step
   // at `now` and commits it at its end, as start_iteration and finish_iteration would: the same

@@ -28,7 +28,7 @@ class Router {
   // Index into `loads` (never empty) for a request whose shared prefix is `prefix_id` (-1: none).
   virtual std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t prefix_id) = 0;
   // Whether route() reads ReplicaLoad::kv_demand_blocks (a walk over each replica's waiting
-  // queue per arrival, so the engine fills it only for a router that asks).
+  // queue per arrival, so the event loop fills it only for a router that asks).
   virtual bool reads_kv_demand() const { return false; }
 };
 

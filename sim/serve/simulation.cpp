@@ -98,9 +98,9 @@ LinkScope kv_link(const Scenario& s, std::int64_t total_gpus) {
   return s.hw.interconnect.scope_for(static_cast<int>(total_gpus));
 }
 
-class Engine {
+class EventLoop {
  public:
-  Engine(const Scenario& s, const SimHooks& hooks) : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks) {
+  EventLoop(const Scenario& s, const SimHooks& hooks) : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks) {
     class_arrived_.assign(s.workload.classes.size(), 0);
     class_rejected_.assign(s.workload.classes.size(), 0);
     const std::vector<ReplicaSpec> specs = replica_specs(s);
@@ -428,8 +428,8 @@ class Engine {
 }  // namespace
 
 SimResult simulate(const Scenario& scenario, const SimHooks& hooks) {
-  Engine engine(scenario, hooks);
-  SimResult result = engine.run();
+  EventLoop loop(scenario, hooks);
+  SimResult result = loop.run();
   result.saturation = decode_saturation(scenario);
   return result;
 }

@@ -1,4 +1,4 @@
-// The engine: one event queue driving arrivals, a router and replica iterations (and, when
+// The event loop (EventLoop, simulation.cpp): one event queue driving arrivals, a router and replica iterations (and, when
 // disaggregated, KV transfers from prefill to decode replicas) to the end of the workload.
 #pragma once
 #include <cstdint>
@@ -61,7 +61,7 @@ struct SimHooks {
   // same report as the default path.
   bool reference_path = false;
   // Fast-forward (on unless reference_path): a replica's iterations that end before any other
-  // event are chained without the event queue (Engine::start). Off: one queue event per
+  // event are chained without the event queue (EventLoop::start). Off: one queue event per
   // iteration, the per-step loop the tests compare it with. Also runs of quiet decode steps
   // (Replica::advance_decode_run) are committed without the policy or per-sequence work.
   bool fast_forward = true;

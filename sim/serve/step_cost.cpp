@@ -271,7 +271,7 @@ std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& s, const Par
   const StepCostEntry* e = step_cost_models().find(s.cost_model.impl);
   if (!e) throw std::logic_error(step_cost_models().unknown(s.cost_model.impl));  // the parser rejects unknown names first
   std::unique_ptr<StepCostModel> model = e->make(s, parallel, reference_path);
-  // On the reference path too: the exact-vs-fast tests compare the engine's paths, not the pricing.
+  // On the reference path too: the exact-vs-fast tests compare the event loop's paths, not the pricing.
   if (s.cost_model.interpolate_decode) model = std::make_unique<InterpolatedDecodeCost>(std::move(model));
   return model;
 }

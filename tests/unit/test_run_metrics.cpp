@@ -50,7 +50,7 @@ void check_merged(const T& fleet, const std::string& name) {
     CHECK(fleet[0].completed == 3);  // both replicas' first class
     CHECK(fleet[1].completed == 2);  // only replica 2 had a second class
   } else {
-    static_assert(how == Merge::fleet);  // the engine sets the fleet's value itself (FleetKv)
+    static_assert(how == Merge::fleet);  // the event loop sets the fleet's value itself (FleetKv)
     if constexpr (std::is_same_v<T, SampledSeries>) {
       CHECK(fleet.points().empty());
     } else {
@@ -89,7 +89,7 @@ TEST_CASE("RunMetrics: every declared field merges as its list says, and none is
 #define CHECK_FIELD(type, name, how, path, meaning) check_merged<Merge::how>(fleet.name, #name);
   SERVESIM_RUN_METRICS(CHECK_FIELD)
 #undef CHECK_FIELD
-  MESSAGE(fields << " RunMetrics fields, " << merged << " combined by merge, " << fields - merged << " set by the engine");
+  MESSAGE(fields << " RunMetrics fields, " << merged << " combined by merge, " << fields - merged << " set by the event loop");
   CHECK(fields - merged == 2);  // kv_peak_used_blocks and kv_usage: FleetKv tracks the fleet's
 }
 
