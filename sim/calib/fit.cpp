@@ -13,6 +13,7 @@
 
 #include "sim/calib/raw_schema.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
@@ -73,13 +74,6 @@ std::pair<double, double> fit_line(const std::vector<double>& x, const std::vect
 }
 
 }  // namespace
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 nlohmann::json decode_attention_json(const std::map<double, std::map<double, std::vector<double>>>& by_context_units) {
   std::vector<std::pair<double, std::vector<std::pair<double, double>>>> by_context;

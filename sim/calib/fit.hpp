@@ -35,9 +35,6 @@ struct FitSummary {
   double gemm_holdout_worst_abs_err = 0.0;
 };
 
-// Median of a sample (mean of the middle two for an even count); 0 for an empty one.
-double median(std::vector<double> v);
-
 // Decode-attention measurements (context -> parallel units -> roofline fractions, medians taken
 // here) as the profile's calibration.attention_decode object, over (KV head-tokens, context).
 nlohmann::json decode_attention_json(const std::map<double, std::map<double, std::vector<double>>>& by_context_units);

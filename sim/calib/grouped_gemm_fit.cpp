@@ -6,6 +6,7 @@
 
 #include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/hw/moe_cost.hpp"
 #include "sim/io/json_reader.hpp"
 

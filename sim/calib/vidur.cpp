@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"

@@ -13,6 +13,7 @@
 
 #include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/io/report_io.hpp"
@@ -207,8 +208,6 @@ ValidationResult validate_steps(const IndependentSet& set, const HwProfile& hw) 
 
 namespace {
 
-double median_over(std::vector<double> v) { return median(std::move(v)); }
-
 // p50 TTFT, TPOT and end-to-end latency of a generate_batch run, each request from its creation.
 // The mean TTFT too: all requests arrive at once, so first tokens come in a few prefill groups and
 // the p50 of an even request count can fall on the edge between two groups (which requests the
@@ -229,7 +228,7 @@ CbLatency measured_cb_latency(const nlohmann::json& run, const std::string& file
     e2e.push_back(row_positive(reqs[i], "end_s", file, at) - created);
   }
   const double ttft_mean = std::accumulate(ttft.begin(), ttft.end(), 0.0) / static_cast<double>(ttft.size());
-  return {median_over(ttft), median_over(tpot), median_over(e2e), ttft_mean};
+  return {median(ttft), median(tpot), median(e2e), ttft_mean};
 }
 
 // The run simulated: its prompts and output lengths, arriving as the engine created them, the engine

@@ -16,6 +16,7 @@
 #include "sim/calib/fit.hpp"
 #include "sim/analysis/step_query.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/hw/contention.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/median.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
@@ -30,10 +31,7 @@ double step_s(const ModelSpec& m, const HwProfile& hw, const BatchShape& b, bool
 
 struct Errors {
   std::vector<double> abs;
-  double median() {
-    std::sort(abs.begin(), abs.end());
-    return abs[abs.size() / 2];
-  }
+  double median() const { return servesim::median(abs); }
   double worst() const { return *std::max_element(abs.begin(), abs.end()); }
 };
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/median.hpp"
 #include "sim/hw/interconnect.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
@@ -89,7 +90,7 @@ Summary summarize(std::vector<double> e) {
   if (e.empty()) return s;
   std::sort(e.begin(), e.end());
   s.n = e.size();
-  s.median = e[e.size() / 2];
+  s.median = median(e);
   s.p90 = e[static_cast<std::size_t>(0.9 * static_cast<double>(e.size()))];
   s.worst = e.back();
   return s;

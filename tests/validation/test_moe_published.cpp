@@ -23,6 +23,7 @@
 
 #include "../support.hpp"
 #include "sim/analysis/summary.hpp"
+#include "sim/core/median.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
@@ -34,12 +35,6 @@
 using namespace servesim;
 
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // trtllm-bench's max_batch_size / max_num_tokens for a dataset of fixed isl/osl (tuning.py, as
 // recorded in the ref-trtllm-bench-tuning source): KV-capacity requests at the datasheet memory,
@@ -103,11 +98,11 @@ TEST_CASE("MoE engine throughput vs published TensorRT-LLM tables (Mixtral-8x7B,
   REQUIRE(modelled.size() == 8);
   REQUIRE(loose.size() == 12);
   std::printf("Mixtral-8x7B, TensorRT-LLM 0.17 (conditions modelled): %zu rows, median |error| %.1f%%, worst %.1f%%\n",
-              modelled.size(), 100 * median_of(modelled), 100 * *std::max_element(modelled.begin(), modelled.end()));
+              modelled.size(), 100 * median(modelled), 100 * *std::max_element(modelled.begin(), modelled.end()));
   std::printf("Qwen3 MoE, TensorRT-LLM 1.0 (attention DP and the PyTorch backend not modelled): %zu rows, median |error| %.1f%%, "
               "worst %.1f%%\n",
-              loose.size(), 100 * median_of(loose), 100 * *std::max_element(loose.begin(), loose.end()));
-  CHECK(median_of(modelled) <= 0.10);
+              loose.size(), 100 * median(loose), 100 * *std::max_element(loose.begin(), loose.end()));
+  CHECK(median(modelled) <= 0.10);
   CHECK(*std::max_element(modelled.begin(), modelled.end()) <= 0.20);
   CHECK(*std::max_element(loose.begin(), loose.end()) <= 0.80);
 }
@@ -148,8 +143,8 @@ TEST_CASE("MoE block vs vLLM fused_moe kernel times on H100 (Mixtral-8x7B BF16 T
     std::printf("%8lld %12.1f %12.1f %+7.1f%%\n", static_cast<long long>(tokens), vllm_us, per_layer_s * 1e6, 100 * err);
   }
   REQUIRE(decode_errors.size() == 12);
-  std::printf("1-256 tokens: median |error| %.1f%%, worst %.1f%%\n", 100 * median_of(decode_errors),
+  std::printf("1-256 tokens: median |error| %.1f%%, worst %.1f%%\n", 100 * median(decode_errors),
               100 * *std::max_element(decode_errors.begin(), decode_errors.end()));
-  CHECK(median_of(decode_errors) <= 0.05);
+  CHECK(median(decode_errors) <= 0.05);
   CHECK(*std::max_element(decode_errors.begin(), decode_errors.end()) <= 0.12);
 }

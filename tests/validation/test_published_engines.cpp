@@ -14,6 +14,7 @@
 
 #include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/validate/published_set.hpp"
 #include "tests/validation/band_check.hpp"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/median.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
@@ -65,9 +66,9 @@ TEST_CASE("vidur per-layer operator sums, Llama-2-7B, A100 and H100") {
   }
   REQUIRE(errors.size() == 14);
   std::sort(errors.begin(), errors.end());
-  const double median = errors[errors.size() / 2];
-  std::printf("vidur layer sums: median |error| %.1f%%, worst %.1f%%\n", 100 * median, 100 * errors.back());
+  const double median_error = median(errors);
+  std::printf("vidur layer sums: median |error| %.1f%%, worst %.1f%%\n", 100 * median_error, 100 * errors.back());
   // Measured: median 3.8%, worst 12.8% (H100, 256 tokens) with the Llama-2-7B-held-out fit.
-  CHECK(median <= 0.08);
+  CHECK(median_error <= 0.08);
   CHECK(errors.back() <= 0.20);
 }

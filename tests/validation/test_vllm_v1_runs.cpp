@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/calib/fit.hpp"
+#include "sim/core/median.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/serve/simulation.hpp"
 #include "sim/validate/vllm_runs.hpp"
