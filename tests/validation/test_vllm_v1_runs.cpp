@@ -43,7 +43,10 @@ TEST_CASE("vllm profile on vLLM 0.15.1 runs: TTFT / TPOT / E2E p50 and p90, leav
     std::printf("%s\n", s.predicted_saturated ? "  saturates" : "");
   }
   CHECK(compared == 21);
-  for (const auto& [metric, e] : errors) {
+  for (const auto& entry : errors) {
+    // Not a structured binding: clang (the sanitizer build) cannot capture one in CAPTURE's lambda.
+    const std::string& metric = entry.first;
+    const std::vector<double>& e = entry.second;
     const double med = median(e);
     std::printf("%-9s median |error| %.1f%% over %zu stages (bound 10%%)\n", metric.c_str(), 100 * med, e.size());
     CAPTURE(metric);
