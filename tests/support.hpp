@@ -13,11 +13,12 @@
 
 namespace servesim::test {
 
-// A small valid scenario; tests change what they need.
+// A small valid scenario; tests change what they need. Its engine is `generic` (servesim's own
+// defaults, the default until vLLM V1): the unit tests check mechanisms, not an engine's numbers.
 inline nlohmann::json base_scenario() {
   return nlohmann::json::parse(R"({
     "name": "test", "seed": 7, "model": "llama-2-7b", "hardware": "a100-80gb-sxm", "dtype": "fp16",
-    "engine": {"max_num_seqs": 64, "block_size": 16, "gpu_memory_utilization": 0.9},
+    "engine": {"profile": "generic", "max_num_seqs": 64, "block_size": 16, "gpu_memory_utilization": 0.9},
     "workload": {
       "num_requests": 50,
       "arrival": {"impl": "poisson", "rate_per_s": 2.0},

@@ -42,7 +42,8 @@ void add_query_options(cxxopts::Options& opts) {
       "dtype", "16-bit base dtype: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
       "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4 (fp4)|mxfp4", cxxopts::value<std::string>())(
       "kv-cache-dtype", "auto or fp8", cxxopts::value<std::string>()->default_value("auto"))(
-      "engine", "engine profile (scenarios/engines/NAME.json) or path", cxxopts::value<std::string>());
+      "engine", "engine profile (scenarios/engines/NAME.json) or path; generic: servesim's own defaults",
+      cxxopts::value<std::string>()->default_value(EngineConfig::kDefaultProfile));
   const QueryFlags& f = flags();
   for (const IntegerFlag* i : {&f.group_size, &f.tp, &f.pp, &f.micro_batches, &f.ep}) i->add(opts);
   f.expert_imbalance.add(opts);

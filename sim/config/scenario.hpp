@@ -166,6 +166,9 @@ inline const char* kv_reservation_name(KvReservation r) {
 inline const char* preemption_mode_name(PreemptionMode m) { return m == PreemptionMode::swap ? "swap" : "recompute"; }
 
 struct EngineConfig {
+  // The engine a scenario (or `servesim step`) runs when it names none: vLLM V1, what people
+  // serve with; `generic` is servesim's former unnamed default.
+  static constexpr const char* kDefaultProfile = "vllm";
   // Host work serial with the GPU when the scenario names no engine profile (vLLM-like scheduling
   // and input preparation per step, sampling per sequence); `step` and `roofline` use them too.
   static constexpr double kDefaultHostOverheadPerStepS = 4e-4, kDefaultHostOverheadPerSeqS = 5e-6;

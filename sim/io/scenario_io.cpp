@@ -355,17 +355,17 @@ EngineConfig parse_engine(KeyReader r) {
   EngineConfig e;
   e.launch.host_overhead_per_step_s = EngineConfig::kDefaultHostOverheadPerStepS;
   e.launch.host_overhead_per_seq_s = EngineConfig::kDefaultHostOverheadPerSeqS;
-  if (r.has("profile")) {
-    // The profile supplies defaults; keys given in the scenario override them.
-    e.profile = load_engine_profile(r.string("profile"), r.file(), r.path_of("profile"));
+  {
+    // The profile (EngineConfig::kDefaultProfile when the scenario names none) supplies defaults;
+    // keys given in the scenario override them.
+    const std::string ref = r.has("profile") ? r.string("profile") : std::string(EngineConfig::kDefaultProfile);
+    e.profile = load_engine_profile(ref, r.file(), r.path_of("profile"));
     e.launch = e.profile.launch;
     e.block_size = e.profile.block_size;
     if (scheduler_policies().find(e.profile.scheduler)) e.scheduler.impl = e.profile.scheduler;
     if (e.profile.max_num_seqs > 0) e.max_num_seqs = e.profile.max_num_seqs;
     e.enable_prefix_caching = e.profile.enable_prefix_caching;
     if (e.profile.watermark_frac >= 0.0) e.watermark_frac = e.profile.watermark_frac;
-  } else {
-    r.accept("profile");
   }
   // Limits the scenario leaves to the engine may depend on the GPU (check_engine_limits).
   e.max_num_seqs_set = r.has("max_num_seqs");
@@ -502,14 +502,18 @@ void check_engine_limits(Scenario& s) {
                                                        std::to_string(e.max_model_len));
   }
   apply_gpu_sized_defaults(e, s.hw);
+  const std::unique_ptr<BatchScheduler> policy = make_scheduler(e.scheduler);
+  const bool chunked = policy->chunks_prompts() || policy->rejects_prompts_over_budget();
+  // An engine's token budget is its chunking scheduler's: a scenario that picks a policy running
+  // whole prompts, and sets no budget, gets one a prompt fits (vLLM's rule without chunking).
+  if (!chunked && !e.max_num_batched_tokens_set && e.max_num_batched_tokens < e.max_model_len) e.max_num_batched_tokens = 0;
   if (e.max_num_batched_tokens == 0) e.max_num_batched_tokens = std::max<std::int64_t>(e.max_model_len, 2048);
   if (e.profile.vllm_v1_capture_sizes) {
     e.profile.cuda_graph_batch_sizes = vllm_v1_capture_sizes(e.max_num_seqs, e.max_num_batched_tokens);
   }
-  const std::unique_ptr<BatchScheduler> policy = make_scheduler(e.scheduler);
   // A policy that rejects longer prompts on arrival (in-flight batching, Replica::enqueue) bounds
   // only the prompt by max_num_batched_tokens.
-  if (e.max_num_batched_tokens < e.max_model_len && !policy->chunks_prompts() && !policy->rejects_prompts_over_budget()) {
+  if (e.max_num_batched_tokens < e.max_model_len && !chunked) {
     // vLLM refuses this too: without chunked prefill a prompt must fit one iteration.
     throw InputError(file, "engine.max_num_batched_tokens",
                      "must be >= max_model_len (" + std::to_string(e.max_model_len) + ") without chunked prefill (scheduler impl " +
