@@ -1,5 +1,8 @@
 #include "sim/analysis/error_bands.hpp"
 
+#include <cctype>
+#include <cstdio>
+
 #include "sim/io/data_paths.hpp"
 #include "sim/io/json_reader.hpp"
 
@@ -49,6 +52,48 @@ std::optional<ErrorBand> serving_band(const std::vector<ErrorBand>& bands, const
     }
   }
   return std::nullopt;
+}
+
+SloBands slo_bands(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine, bool ttft, bool tpot, bool e2e) {
+  SloBands out;
+  const auto find = [&](const std::string& phase) -> const ErrorBand* {
+    for (const ErrorBand& b : bands) {
+      if (b.hw == hw && b.engine == engine && b.phase == phase) return &b;
+    }
+    return nullptr;
+  };
+  const struct { bool wanted; const char* name; const char* metric; } targets[] = {
+      {ttft, "TTFT", "ttft"}, {tpot, "TPOT", "tpot"}, {e2e, "E2E", "e2e"}};
+  for (const auto& t : targets) {
+    if (!t.wanted) continue;
+    const ErrorBand* b = find(std::string(t.metric) + "-p90");
+    if (!b) b = find(std::string(t.metric) + "-p50");
+    if (b) {
+      out.bands.push_back(*b);
+    } else {
+      out.missing.push_back(t.name);
+    }
+  }
+  if (!ttft && !tpot && !e2e) {
+    if (auto b = serving_band(bands, hw, engine)) out.bands.push_back(*b);
+  }
+  return out;
+}
+
+std::string describe_band(const ErrorBand& b) {
+  std::string metric = b.phase;
+  for (char& c : metric) c = c == '-' ? ' ' : c;
+  const std::string head = metric.substr(0, metric.find(' '));
+  if (head == "ttft" || head == "tpot" || head == "e2e") {
+    for (std::size_t i = 0; i < head.size(); ++i) metric[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(metric[i])));
+  }
+  char buf[96];
+  if (b.n < 5) {
+    std::snprintf(buf, sizeof buf, "%s few rows (n %zu)", metric.c_str(), b.n);
+  } else {
+    std::snprintf(buf, sizeof buf, "%s %.0f%% (n %zu)", metric.c_str(), 100 * b.median_abs, b.n);
+  }
+  return buf;
 }
 
 }  // namespace servesim

@@ -32,4 +32,17 @@ nlohmann::json error_bands_to_json(const std::vector<ErrorBand>& bands, const st
 // and engine were never validated.
 std::optional<ErrorBand> serving_band(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine);
 
+// The bands a latency SLO is judged by: for each target set (TTFT, TPOT, E2E) the band of that
+// metric on `hw` and `engine` at the highest percentile measured (p90, else p50); with no latency
+// target, the serving band. A target whose metric was never measured there has none (`missing`
+// names it): a throughput band does not speak for a latency.
+struct SloBands {
+  std::vector<ErrorBand> bands;
+  std::vector<std::string> missing;  // "TTFT", "TPOT", "E2E"
+};
+SloBands slo_bands(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine, bool ttft, bool tpot, bool e2e);
+
+// "TTFT p90 3% (n 21)"; fewer than 5 rows: "TTFT p90 few rows (n 3)" (no +- from so few).
+std::string describe_band(const ErrorBand& b);
+
 }  // namespace servesim

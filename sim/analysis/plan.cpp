@@ -167,12 +167,18 @@ Table plan_table(const PlanResult& r) {
     }
     if (row.meets_slo) t.set(i, "mean_output_tokens", row.mean_output_tokens);
     if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
-    if (row.band) {
-      t.set(i, "error_band_median", row.band->median_abs);
-      t.set(i, "error_band_worst", row.band->worst_abs);
-      t.set(i, "error_band_basis", row.band->engine + " " + row.band->phase + " on " + row.band->hw + ", n=" + std::to_string(row.band->n));
-    } else {
-      t.set(i, "error_band_basis", std::string("not validated on this GPU and engine"));
+    // One band per SLO metric: its metric, n, median and worst |error|, and what it rests on.
+    std::string text;
+    for (const ErrorBand& b : row.bands.bands) text += (text.empty() ? "" : "; ") + describe_band(b);
+    for (const std::string& m : row.bands.missing) text += (text.empty() ? "" : "; ") + m + " not validated";
+    t.set(i, "error_bands", text.empty() ? std::string("not validated on this GPU and engine") : text);
+    if (!row.bands.bands.empty()) {
+      const ErrorBand& b = row.bands.bands.front();
+      t.set(i, "error_band_metric", b.phase);
+      t.set(i, "error_band_n", static_cast<std::int64_t>(b.n));
+      t.set(i, "error_band_median", b.median_abs);
+      t.set(i, "error_band_worst", b.worst_abs);
+      t.set(i, "error_band_basis", b.engine + " on " + b.hw + ": " + b.source);
     }
     t.set(i, "note", row.note);
   }

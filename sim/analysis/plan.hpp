@@ -45,9 +45,10 @@ struct PlanRow {
   std::int64_t saturation_batch_size = 0, replicas = 0, gpus = 0;
   double mean_output_tokens = 0.0;  // measured in a run at the stable rate
   std::optional<double> usd_per_gpu_hour, usd_per_hour, usd_per_million_output_tokens;
-  // servesim's error on measurements of this GPU and engine it was not fitted to (set by the
-  // caller from data/validation/error_bands.json); nullopt: never validated.
-  std::optional<ErrorBand> band;
+  // servesim's error on measurements of this GPU and engine it was not fitted to, for the SLO's
+  // metrics (slo_bands; set by the caller from data/validation/error_bands.json); a target
+  // whose metric was never measured there is listed in bands.missing.
+  SloBands bands;
 };
 
 struct PlanResult {

@@ -137,10 +137,10 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
     std::snprintf(qps, sizeof qps, "%.3g", row.stable_qps_per_replica);
     t.set(n, "req/s per replica", std::string(qps));
     t.set(n, "slo", std::string(row.meets_slo ? "meets" : "misses"));
-    char band[32];
-    std::snprintf(band, sizeof band, "%.0f%% (worst %.0f%%)", 100 * (row.band ? row.band->median_abs : 0.0),
-                  100 * (row.band ? row.band->worst_abs : 0.0));
-    t.set(n, "error +-", std::string(row.band ? band : "?"));
+    std::string band;
+    for (const ErrorBand& b : row.bands.bands) band += (band.empty() ? "" : ", ") + describe_band(b);
+    for (const std::string& m : row.bands.missing) band += (band.empty() ? "" : ", ") + m + " ?";
+    t.set(n, "error (metric, n)", band.empty() ? std::string("?") : band);
     if (!row.note.empty()) notes.push_back(label + ": " + row.note);
     ++n;
   }
@@ -148,8 +148,8 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   if (any_emulated) std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
   // The band is the median |error| of servesim against measurements of that GPU and engine it
   // was not fitted to; "?" says no such measurement exists, which is not the same as accurate.
-  std::printf("\nerror +-: servesim's median (worst) |error| on measurements of that GPU and engine the fit never saw "
-              "(docs/validation.md); ? = not validated. Validated: %s (--set engine.profile=NAME)\n",
+  std::printf("\nerror: servesim's median |error| on each SLO metric, over n measurements of that GPU and engine (docs/validation.md; "
+              "fewer than 5: few rows); ? = not validated. Validated: %s (--set engine.profile=NAME)\n",
               bands.empty() ? "none" : validated_pairs(bands).c_str());
   if (!notes.empty()) {
     std::printf("%snot shown or incomplete:\n", n > 0 ? "\n" : "");
@@ -351,7 +351,10 @@ int cmd_plan(const std::vector<std::string>& args) {
   };
   PlanResult result = plan(options, make, base.seed, o);
   const std::vector<ErrorBand> bands = load_error_bands(default_error_bands_path());
-  for (PlanRow& row : result.rows) row.band = serving_band(bands, row.option.hw, base.engine.profile.name);
+  const SloConfig& slo = base.workload.classes.front().slo;
+  for (PlanRow& row : result.rows) {
+    row.bands = slo_bands(bands, row.option.hw, base.engine.profile.name, slo.ttft_s > 0.0, slo.tpot_s > 0.0, slo.e2e_s > 0.0);
+  }
   bar.finish();
   if (!dist.writes_output()) return kExitOk;
   const Table t = plan_table(result);

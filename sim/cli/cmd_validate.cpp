@@ -210,6 +210,11 @@ void write_bands(const std::string& path, const ValidationResult& res, const HwP
   const std::string published = default_published_file();
   const std::vector<ErrorBand> engine_bands = published_error_bands(validate_published(load_json_file(published), published, {}));
   bands.insert(bands.end(), engine_bands.begin(), engine_bands.end());
+  const VllmRunsOptions v1;
+  const std::string runs = default_vllm_runs_file();
+  const auto lomo = leave_one_model_out(validate_vllm_runs(load_json_file(runs), runs, v1), used_frontend_latency(v1));
+  const std::vector<ErrorBand> v1_bands = vllm_runs_error_bands(lomo, v1.profile);
+  bands.insert(bands.end(), v1_bands.begin(), v1_bands.end());
   write_file(path, error_bands_to_json(bands, "servesim validate --bands " + portable_path(path)).dump(2) + "\n");
 }
 

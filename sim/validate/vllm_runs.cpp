@@ -158,6 +158,29 @@ std::vector<VllmRunStage> leave_one_model_out(const std::vector<VllmRunStage>& s
   return out;
 }
 
+std::vector<ErrorBand> vllm_runs_error_bands(const std::vector<VllmRunStage>& lomo, const std::string& engine) {
+  std::vector<ErrorBand> out;
+  for (std::size_t j = 0; j < 6; ++j) {
+    std::vector<double> errors;
+    for (const VllmRunStage& s : lomo) {
+      if (s.skip.empty()) errors.push_back(std::abs(s.pairs[j].error()));
+    }
+    if (errors.empty()) continue;
+    ErrorBand b;
+    b.hw = "h100-sxm";
+    b.engine = engine;
+    b.phase = lomo.front().pairs[j].metric;
+    b.phase[b.phase.find('_')] = '-';
+    b.n = errors.size();
+    b.median_abs = median(errors);
+    b.worst_abs = *std::max_element(errors.begin(), errors.end());
+    b.source = "real vLLM 0.15.1 serving runs on H100 (data/validation/vllm_v1_runs.json, inference-sim/training), each model scored "
+               "with the front-end latency fitted to the other models: development data, not held out";
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 double used_frontend_latency(const VllmRunsOptions& options) {
   return load_engine_profile(options.profile, "vllm runs", "--profile").frontend_latency_s;
 }

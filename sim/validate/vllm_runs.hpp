@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/analysis/error_bands.hpp"
 #include "sim/config/scenario.hpp"
 
 namespace servesim {
@@ -58,6 +59,10 @@ std::vector<VllmRunStage> leave_one_model_out(const std::vector<VllmRunStage>& s
 // The scenario one stage replays (exposed for `servesim validate --rows` and the tests).
 Scenario vllm_run_scenario(const nlohmann::json& run, const nlohmann::json& stage, const std::string& file,
                            const VllmRunsOptions& options);
+
+// The bands plan shows for the engine on H100 (error_bands.json): one per metric (ttft-p50 ...),
+// from the leave-one-model-out errors of the stages compared.
+std::vector<ErrorBand> vllm_runs_error_bands(const std::vector<VllmRunStage>& lomo, const std::string& engine);
 
 std::string default_vllm_runs_file();
 

@@ -20,6 +20,17 @@ inline std::vector<ErrorBand> committed_bands(const std::string& source_prefix, 
   return out;
 }
 
+// The committed bands of none of the sources named by these prefixes.
+inline std::vector<ErrorBand> committed_bands_except(const std::vector<std::string>& source_prefixes) {
+  std::vector<ErrorBand> out;
+  for (const ErrorBand& b : load_error_bands(default_error_bands_path())) {
+    bool named = false;
+    for (const std::string& p : source_prefixes) named = named || b.source.rfind(p, 0) == 0;
+    if (!named) out.push_back(b);
+  }
+  return out;
+}
+
 inline void check_bands_equal(const std::vector<ErrorBand>& now, const std::vector<ErrorBand>& committed) {
   REQUIRE(now.size() == committed.size());
   for (std::size_t i = 0; i < now.size(); ++i) {
@@ -37,5 +48,7 @@ inline void check_bands_equal(const std::vector<ErrorBand>& now, const std::vect
 
 // The source line every published-table band starts with (published_error_bands()).
 inline const char* kPublishedBandSource = "published engine tables";
+// ... and every band of the real vLLM runs (vllm_runs_error_bands()).
+inline const char* kVllmRunsBandSource = "real vLLM";
 
 }  // namespace servesim::test

@@ -16,6 +16,7 @@
 #include <map>
 #include <vector>
 
+#include "band_check.hpp"
 #include "sim/calib/fit.hpp"
 #include "sim/core/median.hpp"
 #include "sim/io/json_reader.hpp"
@@ -54,6 +55,8 @@ TEST_CASE("vllm profile on vLLM 0.15.1 runs: TTFT / TPOT / E2E p50 and p90, leav
   }
   std::printf("stages predicted to saturate where vLLM kept up: %d (bound 0)\n", false_saturated);
   CHECK(false_saturated == 0);
+  // What plan shows for this engine on H100 is what these stages give now.
+  test::check_bands_equal(vllm_runs_error_bands(lomo, options.profile), test::committed_bands(test::kVllmRunsBandSource, false));
 }
 
 TEST_CASE("a front-end latency shifts TTFT and E2E by exactly itself (what leave_one_model_out relies on)") {
