@@ -99,6 +99,22 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   return j;
 }
 
+namespace {
+// The engine, precision and layout the answer is for: every output names the engine.
+std::string engine_line(const nlohmann::json& r) {
+  const auto& sc = r["scenario"];
+  if (!sc.contains("engine") || !sc["engine"].contains("profile")) return "";  // an older report
+  const auto& prof = sc["engine"]["profile"];
+  const auto& par = sc["parallel"];
+  const std::string method = r["quantization"]["method"].get<std::string>();
+  const long long pp = par["pipeline_parallel_size"].get<long long>(), dp = par["data_parallel_size"].get<long long>();
+  return "  engine     " + prof["name"].get<std::string>() + " (" + prof["display_name"].get<std::string>() + "); " +
+         (method == "none" ? sc["dtype"].get<std::string>() : method) + ", tp " +
+         std::to_string(par["tensor_parallel_size"].get<long long>()) + (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " +
+         std::to_string(dp) + (dp == 1 ? " replica\n" : " replicas\n");
+}
+}  // namespace
+
 void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
   char line[256];
   const auto& lat = r["latency"];
@@ -107,6 +123,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                 r["model"]["name"].get<std::string>().c_str(), r["hardware"]["name"].get<std::string>().c_str(),
                 r["hardware"]["provenance"]["kind"].get<std::string>().c_str());
   os << line;
+  os << engine_line(r);
   // Which of the profile's numbers were measured on the GPU: a derived profile's answer is an
   // extrapolation and says so on the first lines.
   if (r["hardware"].contains("field_origins")) {  // reports written before it have none
