@@ -108,6 +108,8 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   std::printf("workload:  %s arrivals; prompts %s; outputs %s  [%s; --workload to change]\n",
               describe_arrival(workload.workload.arrival).c_str(), describe_lengths(c.prompt_tokens).c_str(),
               describe_lengths(c.output_tokens).c_str(), workload_name.c_str());
+  std::printf("engine:    %s (%s) [--set engine.profile=NAME to change]\n", workload.engine.profile.name.c_str(),
+              workload.engine.profile.display_name.c_str());
   std::printf("slo:       %s\n", describe_slo(c.slo).c_str());
   std::printf("cost:      GPUs x list price per GPU-hour (hwprofiles/prices.json or --prices); per million output tokens at %g req/s\n\n", rate);
   Table t;
