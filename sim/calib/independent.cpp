@@ -128,9 +128,13 @@ IndependentSet load_independent_set(const std::vector<std::string>& files) {
   return set;
 }
 
-std::vector<std::string> default_independent_files() {
+std::vector<std::string> default_independent_files() { return independent_files_for("h200-sxm"); }
+
+std::vector<std::string> independent_files_for(const std::string& hw) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(data_dir()) / "calibrate" / "results" / "h200" / "independent";
+  // calibrate/results/<gpu>/independent: the profile name without its form factor (h100-sxm -> h100).
+  const std::string gpu = hw.substr(0, hw.find('-'));
+  const fs::path dir = fs::path(data_dir()) / "calibrate" / "results" / gpu / "independent";
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {

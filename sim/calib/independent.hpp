@@ -31,6 +31,8 @@ struct IndependentSet {
 IndependentSet load_independent_set(const std::vector<std::string>& files);
 // The committed set: every calibrate/results/h200/independent/run_*.json of the data directory.
 std::vector<std::string> default_independent_files();
+// The same for the set measured on `hw` (calibrate/results/h100/independent for h100-sxm).
+std::vector<std::string> independent_files_for(const std::string& hw);
 // The sections holding runs of engine section `sec` (hf_generate, hf_cb): `sec` and
 // `sec`_repeats (run f: the same request counts measured again), `sec`_warm (run h: a warm-up
 // call before each model's first measured one) and `sec`_series (run i: every request count of

@@ -121,7 +121,7 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
       if (!f.empty()) files.push_back(f);
     }
   } else {
-    files = default_independent_files();
+    files = independent_files_for(p["hw"].as<std::string>());
   }
   const IndependentSet set = load_independent_set(files);
   const std::string hw_path = resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim calibrate independent", "--hw");

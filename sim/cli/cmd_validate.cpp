@@ -46,8 +46,8 @@ nlohmann::json row_json(const ValidationRow& r) {
 }
 
 // Prints the per-(group, engine, phase) table; returns how many bounds are crossed.
-int print_independent(const ValidationResult& res, bool verbose) {
-  const auto bounds = validation_bounds();
+int print_independent(const ValidationResult& res, bool verbose, const std::string& hw) {
+  const auto bounds = validation_bounds(hw);
   const auto summary = summarize(res.rows, bounds);
   int crossed = 0;
   std::printf("%-7s %-18s %-14s %5s %8s %8s  %-17s %s\n", "group", "engine", "phase", "n", "median", "worst", "bound (med/worst)",
@@ -219,10 +219,10 @@ void write_bands(const std::string& path, const ValidationResult& res, const HwP
 }
 
 // --json: every row, the summaries against their bounds, the folds. Returns the bounds crossed.
-int print_independent_json(const ValidationResult& res, const std::vector<std::string>& files) {
+int print_independent_json(const ValidationResult& res, const std::vector<std::string>& files, const std::string& hw) {
   nlohmann::json out = {{"files", files}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
   for (const auto& r : res.rows) out["rows"].push_back(row_json(r));
-  const auto bounds = validation_bounds();
+  const auto bounds = validation_bounds(hw);
   int crossed = 0;
   for (const auto& s : summarize(res.rows, bounds)) {
     nlohmann::json j = {{"group", s.group}, {"engine", s.engine}, {"phase", s.phase}, {"n", s.n},
@@ -238,7 +238,8 @@ int print_independent_json(const ValidationResult& res, const std::vector<std::s
 
 // The independent H200 set: kernels, steps, engines or all three.
 int run_independent(const cxxopts::ParseResult& p, const std::string& suite) {
-  const std::vector<std::string> files = p.count("data") ? split_list(p["data"].as<std::string>()) : default_independent_files();
+  const std::vector<std::string> files =
+      p.count("data") ? split_list(p["data"].as<std::string>()) : independent_files_for(p["hw"].as<std::string>());
   const IndependentSet set = load_independent_set(files);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), "servesim validate", "--hw"));
   const ValidationResult res = independent_result(set, hw, suite);
@@ -246,14 +247,14 @@ int run_independent(const cxxopts::ParseResult& p, const std::string& suite) {
     if (suite != "independent") throw InputError("servesim validate", "--bands", "needs the whole independent suite (--suite independent)");
     write_bands(p["bands"].as<std::string>(), res, hw);
   }
-  if (p.count("json")) return print_independent_json(res, files) > 0 ? kExitBoundCrossed : kExitOk;
+  if (p.count("json")) return print_independent_json(res, files, hw.name) > 0 ? kExitBoundCrossed : kExitOk;
   if (p.count("rows")) {
     for (const auto& r : res.rows) {
       std::printf("%-7s %-18s %-14s %-12s %-26s measured %10.4g s  predicted %10.4g s  %+6.1f%%\n", r.group.c_str(), r.engine.c_str(),
                   r.phase.c_str(), r.model.c_str(), r.point.c_str(), r.measured, r.predicted, 100 * r.error());
     }
   }
-  const int crossed = print_independent(res, true);
+  const int crossed = print_independent(res, true, hw.name);
   std::printf("%s: %d of the stated bounds crossed (measurements: %zu files, %zu rows)\n", crossed ? "FAIL" : "ok", crossed,
               files.size(), res.rows.size());
   return crossed > 0 ? kExitBoundCrossed : kExitOk;

@@ -64,8 +64,10 @@ ValidationResult validate_engines(const IndependentSet& set, const HwProfile& hw
 // the GPU the set was measured on.
 std::vector<ErrorBand> error_bands(const ValidationResult& res, const std::string& hw);
 
-// The bounds servesim states for each (group, engine, phase) it reports.
-std::vector<ValidationBound> validation_bounds();
+// The bounds servesim states for each (group, engine, phase) it reports on the independent set
+// measured on `hw` (h200-sxm: calibrate/results/h200/independent; h100-sxm:
+// calibrate/results/h100/independent).
+std::vector<ValidationBound> validation_bounds(const std::string& hw = "h200-sxm");
 
 // Per (group, engine, phase): n, median and worst |error|, the worst rows, the bound and whether
 // it holds.
