@@ -42,7 +42,12 @@ nlohmann::json scenario(const std::string& model, const std::string& hw, const s
 
 nlohmann::json fixed(std::int64_t tokens) { return {{"impl", "fixed"}, {"value_tokens", tokens}}; }
 
-SimResult simulate_doc(const nlohmann::json& doc) { return simulate(parse_scenario(doc, "public case")); }
+// The cases' harnesses are 2023-24 engines' static-batch and launch benchmarks (TensorRT-LLM 0.5-0.6,
+// early vLLM), mapped with servesim's generic engine, not with today's default (vLLM V1).
+SimResult simulate_doc(nlohmann::json doc) {
+  if (!doc["engine"].contains("profile")) doc["engine"]["profile"] = "generic";
+  return simulate(parse_scenario(doc, "public case"));
+}
 
 // A static batch of B identical requests started together: with equal lengths, continuous
 // batching admits all B at once and they finish together, which is a static batch.

@@ -162,6 +162,20 @@ struct GemmFit {
 
 // GEMMs: one roofline-fraction curve over M per (dtype, n, k), some points held out. The generic
 // curve, for kernels without a table (e.g. a dtype not measured), is the bf16 compute fraction.
+// A shape listed twice by the calibrator (two models' layers of one (n, k)) has each m twice: one
+// point per m, the median of its times (`pts` sorted by m).
+void collapse_repeats(std::vector<std::pair<double, double>>& pts) {
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t i = 0; i < pts.size();) {
+    std::size_t j = i;
+    std::vector<double> times;
+    for (; j < pts.size() && pts[j].first == pts[i].first; ++j) times.push_back(pts[j].second);
+    out.emplace_back(pts[i].first, median(times));
+    i = j;
+  }
+  pts = std::move(out);
+}
+
 GemmFit fit_gemm_tables(const nlohmann::json& raw, const std::string& raw_file, const Peaks& peaks, double kernel_overhead_s,
                         int holdout_every) {
   std::map<std::tuple<std::string, double, double>, std::vector<std::pair<double, double>>> curves;  // (m, t)
@@ -181,6 +195,7 @@ GemmFit fit_gemm_tables(const nlohmann::json& raw, const std::string& raw_file, 
     const auto peak = peaks.flops.find(dtype);
     if (!d || peak == peaks.flops.end() || peak->second <= 0.0) continue;  // the base has no such unit: nothing to predict
     std::sort(pts.begin(), pts.end());
+    collapse_repeats(pts);
     const Precision p{*d, *d, *d};
     auto& table = gemm_curves[dtype][{n, k}];
     for (std::size_t i = 0; i < pts.size(); ++i) {

