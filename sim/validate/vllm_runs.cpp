@@ -8,7 +8,7 @@
 
 #include <tbb/parallel_for.h>
 
-#include "sim/calib/fit.hpp"
+#include "sim/core/median.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/median.hpp"
 #include "sim/io/data_paths.hpp"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "band_check.hpp"
-#include "sim/calib/fit.hpp"
+#include "sim/core/median.hpp"
 #include "sim/core/median.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/serve/simulation.hpp"
