@@ -10,7 +10,6 @@
 
 #include "sim/core/median.hpp"
 #include "sim/core/error.hpp"
-#include "sim/core/median.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/json_reader.hpp"

@@ -18,7 +18,6 @@
 
 #include "band_check.hpp"
 #include "sim/core/median.hpp"
-#include "sim/core/median.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/serve/simulation.hpp"
 #include "sim/validate/vllm_runs.hpp"
