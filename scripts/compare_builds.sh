@@ -6,7 +6,9 @@
 #   git worktree add /tmp/base <commit> && cmake -S /tmp/base -B /tmp/base/build && cmake --build /tmp/base/build --target servesim
 # Variants: every bundled scenario at 400 requests, then bench/million.json with swap and
 # recompute preemption, timeouts, token-level, chunked prefill, static, dynamic, prefix caching
-# and contiguous reservation. Exit 1 if any differs.
+# and contiguous reservation; then prefix caching on (vLLM V1's default) for every bundled
+# scenario and each of those policies and preemption modes, with sessions, with a prompt pool,
+# on bench/vidur.json and under the vllm engine profile. Exit 1 if any differs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BASE=${1:?usage: scripts/compare_builds.sh BASE_BIN [NEW_BIN]}
@@ -45,4 +47,22 @@ run static $S --set workload.num_requests=1000 --set 'engine.scheduler={"impl":"
 run dynamic $S --set workload.num_requests=1000 --set 'engine.scheduler={"impl":"dynamic"}'
 run prefix $S --set workload.num_requests=2000 --set engine.enable_prefix_caching=true --set engine.gpu_memory_utilization=0.4 --set workload.arrival.rate_per_s=60
 run contiguous $S --set workload.num_requests=2000 --set engine.kv_reservation=contiguous --set workload.arrival.rate_per_s=40
+
+# Prefix caching on. Small KV caches (gpu_memory_utilization) so that blocks are evicted and
+# sequences preempted; sessions and prompt pools so that requests find each other's blocks.
+PC="--set engine.enable_prefix_caching=true"
+for f in scenarios/*.json; do run "$(basename "$f") +pc" "$f" --set workload.num_requests=400 $PC; done
+SMALL="--set engine.gpu_memory_utilization=0.35"
+run "swap +pc" $S --set workload.num_requests=3000 $SMALL --set engine.preemption_mode=swap --set workload.arrival.rate_per_s=60 $PC
+run "recompute +pc" $S --set workload.num_requests=3000 $SMALL --set workload.arrival.rate_per_s=60 $PC
+run "timeout +pc" $S --set workload.num_requests=3000 --set workload.request_timeout_s=20 --set workload.arrival.rate_per_s=40 $PC
+for impl in token-level chunked-prefill static dynamic; do
+  run "$impl +pc" $S --set workload.num_requests=1500 $SMALL --set "engine.scheduler={\"impl\":\"$impl\"}" --set workload.arrival.rate_per_s=40 $PC
+done
+run "sessions +pc" $S --set workload.num_requests=3000 $SMALL --set workload.arrival.rate_per_s=10 \
+  --set 'workload.sessions={"turns":4,"think_time_s":1}' --set 'workload.shared_prefix={"num_prefixes":4,"prefix_tokens":300}' $PC
+run "prompt pool +pc" $S --set workload.num_requests=3000 --set engine.gpu_memory_utilization=0.25 --set workload.arrival.rate_per_s=60 \
+  --set 'workload.shared_prefix={"num_prefixes":4,"prefix_tokens":300,"prompts_per_prefix":8}' $PC
+run "vidur +pc" bench/vidur.json --set workload.num_requests=3000 $PC
+run "default, vllm profile" scenarios/default.json --set workload.num_requests=2000 --set engine.profile=vllm
 exit $fail

@@ -62,10 +62,17 @@ std::int32_t BlockAllocator::take_block() {
   const std::int32_t b = lru_head_;
   lru_remove(b);
   const auto i = static_cast<std::size_t>(b);
-  index_.erase(hash_[i]);
-  hashed_[i] = 0;
+  if (hashed_[i] == kIndexed) index_.erase(hash_[i]);
+  hashed_[i] = kUncached;
+  --cached_;
   ++evictions_;
   return b;
+}
+
+bool BlockAllocator::append_evicting(const std::vector<std::uint32_t>& seqs) {
+  if (static_cast<std::int64_t>(seqs.size()) > free_blocks()) return false;
+  for (const SeqId seq : seqs) tables_[seq].push_back(take_block());
+  return true;
 }
 
 bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
@@ -91,8 +98,8 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
 void BlockAllocator::free(SeqId seq) {
   if (seq >= tables_.size()) return;
   auto& table = tables_[seq];
-  if (index_.empty()) {
-    // No block carries a hash (prefix caching off, or nothing cached yet), so every block of the
+  if (cached_ == 0) {
+    // No block is cached (prefix caching off, or nothing cached yet), so every block of the
     // table is uncached, held by this table alone, and goes back to the free list: the table is
     // moved there as one run, last block first (the order the general loop below frees them in).
     free_list_.insert(free_list_.end(), table.rbegin(), table.rend());
@@ -122,7 +129,7 @@ std::int32_t BlockAllocator::cached_block(std::uint64_t hash) const {
 
 void BlockAllocator::append_cached(SeqId seq, std::int32_t block) {
   const auto i = static_cast<std::size_t>(block);
-  if (!hashed_[i]) throw std::logic_error("BlockAllocator: append_cached on an uncached block");
+  if (hashed_[i] != kIndexed) throw std::logic_error("BlockAllocator: append_cached on a block no lookup finds");
   if (refcount_[i] == 0) lru_remove(block);
   refcount_[i] += 1;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
@@ -133,10 +140,23 @@ void BlockAllocator::publish(SeqId seq, std::int64_t index, std::uint64_t hash) 
   const std::int32_t b = tables_.at(seq).at(static_cast<std::size_t>(index));
   const auto i = static_cast<std::size_t>(b);
   if (hashed_[i] || index_.count(hash)) return;
-  hashed_[i] = 1;
+  hashed_[i] = kIndexed;
   hash_[i] = hash;
   refcount_[i] = 1;  // uncached until now: seq's table is its only holder
+  ++cached_;
   index_.emplace(hash, b);
+}
+
+void BlockAllocator::publish_unindexed(SeqId seq, std::int64_t first, std::int64_t last) {
+  const auto& table = tables_.at(seq);
+  if (first < 0 || last > static_cast<std::int64_t>(table.size())) throw std::logic_error("publish_unindexed: blocks out of range");
+  for (std::int64_t k = first; k < last; ++k) {
+    const auto i = static_cast<std::size_t>(table[static_cast<std::size_t>(k)]);
+    if (hashed_[i]) throw std::logic_error("publish_unindexed: block already cached");
+    hashed_[i] = kUnindexed;
+    refcount_[i] = 1;  // uncached until now: seq's table is its only holder
+  }
+  cached_ += last - first;
 }
 
 void BlockAllocator::check_invariants() const {
@@ -171,11 +191,15 @@ void BlockAllocator::check_invariants() const {
     if (refs[i] > 0) ++used;
     else if (!free_seen[i]) throw std::logic_error("BlockAllocator: block lost (block " + std::to_string(i) + ")");
   }
-  std::int64_t hashed = 0;
-  for (std::size_t i = 0; i < n; ++i) hashed += hashed_[i];
-  if (hashed != static_cast<std::int64_t>(index_.size())) throw std::logic_error("BlockAllocator: hash index size differs");
+  std::int64_t indexed = 0, cached = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    indexed += hashed_[i] == kIndexed;
+    cached += hashed_[i] != kUncached;
+  }
+  if (indexed != static_cast<std::int64_t>(index_.size())) throw std::logic_error("BlockAllocator: hash index size differs");
+  if (cached != cached_) throw std::logic_error("BlockAllocator: cached block count differs");
   for (const auto& [h, b] : index_) {
-    if (!hashed_[static_cast<std::size_t>(b)] || hash_[static_cast<std::size_t>(b)] != h)
+    if (hashed_[static_cast<std::size_t>(b)] != kIndexed || hash_[static_cast<std::size_t>(b)] != h)
       throw std::logic_error("BlockAllocator: hash index points at the wrong block");
   }
   if (used + free_blocks() != capacity_blocks_) throw std::logic_error("BlockAllocator: blocks lost");

@@ -5,7 +5,8 @@
 // free-uncached, free-cached (evictable, in LRU order) or referenced; an uncached block is held by
 // at most one block table (only cached blocks are shared); a cached block's refcount equals the
 // number of block tables holding it; the hash index maps each cached hash to one block that
-// carries that hash; used + free == capacity.
+// carries that hash, and every cached block but the unindexed ones (publish_unindexed) is in it;
+// used + free == capacity.
 // Refcounts are kept for cached blocks only: an uncached block has one holder or none, so growing
 // and freeing tables of uncached blocks (every block without prefix caching) moves block ids
 // between the free list and the tables without touching per-block state.
@@ -53,12 +54,15 @@ class BlockAllocator {
     free_list_.pop_back();
     return true;
   }
-  // append_free_block for each sequence of `seqs`, in order (the decoding sequences whose last
-  // block is full: one decode step's worth), with one check and one trim of the free list for
-  // all of them. Each sequence must have a table. False, changing nothing, when the free list
-  // holds fewer blocks than `seqs` names.
+  // One fresh block for each sequence of `seqs` (the decoding sequences whose last block is full:
+  // one decode step's worth), with one check and one trim of the free list for all of them; when
+  // the free list runs short, the rest are taken by evicting cached blocks, least recently freed
+  // first. Each sequence must have a table. False, changing nothing, when fewer than `seqs.size()`
+  // blocks are free. Which sequence gets which block is not grow_to's order (the caller's order is
+  // not the running order), which nothing observes: the blocks taken are the same, uncached once
+  // taken, and interchangeable.
   bool append_free_blocks(const std::vector<std::uint32_t>& seqs) {
-    if (seqs.size() > free_list_.size()) return false;
+    if (seqs.size() > free_list_.size()) return append_evicting(seqs);
     const std::int32_t* top = free_list_.data() + free_list_.size();
     for (const SeqId seq : seqs) tables_[seq].push_back(*--top);
     free_list_.resize(free_list_.size() - seqs.size());
@@ -78,12 +82,18 @@ class BlockAllocator {
   // Registers block `index` of seq's table, whose content is final, under `hash`. No-op when the
   // hash is already cached (an identical copy stays uncached) or the block already has a hash.
   void publish(SeqId seq, std::int64_t index, std::uint64_t hash);
+  // Makes blocks [first, last) of seq's table, uncached, cached blocks that no lookup can find:
+  // blocks whose content only requests that have left could ask for (ReplicaState::shared_blocks).
+  // They are freed, kept and evicted (counted, in LRU order) like any cached block, but have no
+  // entry in the hash index, so publishing and evicting them costs no hash-table work.
+  void publish_unindexed(SeqId seq, std::int64_t first, std::int64_t last);
 
   // Throws std::logic_error when an invariant is broken. O(capacity); for tests and debug builds.
   void check_invariants() const;
 
  private:
   std::int32_t take_block();
+  bool append_evicting(const std::vector<std::uint32_t>& seqs);
   void lru_push_back(std::int32_t b);
   void lru_remove(std::int32_t b);
 
@@ -93,7 +103,11 @@ class BlockAllocator {
   std::vector<std::int32_t> free_list_;             // free, uncached (LIFO)
   std::vector<std::vector<std::int32_t>> tables_;   // indexed by SeqId; capacity kept for reuse
   std::vector<std::int32_t> refcount_;              // per block, while it is cached
-  std::vector<std::uint8_t> hashed_;                // per block: 1 = carries hash_[b]
+  // Per block: kUncached, kIndexed (carries hash_[b], found through index_) or kUnindexed
+  // (cached, but no lookup can find it).
+  enum : std::uint8_t { kUncached = 0, kIndexed = 1, kUnindexed = 2 };
+  std::vector<std::uint8_t> hashed_;
+  std::int64_t cached_ = 0;  // blocks not kUncached, held or free
   std::vector<std::uint64_t> hash_;
   std::vector<std::int32_t> prev_, next_;           // LRU list of free cached blocks
   std::int32_t lru_head_ = -1, lru_tail_ = -1;

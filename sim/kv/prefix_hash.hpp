@@ -17,6 +17,15 @@ struct TokenSource {
   std::uint32_t stream_id = 0;
 };
 
+// Which other requests may use a request's stream. It decides when a sequence's KV blocks must be
+// findable in the prefix cache (ReplicaState::shared_blocks): blocks nobody else can look up while
+// it runs are registered only when it leaves the running set.
+enum class StreamUse : std::uint8_t {
+  alone,        // no other request: once it has left, nobody can look its stream's blocks up
+  later_turns,  // the later turns of its session, which arrive only after it has completed
+  concurrent,   // requests that may run beside it (a prompt pool sends the same prompt again)
+};
+
 // Hash of block `index` (block_size tokens) given the previous block's chained hash (0 for the
 // first block). O(1): a block covers at most two sources.
 inline std::uint64_t chain_block_hash(std::uint64_t previous, const TokenSource& src, std::int64_t index,

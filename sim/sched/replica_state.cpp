@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
@@ -84,17 +85,54 @@ void ReplicaState::set_kv_tokens(Sequence& seq, std::int64_t tokens) {
   seq.kv_tokens = tokens;
 }
 
+std::int32_t ReplicaState::shared_blocks(const Request& r) const {
+  // Blocks no other request can look up or hold a copy of while this one runs may be registered
+  // late: the cache then differs only in entries nobody reads before the sequence leaves. Who may:
+  // - concurrent streams (a prompt pool): another copy of the prompt may run beside it and fill
+  //   the same output blocks, and the first to fill one registers it (the other copy stays
+  //   uncached and is freed, not kept), so every block is registered as it fills;
+  // - a later turn: its prompt repeats earlier turns' prompts and answers, whose blocks may still
+  //   be cached, and a copy of a cached block stays uncached, so its prompt's blocks are;
+  // - a shared prefix: other requests look its blocks up at any time.
+  // Everything else (the blocks holding its own new tokens, all of its output) is its own until it
+  // leaves: even a later turn of its session arrives only after it completes. (Chained 64-bit
+  // hashes name token contents; two different contents sharing a hash, which the per-block
+  // registration would take for a hit, is a ~1e-9 event per run and is not reproduced.)
+  const std::int64_t b = kv.block_size_tokens();
+  if (r.stream_use == StreamUse::concurrent || !late_registration) return std::numeric_limits<std::int32_t>::max();
+  if (r.turn > 0) return static_cast<std::int32_t>(r.prompt_tokens / b);
+  return r.prefix_id >= 0 ? static_cast<std::int32_t>(r.prefix_tokens / b) : 0;
+}
+
 void ReplicaState::publish_full_blocks(Sequence& seq) {
   if (!config.enable_prefix_caching) return;
+  const std::int64_t b = kv.block_size_tokens();
+  // The blocks past eager_blocks are registered when the sequence leaves (register_own_blocks).
+  const std::int64_t full = std::min<std::int64_t>(seq.kv_tokens / b, seq.eager_blocks);
+  if (seq.hashed_blocks >= full) return;  // every decode step of every sequence comes here
+  publish_blocks(seq, full);
+}
+
+void ReplicaState::publish_blocks(Sequence& seq, std::int64_t end) {
   const Request& r = requests[seq.request];
   const TokenSource src{r.prefix_id, r.prefix_tokens, r.stream_id};
   const std::int64_t b = kv.block_size_tokens();
-  const std::int64_t full = seq.kv_tokens / b;
-  for (std::int64_t i = seq.hashed_blocks; i < full; ++i) {
+  for (std::int64_t i = seq.hashed_blocks; i < end; ++i) {
     seq.chain_hash = chain_block_hash(seq.chain_hash, src, i, b);
     kv.publish(seq.slot, i, seq.chain_hash);
   }
-  seq.hashed_blocks = static_cast<std::int32_t>(std::max<std::int64_t>(seq.hashed_blocks, full));
+  seq.hashed_blocks = static_cast<std::int32_t>(end);
+}
+
+void ReplicaState::register_own_blocks(Sequence& seq, bool findable) {
+  const std::int64_t full = seq.kv_tokens / kv.block_size_tokens();
+  if (!config.enable_prefix_caching || seq.hashed_blocks >= full) return;
+  if (findable) {
+    publish_blocks(seq, full);
+  } else {
+    kv.publish_unindexed(seq.slot, seq.hashed_blocks, full);
+    seq.hashed_blocks = static_cast<std::int32_t>(full);
+  }
 }
 
 PrefixProbe ReplicaState::probe_prefix(const Sequence& seq) const {
@@ -138,6 +176,7 @@ std::size_t ReplicaState::admit_front(const PrefixProbe& probe, std::int64_t chu
     prefix_query_tokens += seq.target_tokens;
     prefix_hit_tokens += probe.hit_blocks * b;
   }
+  if (config.enable_prefix_caching) seq.eager_blocks = std::max(seq.eager_blocks, shared_blocks(requests[seq.request]));
   seq.computed_tokens = probe.hit_blocks * b;
   seq.chain_hash = probe.chain_hash;
   seq.hashed_blocks = static_cast<std::int32_t>(probe.hit_blocks);
@@ -185,6 +224,11 @@ void ReplicaState::preempt(std::size_t index) {
   preemptions += 1;
   preempted_ids.push_back(seq.request);
   const std::int64_t blocks = kv.blocks_for_tokens(seq.computed_tokens);
+  // It comes back and looks its own blocks up (recompute), or may (a swapped sequence can be
+  // preempted again by recompute): they must be findable. Copies of them may now stay cached, so
+  // when it fills them again they are registered as they fill (eager_blocks).
+  register_own_blocks(seq, true);
+  seq.eager_blocks = std::max(seq.eager_blocks, seq.hashed_blocks);
   release(seq);
   if (config.preemption_mode == PreemptionMode::swap && swap_used_blocks + blocks <= swap_capacity_blocks) {
     // Swap: the written KV goes to host memory over the host link; nothing is recomputed.
@@ -245,7 +289,10 @@ std::size_t ReplicaState::admit_migrated() {
     set_kv_tokens(seq, seq.computed_tokens);
     seq.chain_hash = 0;
     seq.hashed_blocks = 0;
-    if (config.enable_prefix_caching) publish_full_blocks(seq);
+    if (config.enable_prefix_caching) {
+      seq.eager_blocks = shared_blocks(requests[seq.request]);
+      publish_full_blocks(seq);
+    }
     requests[seq.request].state = RequestState::running;
     join_running(seq);
     ++n;
@@ -254,7 +301,7 @@ std::size_t ReplicaState::admit_migrated() {
 }
 
 bool ReplicaState::plain_paged() const {
-  return config.kv_reservation != KvReservation::contiguous && !config.enable_prefix_caching &&
+  return config.kv_reservation != KvReservation::contiguous && !(config.enable_prefix_caching && (concurrent_streams || !late_registration)) &&
          std::has_single_bit(static_cast<std::uint64_t>(kv.block_size_tokens()));
 }
 
@@ -280,6 +327,10 @@ void ReplicaState::check_window_invariants() const {
       if (pos >= bucket.size() || bucket[pos] != seq.slot) throw std::logic_error("decode window: a sequence is not in its phase bucket");
     }
     if (kv.blocks_of(seq.slot) != kv.blocks_for_tokens(kv_now)) throw std::logic_error("decode window: a block table does not match kv_tokens");
+    // The window's steps register no block: a sequence's eager blocks were all registered before.
+    if (config.enable_prefix_caching && seq.hashed_blocks < std::min<std::int64_t>(kv_now / b, seq.eager_blocks)) {
+      throw std::logic_error("decode window: a block that must be registered as it fills is not");
+    }
     frag += kv.blocks_for_tokens(kv_now) * b - kv_now;
   }
   std::size_t bucketed = 0;
@@ -561,6 +612,12 @@ void ReplicaState::close_decode_window() {
 }
 
 void ReplicaState::release(const Sequence& seq) {
+  if (config.enable_prefix_caching && seq.hashed_blocks < seq.kv_tokens / kv.block_size_tokens()) {
+    // It leaves for good (preempt registered its blocks already): only its session's later turns
+    // could look its own blocks up.
+    Sequence leaving = seq;
+    register_own_blocks(leaving, requests[seq.request].stream_use != StreamUse::alone);
+  }
   const std::int64_t reserved = kv.blocks_of(seq.slot) * kv.block_size_tokens();
   released_reserved_slots += reserved;
   released_unwritten_slots += reserved - seq.kv_tokens;

@@ -98,14 +98,14 @@ struct ReplicaState {
   // An all-running decode step is committed at `now` (the replica then adds its tokens).
   void advance_window(TimeNs now);
 
-  // Lazy KV tokens in the decode window, for paged KV without prefix caching and a power-of-two
-  // block (plain_paged(); the replica sets lazy_kv). decode_all does not write kv_tokens of a
-  // sequence in the window: it is computed_tokens, plus one while a planned decode step is in
-  // flight (kv_ahead), and settle writes it. Such a sequence needs a fresh block exactly when
-  // its computed_tokens is a multiple of the block size, and window_steps - computed_tokens does
-  // not change while it is in the window (both grow by one per step); so the sequences are
-  // bucketed by that difference mod the block size, and a step visits one bucket and adds the
-  // others' context as one sum: O(batch / block size) instead of O(batch).
+  // Lazy KV tokens in the decode window, for paged KV with a power-of-two block whose decodes
+  // register no prefix-cache block (plain_paged(); the replica sets lazy_kv). decode_all does not
+  // write kv_tokens of a sequence in the window: it is computed_tokens, plus one while a planned
+  // decode step is in flight (kv_ahead), and settle writes it. Such a sequence needs a fresh
+  // block exactly when its computed_tokens is a multiple of the block size, and window_steps -
+  // computed_tokens does not change while it is in the window (both grow by one per step); so the
+  // sequences are bucketed by that difference mod the block size, and a step visits one bucket
+  // and adds the others' context as one sum: O(batch / block size) instead of O(batch).
   bool lazy_kv = false;
   bool kv_ahead = false;
   std::int64_t lazy_members = 0;       // running sequences in the window (lazy_kv only)
@@ -135,13 +135,22 @@ struct ReplicaState {
   std::int32_t& finish_slot(std::int64_t step) {
     return finish_count[static_cast<std::size_t>(step) & (finish_count.size() - 1)];
   }
-  // Paged reservation without prefix caching and a power-of-two block (the usual engine): the
-  // next token needs a new block exactly when the last one is full, and no cached block can be
-  // evicted for it (so the free list is all there is).
+  // Paged reservation with a power-of-two block (the usual engine): the next token needs a new
+  // block exactly when the last one is full, and a decode step registers no block in the prefix
+  // cache (the blocks a decode fills are registered when their sequence leaves: shared_blocks),
+  // unless requests of one stream run concurrently (concurrent_streams).
   bool plain_paged() const;
+  // The workload may run requests of one token stream at the same time (StreamUse::concurrent:
+  // a prompt pool); set by the replica. With prefix caching their decodes register blocks.
+  bool concurrent_streams = false;
+  // Prefix caching: blocks nobody else can look up while their sequence runs are registered when
+  // it leaves (shared_blocks). Off (the exact reference path): every block as it fills, which
+  // the tests compare the late registration with.
+  bool late_registration = true;
   // Throws std::logic_error unless the lazy window's bookkeeping matches the sequences: members
   // counted and summed, each in its phase bucket, every running sequence's block table sized for
-  // its (materialised) kv_tokens, frag_slots their unused slots. O(running); lazy_kv only.
+  // its (materialised) kv_tokens and its eager blocks registered, frag_slots their unused slots.
+  // O(running); lazy_kv only.
   void check_window_invariants() const;
 
   std::size_t class_of(const Sequence& s) const;
@@ -186,8 +195,14 @@ struct ReplicaState {
   // is: waiting, running (blocks freed), swapped out (host blocks freed) or migrated. Marks it
   // timed_out and lists it in timed_out_ids. The engine notices aborts between iterations, as vLLM.
   void abort_older_than(TimeNs timeout_ns);
-  // Frees a running sequence's blocks and slot (the caller removes it from `running`).
+  // Frees a running sequence's blocks and slot (the caller removes it from `running`): it leaves
+  // for good (finished, timed out, handed off) or was preempted (preempt). With prefix caching
+  // its blocks past eager_blocks are registered first (register_own_blocks).
   void release(const Sequence& seq);
+  // Prefix caching: the leading blocks of a request's sequence that are registered in the cache
+  // as they fill (Sequence::eager_blocks); the others when it leaves. Exact: no lookup and no
+  // other registration can involve those blocks' hashes while it runs (the .cpp says why).
+  std::int32_t shared_blocks(const Request& r) const;
   // Removes running[index] and preempts it: to host memory (swap mode, while swap space lasts)
   // or back to the front of the waiting queue to be recomputed.
   void preempt(std::size_t index);
@@ -203,7 +218,14 @@ struct ReplicaState {
   bool decode_lazy(std::int64_t& kv_tokens);
   // decode_all one sequence at a time, in order (growth may preempt).
   void decode_each(std::int64_t& kv_tokens);
+  // Registers seq's filled blocks up to eager_blocks (the rest wait for register_own_blocks).
   void publish_full_blocks(Sequence& seq);
+  // Hashes seq's blocks [hashed_blocks, end) along its chain and registers them.
+  void publish_blocks(Sequence& seq, std::int64_t end);
+  // Registers seq's filled blocks not registered yet (those past eager_blocks): under their
+  // hashes when a later request may look them up (`findable`), else as cached blocks no lookup
+  // finds (BlockAllocator::publish_unindexed: no hashing, no index entry).
+  void register_own_blocks(Sequence& seq, bool findable);
 };
 
 // One sequence's share of an iteration.

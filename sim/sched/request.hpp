@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sim/core/time.hpp"
+#include "sim/kv/prefix_hash.hpp"
 
 namespace servesim {
 
@@ -28,6 +29,7 @@ struct Request {
   std::int32_t prefix_tokens = 0;
   std::uint32_t stream_id = 0;
   std::int32_t turn = 0;           // index within its session
+  StreamUse stream_use = StreamUse::alone;
   std::uint8_t priority = 0;       // class, 0 = most urgent
   std::int32_t replica = -1;       // where it runs now (the decode replica once its KV moved)
   std::uint16_t cls = 0;           // request class (index into the workload's classes)
@@ -70,6 +72,9 @@ struct Sequence {
   std::int64_t kv_tokens = 0;        // tokens whose KV is in the cache once the planned iteration runs
   std::uint64_t chain_hash = 0;      // prefix caching: hash of block hashed_blocks - 1
   std::int32_t hashed_blocks = 0;    // leading blocks already registered in the prefix cache
+  // Prefix caching: leading blocks registered as soon as they fill; the blocks after them are
+  // registered when the sequence leaves the running set (ReplicaState::shared_blocks says why).
+  std::int32_t eager_blocks = 0;
   // computed_tokens once the request has all its output; set whenever the replica writes the
   // Request's token count, read while the sequence is in the decode window.
   std::int64_t done_at_tokens = 0;

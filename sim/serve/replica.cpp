@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "sim/serve/parallel.hpp"
+#include "sim/workload/workload.hpp"
 
 namespace servesim {
 
@@ -26,6 +27,7 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
   metrics_.classes.resize(scenario.workload.classes.size());
+  state_.concurrent_streams = streams_run_concurrently(scenario.workload);
   set_checks(false, false);
 }
 

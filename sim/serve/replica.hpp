@@ -104,11 +104,12 @@ class Replica {
   }
   // Instances sharing one GPU (parallel.instances_per_gpu > 1) share one GpuShare (not owned).
   void set_gpu_share(GpuShare* share) { gpu_share_ = share; }
-  // reference_path: time every kernel with estimate() (no cache) and write every token into its
-  // Request (no decode window); check_every_iteration: the allocator's O(capacity) invariant
-  // check after each iteration.
+  // reference_path: time every kernel with estimate() (no cache), write every token into its
+  // Request (no decode window) and register every prefix-cache block as it fills;
+  // check_every_iteration: the allocator's O(capacity) invariant check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
     cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path);
+    state_.late_registration = !reference_path;
     // Multi-step windows (engine.num_scheduler_steps > 1) take the per-item path: no decode
     // window, so no lazy tokens and no quiet decode runs (quiet_decode needs lazy_computed).
     use_decode_window_ = !reference_path && scenario_.engine.num_scheduler_steps == 1;

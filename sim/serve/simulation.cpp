@@ -80,6 +80,7 @@ RequestSpec spec_of(const Request& r) {
   s.prefix_tokens = r.prefix_tokens;
   s.stream_id = r.stream_id;
   s.turn = r.turn;
+  s.stream_use = r.stream_use;
   s.priority = r.priority;
   return s;
 }
@@ -305,6 +306,7 @@ class EventLoop {
     r.prefix_tokens = static_cast<std::int32_t>(a.spec.prefix_tokens);
     r.stream_id = a.spec.stream_id;
     r.turn = a.spec.turn;
+    r.stream_use = a.spec.stream_use;
     r.priority = a.spec.priority;
     r.id = static_cast<std::uint32_t>(arrived_ - 1);
     const std::uint32_t index = requests_.acquire(r);

@@ -56,9 +56,9 @@ struct SimHooks {
   RunObserver* observer = nullptr;  // not owned
   // Called every few thousand events with where the run stands (for progress bars).
   std::function<void(const Progress&)> progress;
-  // The exact reference path: every kernel timed by estimate() (no KernelTimeCache) and every
-  // token written into its Request (no decode window). Slower; the tests check that it gives the
-  // same report as the default path.
+  // The exact reference path: every kernel timed by estimate() (no KernelTimeCache), every
+  // token written into its Request (no decode window) and every prefix-cache block registered as
+  // it fills. Slower; the tests check that it gives the same report as the default path.
   bool reference_path = false;
   // Fast-forward (on unless reference_path): a replica's iterations that end before any other
   // event are chained without the event queue (EventLoop::start). Off: one queue event per

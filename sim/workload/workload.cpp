@@ -133,7 +133,7 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
   const std::int64_t turns = config_.sessions.turns;
   if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
   const SharedPrefixConfig& sp = config_.shared_prefix;
-  if (sp.num_prefixes > 0 && sp.prompts_per_prefix > 0) {
+  if (streams_run_concurrently(config_)) {
     // Prefix-major, then one Fisher-Yates shuffle from its own stream (random.shuffle in
     // inference-perf): the sending order is the pool's order, repeated.
     RngStream pool_rng(seed, "prompt_pool");
@@ -223,6 +223,7 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
     r.prefix_tokens = sp.prefix_tokens;
     r.prompt_tokens += sp.prefix_tokens;
   }
+  r.stream_use = stream_use(r.turn);
   const auto& w = config_.priority_class_weights;
   if (w.size() > 1) r.priority = static_cast<std::uint8_t>(draw_index(priority_cdf_, priority_rng_.uniform()));
   ++produced_;
@@ -242,8 +243,20 @@ std::optional<RequestSpec> WorkloadGenerator::next_turn(const RequestSpec& done,
   // need drawn lengths: the scenario parser rejects them with trace lengths.)
   r.prompt_tokens = done.prompt_tokens + done.output_tokens + prompt_[r.cls].next();
   r.output_tokens = output_[r.cls].next();
+  r.stream_use = stream_use(r.turn);
   ++produced_;
   return r;
+}
+
+bool streams_run_concurrently(const WorkloadConfig& w) {
+  return w.shared_prefix.num_prefixes > 0 && w.shared_prefix.prompts_per_prefix > 0;  // the pool of the constructor
+}
+
+StreamUse WorkloadGenerator::stream_use(std::int32_t turn) const {
+  // A pool's prompt is sent again while its earlier copies may still run (the same stream_id);
+  // a session's turns follow one another, each after the previous one completed.
+  if (streams_run_concurrently(config_)) return StreamUse::concurrent;
+  return turn + 1 < config_.sessions.turns ? StreamUse::later_turns : StreamUse::alone;
 }
 
 }  // namespace servesim

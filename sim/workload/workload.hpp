@@ -10,6 +10,7 @@
 #include "sim/config/scenario.hpp"
 #include "sim/core/rng.hpp"
 #include "sim/core/time.hpp"
+#include "sim/kv/prefix_hash.hpp"
 
 namespace servesim {
 
@@ -25,6 +26,7 @@ struct RequestSpec {
   std::int64_t prefix_tokens = 0;   // its length (the first tokens of the prompt)
   std::uint32_t stream_id = 0;      // the conversation: tokens after the prefix belong to it
   std::int32_t turn = 0;            // 0 for a session's first request
+  StreamUse stream_use = StreamUse::alone;  // who else may use stream_id's tokens
   std::uint8_t priority = 0;        // class, 0 = most urgent
   std::uint32_t cls = 0;             // index into WorkloadConfig::classes
 };
@@ -56,6 +58,10 @@ class ArrivalProcess {
   std::int64_t count_ = 0;
 };
 
+// Whether requests of one token stream may run at the same time (StreamUse::concurrent): a prompt
+// pool (workload.shared_prefix.prompts_per_prefix) sends each prompt again and again.
+bool streams_run_concurrently(const WorkloadConfig& w);
+
 // Gamma(shape, scale=1) by Marsaglia-Tsang; shape < 1 through the boost U^(1/shape).
 double gamma_variate(RngStream& rng, double shape);
 
@@ -73,6 +79,7 @@ class WorkloadGenerator {
 
  private:
   std::uint32_t pick_class(const std::string& label);
+  StreamUse stream_use(std::int32_t turn) const;
   WorkloadConfig config_;
   ArrivalProcess arrivals_;
   RngStream class_rng_;

@@ -72,6 +72,31 @@ TEST_CASE("fast-forward and per-step loop agree on every bundled scenario") {
   CHECK(quiet_steps > 0);
 }
 
+TEST_CASE("fast-forward and per-step loop agree with prefix caching on (vLLM V1's default)") {
+  // With prefix caching the decode window and quiet runs stay on (blocks a decode fills are
+  // registered when their sequence leaves); fresh blocks may come from evicting cached ones.
+  for (const auto& p : bundled_scenarios()) {
+    std::vector<std::string> overrides = {"engine.enable_prefix_caching=true"};
+    if (load_scenario(p.string(), {}).workload.num_requests > 300) overrides.push_back("workload.num_requests=300");
+    const SimResult fast = check_same_report(load_scenario(p.string(), overrides), p.filename().string() + ", prefix caching");
+    if (p.filename() == "default.json") CHECK(fast.decode_run_steps > fast.metrics.iterations / 4);
+  }
+  const std::string policies = (kRepo / "scenarios/policies.json").string();
+  for (const PolicyEntry& policy : scheduler_policies()) {
+    for (const char* preemption : {"recompute", "swap"}) {
+      // A small cache: evictions and preemptions inside decode runs.
+      const Scenario s = load_scenario(policies, {"workload.num_requests=300", "engine.scheduler.impl=" + policy.name,
+                                                  std::string("engine.preemption_mode=") + preemption,
+                                                  "engine.enable_prefix_caching=true", "engine.gpu_memory_utilization=0.25",
+                                                  "workload.arrival.rate_per_s=20"});
+      const SimResult fast = check_same_report(s, policy.name + ", " + preemption + ", prefix caching");
+      CHECK(fast.metrics.prefix_evictions > 0);
+      CHECK(fast.metrics.prefix_hit_tokens > 0);
+      if (policy.name == "continuous") CHECK(fast.metrics.preemptions > 0);
+    }
+  }
+}
+
 TEST_CASE("fast-forward and per-step loop agree with interpolated decode steps too") {
   // cost_model.interpolate_decode prices a quiet run's steps through decode_run_step and the
   // per-step loop's through step_time: the same cells, the same points, the same report.
