@@ -72,10 +72,11 @@ Table readable_table(const RooflineResult& r) {
 }
 
 // The step and where its time goes, in three lines.
-std::string summary(const std::string& head, const RooflineResult& r) {
-  std::string s = head + ": step " + format_duration(r.step_time_s) + " = host " + format_duration(r.host_s) + " + GPU " +
-                  format_duration(r.step_time_s - r.host_s) +
-                  (r.launch_wait_s > 0.0 ? " (of which waiting on launches " + format_duration(r.launch_wait_s) + ")" : "") + "\n";
+std::string summary(const std::string& head, const RooflineResult& r, const StepQuery& q) {
+  const bool overlapped = q.engine && q.engine->launch.overlap_host;
+  std::string s = head + ": step " + format_duration(r.step_time_s) + " = " +
+                  step_split(r.step_time_s, r.host_s, r.launch_wait_s, overlapped) + "\n";
+  if (q.engine) s += "  engine " + q.engine->name + " (" + q.engine->display_name + ")\n";
   s += "  GPU work " + format_duration(r.gpu_s) + " = roofline " + format_duration(r.roofline_s) + " (" +
        num("%.0f%%", r.gpu_s > 0.0 ? 100.0 * r.roofline_s / r.gpu_s : 0.0) + ") + launch " + format_duration(r.gap_launch_s) +
        " + small shapes " + format_duration(r.gap_small_shape_s) + " + bandwidth " + format_duration(r.gap_bandwidth_s) + "\n";
@@ -105,20 +106,20 @@ int cmd_roofline(const std::vector<std::string>& args) {
                            std::to_string(s.context);
   if (p.count("json")) {
     nlohmann::json j = {{"model", q.model.name}, {"hw", q.hw.name}, {"phase", s.phase}, {"batch", s.batch}, {"context", s.context},
-                        {"dtype", dtype_name(q.precision.weights)}, {"ridge_point_flops_per_byte", r.ridge_point_flops_per_byte},
+                        {"dtype", dtype_name(q.precision.weights)}, {"engine", q.engine ? q.engine->name : std::string("none")}, {"ridge_point_flops_per_byte", r.ridge_point_flops_per_byte},
                         {"step_time_s", r.step_time_s}, {"gpu_s", r.gpu_s}, {"roofline_s", r.roofline_s}, {"host_s", r.host_s},
                         {"launch_s", r.launch_s}, {"launch_wait_s", r.launch_wait_s}, {"attention_share_frac", r.attention_share_frac},
                         {"gap_totals", {{"launch_s", r.gap_launch_s}, {"small_shape_s", r.gap_small_shape_s}, {"bandwidth_s", r.gap_bandwidth_s}}},
                         {"ops", table_to_json(raw)}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << summary(head, r) << "\n";
+    std::cout << summary(head, r, q) << "\n";
     write_text(std::cout, readable_table(r));
   }
   write_csv_if_asked(p, raw);
   if (p.count("md")) {
     std::ostringstream os;
-    os << "# roofline: " << head << "\n\n`servesim roofline " << join_args(args) << "`\n\n```\n" << summary(head, r) << "```\n\n";
+    os << "# roofline: " << head << "\n\n`servesim roofline " << join_args(args) << "`\n\n```\n" << summary(head, r, q) << "```\n\n";
     write_markdown(os, readable_table(r));
     write_file(p["md"].as<std::string>(), os.str());
   }

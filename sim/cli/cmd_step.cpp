@@ -90,18 +90,11 @@ void print_step(const StepQuery& q, const StepAsked& s, const LaunchConfig& laun
                                     : std::string(quant_name(q.precision.quant)) + (q.emulated ? " (emulated: no such units on this GPU)" : "");
   std::printf("%s on %s, %s, batch %lld, context %lld, %s: step %s\n", q.model.name.c_str(), q.hw.name.c_str(), s.phase.c_str(),
               s.batch, s.context, precision.c_str(), format_duration(step.time_s).c_str());
-  std::printf("  = host %s + GPU %s%s; roofline %s; %lld kernels (%.1f per token)%s\n", format_duration(step.host_s).c_str(),
-              format_duration(step.time_s - step.host_s).c_str(),
-              step.launch_wait_s > 0.0 ? (" (of which waiting on launches " + format_duration(step.launch_wait_s) + ")").c_str() : "",
+  std::printf("  = %s; roofline %s; %lld kernels (%.1f per token)%s\n",
+              step_split(step.time_s, step.host_s, step.launch_wait_s, launch.overlap_host).c_str(),
               format_duration(step.roofline_s).c_str(), static_cast<long long>(step.kernels), out["kernels_per_token"].get<double>(),
               step.launch_bound ? ", launch-bound" : "");
-  if (q.engine) {
-    std::printf("  engine %s: %s\n", q.engine->name.c_str(), t.cuda_graphs ? "CUDA graph" : "eager launches");
-  } else {
-    std::printf("  engine: default (%s, host %s per step + %s per sequence; --engine NAME for an engine's)\n",
-                t.cuda_graphs ? "CUDA graph" : "eager launches", format_duration(launch.host_overhead_per_step_s).c_str(),
-                format_duration(launch.host_overhead_per_seq_s).c_str());
-  }
+  std::printf("  %s\n", engine_line(q, launch, t.cuda_graphs).c_str());
   std::printf("  profile %s: %s\n", q.hw.name.c_str(), field_origins_line(q.hw).c_str());
   const ParallelConfig& par = q.parallel;
   if (par.gpus_per_replica() > 1) {

@@ -3,6 +3,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
@@ -102,7 +103,9 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
     throw InputError(cmd, "--dtype", std::string(dtype_name(q.precision.weights)) + " not supported by " + q.hw.name);
   }
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
-  if (p.count("engine")) {
+  {
+    // Always a profile, as `run` has: the flag's default is the default engine (cxxopts counts
+    // only a flag given, so p.count("engine") would skip it and price steps without one).
     q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
     resolve_for_gpu(*q.engine, q.hw);
   }
@@ -122,6 +125,24 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
     throw InputError(cmd, "--expert-imbalance", "must be at most --ep (" + std::to_string(par.expert_parallel_size) + ")");
   }
   return q;
+}
+
+std::string step_split(double time_s, double host_s, double launch_wait_s, bool host_overlapped) {
+  const std::string waiting = launch_wait_s > 0.0 ? " (of which waiting on launches " + format_duration(launch_wait_s) + ")" : "";
+  if (host_overlapped) {
+    // time_s = max(host, GPU path): the GPU path is the step unless the host is longer.
+    const bool host_bound = host_s > time_s - 1e-15 && host_s > 0.0;
+    if (host_bound) return "host " + format_duration(host_s) + ", the GPU's work overlapped with it and shorter";
+    return "GPU " + format_duration(time_s) + waiting + ", host " + format_duration(host_s) + " overlapped with it";
+  }
+  return "host " + format_duration(host_s) + " + GPU " + format_duration(time_s - host_s) + waiting;
+}
+
+std::string engine_line(const StepQuery& q, const LaunchConfig& launch, bool cuda_graphs) {
+  const std::string name = q.engine ? q.engine->name : std::string("none");
+  return "engine " + name + ": " + (cuda_graphs ? "CUDA graph" : "eager launches") + ", host " +
+         format_duration(launch.host_overhead_per_step_s) + " per step + " + format_duration(launch.host_overhead_per_seq_s) +
+         " per sequence" + (launch.overlap_host ? ", overlapped with the GPU" : "") + " (--engine NAME for another)";
 }
 
 }  // namespace servesim::cli

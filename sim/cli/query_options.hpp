@@ -30,4 +30,11 @@ struct StepAsked {
 };
 StepAsked read_step(const cxxopts::ParseResult& p, const StepQuery& q, const std::string& cmd);
 
+// "host H + GPU G (of which waiting on launches W)", or, when the engine overlaps its host work
+// with the GPU (async scheduling: the step takes the longer of the two), "GPU G, host H
+// overlapped": the words after "step T =" in `step` and `roofline`.
+std::string step_split(double time_s, double host_s, double launch_wait_s, bool host_overlapped);
+// The engine line of `step` and `roofline`: name, graphs or eager launches, host terms.
+std::string engine_line(const StepQuery& q, const LaunchConfig& launch, bool cuda_graphs);
+
 }  // namespace servesim::cli

@@ -7,6 +7,7 @@
 #include "sim/analysis/compare.hpp"
 #include "sim/analysis/roofline.hpp"
 #include "sim/analysis/sweep.hpp"
+#include "sim/config/scenario.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/table_io.hpp"
@@ -136,6 +137,18 @@ TEST_CASE("sweep/saturate/roofline/plan CLIs: --json parses, bad flags exit 2") 
   const auto sj = nlohmann::json::parse(step.output);
   CHECK(sj["time_s"].get<double>() == rj["step_time_s"].get<double>());
   CHECK(sj["host_s"].get<double>() > 0.0);
+  // Without --engine both price the step with the default engine, as `run` does (the flag's
+  // default once went unread and steps were priced with no engine profile at all).
+  CHECK(sj["engine"] == EngineConfig::kDefaultProfile);
+  CHECK(rj["engine"] == EngineConfig::kDefaultProfile);
+  const auto named = nlohmann::json::parse(
+      test::run_cli(std::string("step --model llama-2-7b --hw a100-80gb-sxm --batch 8 --context 2048 --json --engine ") +
+                    EngineConfig::kDefaultProfile).output);
+  CHECK(named["time_s"].get<double>() == sj["time_s"].get<double>());
+  const auto generic = nlohmann::json::parse(
+      test::run_cli("step --model llama-2-7b --hw a100-80gb-sxm --batch 8 --context 2048 --json --engine generic").output);
+  CHECK(generic["engine"] == "generic");
+  CHECK(generic["host_overhead_per_step_s"].get<double>() != sj["host_overhead_per_step_s"].get<double>());
   // No silent context 0 for a decode step; a model that does not fit is refused, naming the flag.
   const auto no_context = test::run_cli("roofline --model llama-2-7b --hw a100-80gb-sxm --batch 8");
   CHECK(no_context.exit_code == 2);
