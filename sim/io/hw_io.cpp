@@ -7,8 +7,11 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "sim/core/error.hpp"
@@ -467,7 +470,57 @@ HwProfile parse_hw_profile(const nlohmann::json& doc, const std::string& file) {
   return hw;
 }
 
-HwProfile load_hw_profile(const std::string& path) { return parse_hw_profile(load_json_file(path), path); }
+namespace {
+// The bytes of a regular file; nullopt for anything else (a FIFO, a missing file), which the
+// cache below leaves to the loader and its errors.
+std::optional<std::string> regular_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  if (!(in && bytes << in.rdbuf())) return std::nullopt;
+  return std::move(bytes).str();
+}
+
+// A profile parsed once per process: plan and saturate build a scenario per probe and
+// replication, and parsing a measured profile's tables (125-240 KB of JSON) was half of a plan's
+// CPU time. An entry is reused only while the profile's and its tables file's bytes are the ones
+// it was parsed from, so an edited file is read again.
+struct ParsedProfile {
+  std::string bytes, tables_path, tables_bytes;
+  HwProfile hw;
+};
+std::mutex parsed_profiles_mutex;
+std::map<std::string, ParsedProfile>& parsed_profiles() {
+  static std::map<std::string, ParsedProfile> cache;
+  return cache;
+}
+}  // namespace
+
+HwProfile load_hw_profile(const std::string& path) {
+  const std::optional<std::string> bytes = regular_file_bytes(path);
+  if (bytes) {
+    std::lock_guard<std::mutex> lock(parsed_profiles_mutex);
+    const auto it = parsed_profiles().find(path);
+    if (it != parsed_profiles().end() && it->second.bytes == *bytes &&
+        (it->second.tables_path.empty() || regular_file_bytes(it->second.tables_path) == it->second.tables_bytes)) {
+      return it->second.hw;
+    }
+  }
+  const nlohmann::json doc = load_json_file(path);
+  HwProfile hw = parse_hw_profile(doc, path);
+  if (!bytes) return hw;
+  ParsedProfile entry{*bytes, "", "", hw};
+  if (const auto t = doc.find("tables"); t != doc.end() && t->is_string()) {
+    entry.tables_path = hw_tables_path(t->get<std::string>(), path);
+    const std::optional<std::string> tables = regular_file_bytes(entry.tables_path);
+    if (!tables) return hw;
+    entry.tables_bytes = *tables;
+  }
+  std::lock_guard<std::mutex> lock(parsed_profiles_mutex);
+  parsed_profiles()[path] = std::move(entry);
+  return hw;
+}
 
 HwProfile::AttentionKernelTables parse_attention_kernel_tables(const nlohmann::json& doc, const std::string& file,
                                                                const std::string& path) {

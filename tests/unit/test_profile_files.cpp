@@ -102,6 +102,35 @@ TEST_CASE("rewriting a bundled profile keeps its tables file byte for byte and i
   fs::remove_all(out);
 }
 
+TEST_CASE("a profile parsed once is read again when it or its tables file changes") {
+  const fs::path dir = fs::temp_directory_path() / ("servesim_profile_cache_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "tables");
+  const std::string bundled = resolve_data_ref("hwprofiles", "h100-sxm", "", "");
+  nlohmann::json doc = load_json_file(bundled);
+  nlohmann::json tables = load_json_file(fs::path(bundled).parent_path() / doc["tables"].get<std::string>());
+  const std::string path = (dir / "gpu.json").string();
+  const auto write = [&] {
+    std::ofstream(path) << doc.dump();
+    std::ofstream(dir / doc["tables"].get<std::string>()) << tables.dump();
+  };
+  write();
+  const std::vector<double> first = probe_times(load_hw_profile(path));
+  CHECK(probe_times(load_hw_profile(path)) == first);  // unchanged files: the same profile
+  doc["hbm_bandwidth_bytes_per_s"] = doc["hbm_bandwidth_bytes_per_s"].get<double>() / 2;
+  write();
+  const std::vector<double> slower = probe_times(load_hw_profile(path));
+  CHECK(slower != first);
+  auto& row = tables["calibration"]["gemm"]["fp16"]["shapes"];
+  for (auto& r : row) {
+    for (std::size_t i = 2; i < r.size(); ++i) {
+      if (r[i].is_number()) r[i] = r[i].get<double>() / 2;
+    }
+  }
+  write();  // only the tables file changes
+  CHECK(probe_times(load_hw_profile(path)) != slower);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("profile tables: strict, and each table in one place") {
   const std::string path = resolve_data_ref("hwprofiles", "h200-sxm", "", "");
   nlohmann::json doc = load_json_file(path);
