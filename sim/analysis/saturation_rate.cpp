@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/report_io.hpp"
 #include "sim/metrics/slo.hpp"
 #include "sim/serve/saturation_batch.hpp"
 
@@ -23,16 +25,19 @@ struct ReplicationOutcome {
 
 ReplicationOutcome replicate(const Scenario& s) {
   const SimResult r = simulate(s);
-  const Metrics m = summarize_run(s, r);
+  // The four figures a probe reads, as the report computes them (not the whole report: a plan
+  // reads them from thousands of runs).
+  const std::map<std::string, double> m = report_figures_at(
+      s, r, {"slo.goodput_requests_per_s", "slo.success_frac", "batch.mean_size", "kv_cache.capacity_tokens"});
   ReplicationOutcome out;
   // Pass/fail from the SLO evaluation itself: without a latency target the report's slo.met is
   // null, and a probe passes when enough requests complete (min_success_frac).
   out.met = evaluate_slo(s.workload, r.metrics).met;
-  out.goodput_requests_per_s = metric(m, "slo.goodput_requests_per_s");
-  out.success_frac = metric(m, "slo.success_frac");
-  out.mean_batch = metric(m, "batch.mean_size");
+  out.goodput_requests_per_s = m.at("slo.goodput_requests_per_s");
+  out.success_frac = m.at("slo.success_frac");
+  out.mean_batch = m.at("batch.mean_size");
   out.mean_context_tokens = mean_prompt_tokens(r.metrics) + 0.5 * mean_output_tokens(r.metrics);
-  out.kv_capacity_tokens = static_cast<std::int64_t>(metric(m, "kv_cache.capacity_tokens"));
+  out.kv_capacity_tokens = static_cast<std::int64_t>(m.at("kv_cache.capacity_tokens"));
   return out;
 }
 

@@ -76,13 +76,43 @@ void cluster_sections(nlohmann::json& j, const Scenario& s, const SimResult& res
   }
 }
 
+// What the fleet's figures are computed from (the cold start and SLO evaluation are held here).
+struct FleetSource {
+  ColdStart cold;
+  SloResult slo;
+  ReportSource source;
+  FleetSource(const Scenario& s, const SimResult& res)
+      : cold(estimate_cold_start(s, res.memory.weight_bytes)),
+        slo(evaluate_slo(s.workload, res.metrics)),
+        source{s, res.metrics, res.memory, static_cast<double>(res.replicas.size()), ns_to_seconds(res.metrics.end_ns), res, cold, slo} {}
+};
+
 }  // namespace
+
+std::map<std::string, double> report_figures_at(const Scenario& s, const SimResult& res, const std::vector<std::string>& paths) {
+  const FleetSource fleet(s, res);
+  const auto wanted = [&paths](const std::string& figure) {
+    for (const std::string& p : paths) {
+      if (p == figure || (p.size() > figure.size() && p.compare(0, figure.size(), figure) == 0 && p[figure.size()] == '.')) return true;
+    }
+    return false;
+  };
+  nlohmann::json j = nlohmann::json::object();
+  write_report_figures(j, fleet.source, FigureScope::run, wanted);
+  write_report_figures(j, fleet.source, FigureScope::fleet, wanted);
+  const std::map<std::string, double> flat = flatten_report(j);
+  std::map<std::string, double> out;
+  for (const std::string& p : paths) {
+    if (const auto it = flat.find(p); it != flat.end()) out.emplace(p, it->second);
+  }
+  return out;
+}
 
 nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   const RunMetrics& m = res.metrics;
-  const ColdStart cold = estimate_cold_start(s, res.memory.weight_bytes);
-  const SloResult slo = evaluate_slo(s.workload, m);
-  const ReportSource fleet{s, m, res.memory, static_cast<double>(res.replicas.size()), ns_to_seconds(m.end_ns), res, cold, slo};
+  const FleetSource fs(s, res);
+  const ReportSource& fleet = fs.source;
+  const SloResult& slo = fs.slo;
   nlohmann::json j;
   j["schema"] = "servesim-report/1";
   j["scenario"] = scenario_to_json(s);

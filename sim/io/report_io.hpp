@@ -1,6 +1,9 @@
 // report.json (schema servesim-report/1) and the short human summary `run` prints.
 #pragma once
+#include <map>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +13,10 @@
 namespace servesim {
 
 nlohmann::json make_report(const Scenario& scenario, const SimResult& result);
+// The fleet figures at `paths` (report metric paths, a histogram's statistic as path.p99) with the
+// values make_report writes, computing only those: for callers that read a few figures of many
+// runs (saturate's probes). A path the run's report would not have is absent.
+std::map<std::string, double> report_figures_at(const Scenario& scenario, const SimResult& result, const std::vector<std::string>& paths);
 // The summary `run` prints; `wall_s` (the machine's time for the run) is printed, never written
 // into report.json, so reruns give the same report bytes.
 void print_summary(std::ostream& os, const nlohmann::json& report, double wall_s);

@@ -243,9 +243,10 @@ const std::vector<ReportFigure>& report_figures() {
   return figures;
 }
 
-void write_report_figures(nlohmann::json& report, const ReportSource& source, FigureScope scope) {
+void write_report_figures(nlohmann::json& report, const ReportSource& source, FigureScope scope,
+                          const std::function<bool(const std::string& path)>& only) {
   for (const ReportFigure& f : report_figures()) {
-    if (f.scope != scope || (f.written && !f.written(source))) continue;
+    if (f.scope != scope || (only && !only(f.path)) || (f.written && !f.written(source))) continue;
     std::string pointer = "/" + f.path;
     std::replace(pointer.begin(), pointer.end(), '.', '/');
     report[nlohmann::json::json_pointer(pointer)] = f.value(source);

@@ -6,6 +6,7 @@
 // given on a command line are checked against it before anything runs. Adding a figure is one entry
 // there. tests/unit checks the registry against the reports the writer produces, both ways.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,7 +67,9 @@ const std::vector<ReportFigure>& report_figures();
 
 // Sets every figure of `scope` that `source` has into `report` at its path (creating the objects on
 // the way); the report's other fields (names, time series, echoed inputs) are report_io's.
-void write_report_figures(nlohmann::json& report, const ReportSource& source, FigureScope scope);
+// `only`, when given, picks the figures by path.
+void write_report_figures(nlohmann::json& report, const ReportSource& source, FigureScope scope,
+                          const std::function<bool(const std::string& path)>& only = {});
 
 // A streaming histogram as the report writes it: count, mean, p50, p95, p99, max, jitter
 // (standard deviation / mean).

@@ -66,6 +66,14 @@ TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the
       INFO(named.first);  // not a structured binding: clang refuses one captured by INFO
       CHECK(named.second == flat.at(named.first));
     }
+    // report_figures_at computes each figure alone, with the report's value, and only the
+    // figures this report has.
+    const std::map<std::string, double> alone = report_figures_at(s, r, report_metric_paths());
+    CHECK(alone.size() == summarize_run(s, r).size());
+    for (const auto& named : alone) {
+      INFO(named.first);
+      CHECK(named.second == flat.at(named.first));
+    }
   }
   for (const auto& m : report_metrics()) {
     INFO("conditional path " << m.path << " (" << m.present << ")");
