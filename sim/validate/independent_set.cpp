@@ -405,75 +405,9 @@ std::vector<ErrorBand> error_bands(const ValidationResult& res, const std::strin
   return out;
 }
 
-// The H100 set (2026-12-06: torch GEMMs and SDPA kernels, CUDA-graph decode steps and prefill GPU
-// time of six dense models; no eager or transformers runs). Bounds set before its first run: the
-// issue's target for steps (median 5%, decode and prefill), the H200 set's kernel bounds, and
-// worst-case bounds wider than the H200's (12% / 15%) for a first set measured once on one machine.
-std::vector<ValidationBound> h100_validation_bounds() {
-  return {
-      {"kernel", "torch", "gemm-bf16", 0.05, 0.35},
-      {"kernel", "torch", "gemm-fp8-torch", 0.08, 0.40},
-      // Worst loosened 40% -> 50% after the first run (2026-12-06): qwen2-7b's 28/4/128 layout
-      // at batch 1, 4-16k context (+30% to +46%) is predicted from layouts of 8 or more KV heads
-      // only: the H100 set has no 8-head sweep of small work counts (the H200 set's run g).
-      {"kernel", "torch", "sdpa-decode", 0.05, 0.50},
-      {"kernel", "torch", "sdpa-prefill", 0.07, 0.30},
-      {"step", "torch-cudagraph", "decode", 0.05, 0.20},
-      {"step", "torch (GPU time)", "prefill", 0.05, 0.20},
-  };
-}
-
-std::vector<ValidationBound> validation_bounds(const std::string& hw) {
-  if (hw == "h100-sxm") return h100_validation_bounds();
-  // Where the fidelity issue set a target, the bound is that target; worst-case
-  // bounds of host-bound rows cover the device host's own spread (a tiny-op probe between points
-  // moved 5.9-9.7 us).
-  return {
-      {"kernel", "torch", "gemm-bf16", 0.04, 0.35},
-      {"kernel", "torch", "gemm-fp8", 0.06, 0.40},
-      {"kernel", "torch", "gemm-fp8-torch", 0.08, 0.40},
-      {"kernel", "torch", "sdpa-decode", 0.05, 0.40},
-      {"kernel", "torch", "sdpa-prefill", 0.07, 0.30},
-      // Layouts of other head dimensions (run f: gpt-neox-20b, phi-2, llama-3.2-1b, gemma-2-9b),
-      // each predicted without its own rows: decode from the other layouts of its head dimension
-      // (gemma's head_dim 256 then from an 8-head sweep alone: +43% at batch 16, context 256);
-      // prefill from the pooled table of the model layouts (28-40 heads), which gpt-neox-20b's 64
-      // heads at 4096-16384 tokens outgrow (+31-35%).
-      {"kernel", "torch", "sdpa-decode (other head dims)", 0.03, 0.50},
-      {"kernel", "torch", "sdpa-prefill (other head dims)", 0.10, 0.40},
-      {"step", "torch-cudagraph", "decode", 0.05, 0.12},
-      {"step", "torch (GPU time)", "prefill", 0.07, 0.15},
-      {"step", "torch-eager", "decode", 0.15, 0.35},
-      {"step", "torch-eager", "prefill", 0.15, 0.50},
-      // transformers: the 15% target holds for generate()'s token time; its worst (qwen2-7b at
-      // batch 32, measured 95 ms against 56-60 ms for the other two models at every batch) is
-      // host work on its 152k-entry vocabulary that no other model in the set shows. TTFT at batch
-      // 1 is a 25 ms host-bound prefill predicted 30% short.
-      {"engine", "hf-transformers", "ttft", 0.15, 0.35},
-      {"engine", "hf-transformers", "tpot", 0.15, 0.45},
-      // generate_batch, per run: (1) llama-3-8b's first 16-request call in a process waits about
-      // 0.8 s longer before its first step: in run c and run f (its second generate_batch call,
-      // after the 8-request one) and in run h (its first measured call, after a 4-request warm-up),
-      // so it belongs to the first 16-request call, not to the call's position; later 16-request
-      // calls in the same process do not (0.38-0.41 s measured, 0.40 s predicted). phi-3-mini's
-      // first 16-request call has no such wait. (2) the p50 of an even count can fall between two
-      // prefill groups, and which requests the engine takes first follows Python's set order.
-      // (3) single runs of the same requests in one process differ by up to 1.7x in TPOT (run i:
-      // phi-3-mini at 16 requests 69.4-119.4 ms, llama-3-8b at 16 66.7-111.6 ms; host stalls of
-      // 110-120 ms between tokens come and go in bursts), so a single run's TPOT and E2E can sit
-      // 35% from any one prediction; the folds' notes print each model's widest spread.
-      // Bounds are what this data supports (docs/validation.md 0b).
-      {"engine", "hf-transformers-cb", "ttft-p50", 0.25, 0.70},
-      {"engine", "hf-transformers-cb", "ttft-mean", 0.10, 0.70},
-      {"engine", "hf-transformers-cb", "tpot-p50", 0.15, 0.40},
-      {"engine", "hf-transformers-cb", "e2e-p50", 0.15, 0.40},
-      // Per request count, the median over its runs (20 counts of four models, 4-12 runs each
-      // after run i): the issue's target, 15% at every request count, is the worst-case bound.
-      {"engine", "hf-transformers-cb", "ttft-p50 (median of runs)", 0.15, 0.15},
-      {"engine", "hf-transformers-cb", "tpot-p50 (median of runs)", 0.15, 0.15},
-      {"engine", "hf-transformers-cb", "e2e-p50 (median of runs)", 0.15, 0.15},
-  };
-}
+// The bounds of each GPU's set are data/validation/bounds.json's table "independent/<gpu>", with
+// why each is what it is (the H100 set's were set before its first run, 2026-12-06).
+std::vector<ValidationBound> validation_bounds(const std::string& hw) { return bound_table("independent/" + hw); }
 
 std::vector<ValidationSummary> summarize(const std::vector<ValidationRow>& rows, const std::vector<ValidationBound>& bounds) {
   std::vector<ValidationSummary> out;

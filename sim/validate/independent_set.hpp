@@ -15,6 +15,7 @@
 
 #include "sim/calib/independent.hpp"
 #include "sim/hw/hw_profile.hpp"
+#include "sim/validate/bounds.hpp"
 
 namespace servesim {
 
@@ -24,12 +25,6 @@ struct ValidationRow {
   std::string group, engine, phase, model, point;
   double measured = 0.0, predicted = 0.0;
   double error() const { return (predicted - measured) / measured; }
-};
-
-// A stated bound on one (group, engine, phase): the median and worst |error| allowed.
-struct ValidationBound {
-  std::string group, engine, phase;
-  double median = 0.0, worst = 0.0;
 };
 
 // What one leave-one-out fit chose, printed with the results (so the fitted values are visible).

@@ -514,9 +514,10 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
   return out;
 }
 
-// Bounds at what the data supports today, not the accuracy target (kPublishedMedianTarget): each is
-// the error when these mappings were written plus a margin, so a change that moves an engine's
-// error past it fails. Why each engine misses by what it does (docs/validation.md):
+// Bounds (data/validation/bounds.json, table "published", with each one's history) are at what the
+// data supports today, not the accuracy target (kPublishedMedianTarget): each is the error when
+// these mappings were written plus a margin, so a change that moves an engine's error past it
+// fails. Why each engine misses by what it does (docs/validation.md):
 // - trtllm-1.0-pytorch on H100/H200 (measured GPU profiles): median 6-7%, worst 21-24% (70B TP2
 //   at 128/4096 and 405B TP8 at 128/2048 under-predicted; 8B at 128/128 on H200 +24%, where the
 //   table puts H100 above H200). Tightened (h100 13% / 30% -> 11% / 27%, h200 10% / 30% -> 9% /
@@ -546,26 +547,7 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 //   TP4 rows high: no TP host term in the `vllm-0.6` profile, docs/validation.md section 5). ITL rows
 //   skipped (the client's per-chunk gap is not reported). Median 11.8%, worst 38.3%; bounds
 //   that plus a margin (were 12% / 90% for 9.4% / 81.8% single-step).
-std::vector<ValidationBound> published_bounds() {
-  return {
-      {"published", "trtllm-1.0-pytorch", "h100-sxm", 0.09, 0.24},
-      {"published", "trtllm-1.0-pytorch", "h200-sxm", 0.08, 0.25},
-      {"published", "trtllm-1.0-pytorch", "b200", 0.20, 0.60},
-      {"published", "trtllm-1.0-pytorch", "gb200", 0.20, 0.30},
-      {"published", "trtllm-1.0-pytorch", "all", 0.10, 0.60},
-      {"published", "trtllm-0.20-pytorch", "all", 0.07, 0.20},
-      // Loosened 7% / 20% -> 8% / 21% (measured 7.9% / 20.3%) when h100-sxm was refitted from our
-      // own calibrators (2026-12-06): its H100 rows moved (median 9.1%), H200 and GH200 did not.
-      {"published", "trtllm-0.17-cpp", "all", 0.08, 0.21},
-      {"published", "trtllm-0.14-triton", "all", 0.25, 0.50},
-      {"published", "trtllm-0.9-static", "all", 0.12, 0.30},
-      // Loosened 25% -> 40% (measured 39.1%) when h100-sxm was refitted from our own calibrators
-      // (2026-12-06): the vllm-0.5 host terms were derived with the vidur-fitted profile and are
-      // not re-derived (vLLM 0.5 is two engines old).
-      {"published", "vllm-0.5.4", "all", 0.40, 1.30},
-      {"published", "vllm-0.6.0", "all", 0.14, 0.45},
-  };
-}
+std::vector<ValidationBound> published_bounds() { return bound_table("published"); }
 
 std::string default_published_file() {
   return (std::filesystem::path(data_dir()) / "tests" / "validation" / "published_engines.json").string();

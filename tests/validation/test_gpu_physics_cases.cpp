@@ -23,6 +23,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/validate/bounds.hpp"
 
 using namespace servesim;
 using servesim::StepQuery;
@@ -101,14 +102,18 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
     // Eager is launch-bound where the measured eager step is flat in batch and far above the graph.
     if (me > 1.5 * mg) CHECK(pe.step.launch_bound);
   }
-  std::printf("worst |error|: eager %.1f%% (bound 20%%), CUDA graph %.1f%% (bound 25%%)\n", 100 * worst_eager, 100 * worst_graph);
-  CHECK(worst_eager <= 0.20);
-  CHECK(worst_graph <= 0.25);
+  const double eager_bound = validation_bound("gpu-physics/h200-eager-decode-worst");
+  const double graph_bound = validation_bound("gpu-physics/h200-graph-decode-worst");
+  std::printf("worst |error|: eager %.1f%% (bound %.0f%%), CUDA graph %.1f%% (bound %.0f%%)\n", 100 * worst_eager, 100 * eager_bound,
+              100 * worst_graph, 100 * graph_bound);
+  CHECK(worst_eager <= eager_bound);
+  CHECK(worst_graph <= graph_bound);
   const double kernels_measured = doc["torch_eager_kernels_per_step"].get<double>();
   const double kernels_predicted = static_cast<double>(time_decode(eager, 1, context, false).step.kernels);
-  std::printf("kernels per step at batch 1: measured %.0f, torch-eager profile %.0f (%+.1f%%, bound 10%%)\n", kernels_measured,
-              kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured));
-  CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= 0.10);
+  const double kernels_bound = validation_bound("gpu-physics/h200-eager-kernels-per-step");
+  std::printf("kernels per step at batch 1: measured %.0f, torch-eager profile %.0f (%+.1f%%, bound %.0f%%)\n", kernels_measured,
+              kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured), 100 * kernels_bound);
+  CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= kernels_bound);
 
   // Two processes (no MPS) time-slice the GPU: kernels of the two never overlap.
   std::printf("two processes, CUDA-graph decode: step time together (ms), measured vs servesim contention --time-slice\n");
@@ -122,10 +127,11 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
     double together = 0.0;
     for (const auto& [rank, r] : doc["processes"].items()) together += r[b]["together_step_s"].get<double>() / 2.0;
     const double e = rel_err(res[0].mean_step_s, together);
-    std::printf("  batch %3lld: measured %.3f, servesim %.3f (%+.1f%%, bound 20%%); measured total throughput vs one alone %.2fx\n",
-                static_cast<long long>(batch), together * 1e3, res[0].mean_step_s * 1e3, 100 * e,
+    const double bound = validation_bound("gpu-physics/h200-two-processes-step");
+    std::printf("  batch %3lld: measured %.3f, servesim %.3f (%+.1f%%, bound %.0f%%); measured total throughput vs one alone %.2fx\n",
+                static_cast<long long>(batch), together * 1e3, res[0].mean_step_s * 1e3, 100 * e, 100 * bound,
                 2.0 * m["alone_step_s"].get<double>() / together);
-    CHECK(std::fabs(e) <= 0.20);
+    CHECK(std::fabs(e) <= bound);
   }
 }
 
@@ -159,9 +165,10 @@ TEST_CASE("H200 measurements: Hugging Face transformers eager decode, kernels pe
   }
   const double kernels_measured = doc["hf_kernels_per_step_b1"].get<double>();
   const double kernels_predicted = static_cast<double>(time_decode(hf, 1, context, false).step.kernels);
-  std::printf("kernels per step at batch 1: measured %.0f (profiler), hf-transformers profile %.0f (%+.1f%%, bound 15%%)\n",
-              kernels_measured, kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured));
-  CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= 0.15);
+  const double kernels_bound = validation_bound("gpu-physics/h200-hf-kernels-per-step");
+  std::printf("kernels per step at batch 1: measured %.0f (profiler), hf-transformers profile %.0f (%+.1f%%, bound %.0f%%)\n",
+              kernels_measured, kernels_predicted, 100 * rel_err(kernels_predicted, kernels_measured), 100 * kernels_bound);
+  CHECK(std::fabs(rel_err(kernels_predicted, kernels_measured)) <= kernels_bound);
 }
 
 TEST_CASE("H200 measurements: two CUDA streams sharing the GPU vs the contention model") {
@@ -189,7 +196,7 @@ TEST_CASE("H200 measurements: two CUDA streams sharing the GPU vs the contention
     // 132 SMs, so the other stream's kernel waits for SMs even though neither saturates HBM or
     // the tensor cores: measured 1.10x total speedup, servesim 1.39x. SM occupancy (CTAs per
     // kernel) is not in the cost model yet; until it is, the error at large batch is this big.
-    CHECK(std::fabs(e) <= 0.40);
+    CHECK(std::fabs(e) <= validation_bound("gpu-physics/h200-two-streams-step"));
   }
 }
 
@@ -280,10 +287,12 @@ TEST_CASE("H200 calibration: weight-only GEMMs (raw.json quant_gemm) fitted into
   // roofline fraction changes fastest where a kernel goes from weight-bound to compute-bound
   // (M ~ 512-2048 for dequant-then-GEMM), which is where the worst held-out points fall. Bounds:
   // median 10%, worst 35% (the dense GEMM tables' held-out median is 2.3%, worst 54%).
-  std::printf("%zu held-out points: median |error| %.1f%% (bound 10%%), worst %.1f%% (bound 35%%)\n", errs.size(), 100 * med,
-              100 * worst);
-  CHECK(med <= 0.10);
-  CHECK(worst <= 0.35);
+  const double med_bound = validation_bound("gpu-physics/h200-weight-only-gemm-median");
+  const double worst_bound = validation_bound("gpu-physics/h200-weight-only-gemm-worst");
+  std::printf("%zu held-out points: median |error| %.1f%% (bound %.0f%%), worst %.1f%% (bound %.0f%%)\n", errs.size(), 100 * med,
+              100 * med_bound, 100 * worst, 100 * worst_bound);
+  CHECK(med <= med_bound);
+  CHECK(worst <= worst_bound);
 
   // Strict input: an unknown key or a bad table in the new block is an InputError naming it.
   auto bad = s.profile;

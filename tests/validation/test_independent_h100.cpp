@@ -3,7 +3,7 @@
 // CUDA-graph decode steps and prefill GPU time of six dense models, predicted by the h100-sxm
 // profile (fitted from our calibrators' H100 run, calibrate/results/h100/raw.json) with every
 // fitted quantity refitted without the predicted rows (leave-one-model-out for steps). Bounds:
-// sim/validate/independent_set.cpp h100_validation_bounds(), set before the set's first run.
+// data/validation/bounds.json (table independent/h100-sxm), set before the set's first run.
 #include <doctest/doctest.h>
 
 #include <cstdio>

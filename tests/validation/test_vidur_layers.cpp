@@ -16,6 +16,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/validate/bounds.hpp"
 
 using namespace servesim;
 
@@ -73,8 +74,8 @@ TEST_CASE("vidur per-layer operator sums, Llama-2-7B, A100 and H100") {
   const double median_error = median(errors);
   std::printf("vidur layer sums: median |error| %.1f%%, worst %.1f%%\n", 100 * median_error, 100 * errors.back());
   // Measured: median 3.8%, worst 12.8% (H100, 256 tokens) with the Llama-2-7B-held-out fit.
-  CHECK(median_error <= 0.08);
-  CHECK(errors.back() <= 0.20);
+  CHECK(median_error <= validation_bound("vidur-layers/median"));
+  CHECK(errors.back() <= validation_bound("vidur-layers/worst"));
 }
 
 TEST_CASE("cross-check: the H100 profile fitted from our calibrators against vidur's measured vLLM operator sums") {
@@ -100,6 +101,6 @@ TEST_CASE("cross-check: the H100 profile fitted from our calibrators against vid
   REQUIRE(errors.size() == 7);
   std::sort(errors.begin(), errors.end());
   std::printf("our H100 profile vs vidur: median |error| %.1f%%, worst %.1f%%\n", 100 * errors[3], 100 * errors.back());
-  CHECK(errors[3] <= 0.08);
-  CHECK(errors.back() <= 0.30);
+  CHECK(errors[3] <= validation_bound("vidur-layers/cross-check-median"));
+  CHECK(errors.back() <= validation_bound("vidur-layers/cross-check-worst"));
 }
