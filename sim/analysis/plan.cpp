@@ -138,7 +138,7 @@ Table plan_table(const PlanResult& r) {
     any_emulated = any_emulated || row.emulated;
   }
   // Columns in reading order, whatever the first row holds; the note last.
-  for (const char* c : {"cheapest", "hw", "quant", "emulated", "tp", "ep", "fits", "meets_slo", "replicas", "gpus",
+  for (const char* c : {"cheapest", "hw", "quant", "emulated", "tp", "ep", "engine", "fits", "meets_slo", "replicas", "gpus",
                         "usd_per_hour", "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
                         "mean_output_tokens", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
                         "error_band_basis", "note"}) {
@@ -153,6 +153,7 @@ Table plan_table(const PlanResult& r) {
     if (any_emulated) t.set(i, "emulated", row.emulated);
     t.set(i, "tp", static_cast<std::int64_t>(row.option.tp));
     if (any_ep) t.set(i, "ep", static_cast<std::int64_t>(row.option.ep));
+    t.set(i, "engine", row.engine);
     t.set(i, "fits", row.fits);
     t.set(i, "meets_slo", row.meets_slo);
     if (row.meets_slo) {

@@ -37,6 +37,7 @@ struct PlanOptions {
 
 struct PlanRow {
   PlanOption option;
+  std::string engine;  // the engine profile (engine.profile) every option ran; set by the caller
   bool fits = false;
   bool meets_slo = false;
   bool emulated = false;  // the GPU lacks the quantization format: weights converted to 16 bits at run time

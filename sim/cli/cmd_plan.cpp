@@ -1,5 +1,5 @@
 // `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp8,w4a16-awq,...]
-//  [--tp 1,2,4,8|auto] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]
+//  [--tp 1,2,4,8|auto] [--engine NAME] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]
 //  [--mpi | --shard K/N]`:
 // for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
 // needed for rate R under the SLO and the cost. The text answer's first line names the cheapest
@@ -108,7 +108,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   std::printf("workload:  %s arrivals; prompts %s; outputs %s  [%s; --workload to change]\n",
               describe_arrival(workload.workload.arrival).c_str(), describe_lengths(c.prompt_tokens).c_str(),
               describe_lengths(c.output_tokens).c_str(), workload_name.c_str());
-  std::printf("engine:    %s (%s) [--set engine.profile=NAME to change]\n", workload.engine.profile.name.c_str(),
+  std::printf("engine:    %s (%s) [--engine NAME to change]\n", workload.engine.profile.name.c_str(),
               workload.engine.profile.display_name.c_str());
   std::printf("slo:       %s\n", describe_slo(c.slo).c_str());
   std::printf("cost:      GPUs x list price per GPU-hour (hwprofiles/prices.json or --prices); per million output tokens at %g req/s\n\n", rate);
@@ -151,13 +151,27 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   // The band is the median |error| of servesim against measurements of that GPU and engine it
   // was not fitted to; "?" says no such measurement exists, which is not the same as accurate.
   std::printf("\nerror: servesim's median |error| on each SLO metric, over n measurements of that GPU and engine (docs/validation.md; "
-              "fewer than 5: few rows); ? = not validated. Validated: %s (--set engine.profile=NAME)\n",
+              "fewer than 5: few rows); ? = not validated. Validated: %s (--engine NAME)\n",
               bands.empty() ? "none" : validated_pairs(bands).c_str());
   if (!notes.empty()) {
     std::printf("%snot shown or incomplete:\n", n > 0 ? "\n" : "");
     for (const auto& note : notes) std::printf("  %s\n", note.c_str());
   }
 }
+// --engine NAME: engine.profile=NAME for every option, the same as --set engine.profile=NAME (a
+// typo exits 2 with the close names before anything runs; giving both is refused, not ordered).
+void apply_engine_flag(const cxxopts::ParseResult& p, ScenarioSource& src) {
+  if (!p.count("engine")) return;
+  const std::string name = p["engine"].as<std::string>();
+  resolve_data_ref("scenarios/engines", name, "servesim plan", "--engine");
+  for (const std::string& o : src.overrides) {
+    if (o.rfind("engine.profile=", 0) == 0) {
+      throw InputError("servesim plan", "--engine", "also set by --set " + o + ": give one of them");
+    }
+  }
+  src.overrides.push_back("engine.profile=" + nlohmann::json(name).dump());
+}
+
 // The scenario key for an arrival rate, printed so that it reads back as the same double.
 std::string rate_assignment(double rate_per_s) {
   char key[80];
@@ -186,6 +200,9 @@ cxxopts::Options plan_flags() {
             "or tp: expert parallelism over the whole TP group",
       cxxopts::value<std::string>()->default_value("1"))(
       "workload", "scenario whose workload and engine settings are used", cxxopts::value<std::string>()->default_value("plan-chat"))(
+      "engine", "engine profile (scenarios/engines/NAME.json) or path: engine.profile of every option (default: the workload's, "
+                "the default engine unless it names one)",
+      cxxopts::value<std::string>())(
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
       "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
   rate_flag().add(opts);
@@ -300,6 +317,7 @@ nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenari
                                     {"arrival", describe_arrival(assumed.workload.arrival)},
                                     {"prompt_tokens", describe_lengths(c.prompt_tokens)},
                                     {"output_tokens", describe_lengths(c.output_tokens)}}},
+                      {"engine", {{"name", assumed.engine.profile.name}, {"display_name", assumed.engine.profile.display_name}}},
                       {"slo", {{"ttft_s", c.slo.ttft_s}, {"tpot_s", c.slo.tpot_s}, {"e2e_s", c.slo.e2e_s},
                                {"percentile", c.slo.percentile}, {"min_success_frac", c.slo.min_success_frac}}},
                       {"cheapest", nullptr},
@@ -322,6 +340,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   const double rate = rate_flag().read(p, "servesim plan");
   const std::string workload_ref = p["workload"].as<std::string>();
   ScenarioSource src = scenario_source(p, resolve_data_ref("scenarios", workload_ref, "servesim plan", "--workload"));
+  apply_engine_flag(p, src);
   // Names are checked before anything runs: a typo exits 2 with the close names, not a table row.
   const std::string model = p["model"].as<std::string>();
   resolve_data_ref("models", model, "servesim plan", "--model");
@@ -355,6 +374,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   const std::vector<ErrorBand> bands = load_error_bands(default_error_bands_path());
   const SloConfig& slo = base.workload.classes.front().slo;
   for (PlanRow& row : result.rows) {
+    row.engine = base.engine.profile.name;
     row.bands = slo_bands(bands, row.option.hw, base.engine.profile.name, slo.ttft_s > 0.0, slo.tpot_s > 0.0, slo.e2e_s > 0.0);
   }
   bar.finish();
