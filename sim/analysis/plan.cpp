@@ -9,42 +9,71 @@
 #include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/report_io.hpp"
+#include "sim/metrics/slo.hpp"
 
 namespace servesim {
 
 namespace {
+
+// The run's latencies and, over every class's latency targets, the one with the least headroom.
+PlanPrediction predict(const Scenario& s, const SimResult& r) {
+  PlanPrediction p;
+  const std::map<std::string, double> m =
+      report_figures_at(s, r, {"latency.ttft_s.p50", "latency.ttft_s.p99", "latency.tpot_s.p50", "latency.tpot_s.p99"});
+  p.ttft_p50_s = m.at("latency.ttft_s.p50");
+  p.ttft_p99_s = m.at("latency.ttft_s.p99");
+  p.tpot_p50_s = m.at("latency.tpot_s.p50");
+  p.tpot_p99_s = m.at("latency.tpot_s.p99");
+  const SloResult slo = evaluate_slo(s.workload, r.metrics);
+  p.meets_slo = slo.met;
+  bool first = true;
+  for (const ClassSloResult& c : slo.classes) {
+    for (const SloTarget& t : c.targets) {
+      const double headroom = 1.0 - t.value_s / t.threshold_s;
+      if (!first && headroom >= p.binding_headroom_frac) continue;
+      first = false;
+      p.binding_metric = t.metric;
+      p.binding_class = slo.classes.size() > 1 ? c.name : "";
+      p.binding_value_s = t.value_s;
+      p.binding_threshold_s = t.threshold_s;
+      p.binding_headroom_frac = headroom;
+    }
+  }
+  return p;
+}
 
 PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
   PlanRow row;
   row.option = opt;
   const auto price = o.usd_per_gpu_hour.find(opt.hw);
   if (price != o.usd_per_gpu_hour.end()) row.usd_per_gpu_hour = price->second;
-  SaturateResult sat;
   try {
-    row.emulated = make(opt, o.target_rate_per_s, seed).quant_emulated;  // fits at all?
+    row.emulated = make(opt, o.target_rate_per_s, seed, 1).quant_emulated;  // fits at all?
     row.fits = true;
     SaturateOptions so = o.saturate;
     so.progress = nullptr;  // the plan reports per option
     so.split = nullptr;     // the options are what processes share
-    sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s); }, seed, so);
-    // Mean output length from a run at the stable rate (the workload's, not the GPU's, property).
-    if (sat.stable_qps > 0.0) {
-      const Scenario sc = make(opt, sat.stable_qps, seed);
-      row.mean_output_tokens = mean_output_tokens(simulate(sc).metrics);
+    const SaturateResult sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s, 1); }, seed, so);
+    row.stable_qps_per_replica = sat.stable_qps;
+    row.saturation_batch_size = sat.saturation_batch_size;
+    row.meets_slo = sat.stable_qps > 0.0;
+    if (!row.meets_slo) {
+      row.note = "misses the SLO on one replica at any rate";
+      return row;
     }
+    row.replicas = static_cast<std::int64_t>(std::ceil(o.target_rate_per_s / sat.stable_qps - 1e-9));
+    row.gpus = row.replicas * opt.tp;  // expert parallelism stays inside the TP group
+    // The mean output length for the cost per token: the workload's property, not the GPU's, from
+    // the base seed's run at the stable rate (the same requests for every option).
+    row.mean_output_tokens = sat.mean_output_tokens_at_stable_qps;
+    // The configuration at the target rate: what the row predicts.
+    const Scenario config = make(opt, o.target_rate_per_s, seed, row.replicas);
+    row.at_target = predict(config, simulate(config));
   } catch (const InputError& e) {
     row.note = e.message();  // the reason alone: the scenario file is plan's, not the user's
     return row;
   }
-  row.stable_qps_per_replica = sat.stable_qps;
-  row.saturation_batch_size = sat.saturation_batch_size;
-  row.meets_slo = sat.stable_qps > 0.0;
-  if (!row.meets_slo) {
-    row.note = "misses the SLO on one replica at any rate";
-    return row;
-  }
-  row.replicas = static_cast<std::int64_t>(std::ceil(o.target_rate_per_s / sat.stable_qps - 1e-9));
-  row.gpus = row.replicas * opt.tp;  // expert parallelism stays inside the TP group
   if (!row.usd_per_gpu_hour) {
     row.note = "no price for " + opt.hw + " in the price list";
   } else if (row.mean_output_tokens > 0.0) {
@@ -58,6 +87,36 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
 // A row as it crosses processes (run_jobs.hpp); the option is the job's own, the band is set later.
 nlohmann::json optional_number(const std::optional<double>& x) { return x ? exact_number(*x) : nlohmann::json(nullptr); }
 
+nlohmann::json prediction_to_json(const PlanPrediction& p) {
+  return {{"ttft_p50_s", exact_number(p.ttft_p50_s)},
+          {"ttft_p99_s", exact_number(p.ttft_p99_s)},
+          {"tpot_p50_s", exact_number(p.tpot_p50_s)},
+          {"tpot_p99_s", exact_number(p.tpot_p99_s)},
+          {"binding_metric", p.binding_metric},
+          {"binding_class", p.binding_class},
+          {"binding_value_s", exact_number(p.binding_value_s)},
+          {"binding_threshold_s", exact_number(p.binding_threshold_s)},
+          {"binding_headroom_frac", exact_number(p.binding_headroom_frac)},
+          {"meets_slo", p.meets_slo}};
+}
+
+PlanPrediction prediction_from_json(JsonReader r) {
+  constexpr double kMaxSeconds = 1e12;  // any simulated latency
+  PlanPrediction p;
+  p.ttft_p50_s = r.number_in("ttft_p50_s", 0.0, kMaxSeconds);
+  p.ttft_p99_s = r.number_in("ttft_p99_s", 0.0, kMaxSeconds);
+  p.tpot_p50_s = r.number_in("tpot_p50_s", 0.0, kMaxSeconds);
+  p.tpot_p99_s = r.number_in("tpot_p99_s", 0.0, kMaxSeconds);
+  p.binding_metric = r.string("binding_metric");
+  p.binding_class = r.string("binding_class");
+  p.binding_value_s = r.number_in("binding_value_s", 0.0, kMaxSeconds);
+  p.binding_threshold_s = r.number_in("binding_threshold_s", 0.0, kMaxSeconds);
+  p.binding_headroom_frac = r.number_in("binding_headroom_frac", -1e18, 1.0);
+  p.meets_slo = r.boolean("meets_slo");
+  r.finish();
+  return p;
+}
+
 nlohmann::json row_to_json(const PlanRow& r) {
   return {{"fits", r.fits},
           {"meets_slo", r.meets_slo},
@@ -70,7 +129,8 @@ nlohmann::json row_to_json(const PlanRow& r) {
           {"mean_output_tokens", exact_number(r.mean_output_tokens)},
           {"usd_per_gpu_hour", optional_number(r.usd_per_gpu_hour)},
           {"usd_per_hour", optional_number(r.usd_per_hour)},
-          {"usd_per_million_output_tokens", optional_number(r.usd_per_million_output_tokens)}};
+          {"usd_per_million_output_tokens", optional_number(r.usd_per_million_output_tokens)},
+          {"at_target", r.at_target ? prediction_to_json(*r.at_target) : nlohmann::json(nullptr)}};
 }
 
 // Read back strictly: every key, its type and its range (rates as the scenario's, counts as
@@ -94,6 +154,11 @@ PlanRow row_from_json(const nlohmann::json& j, const JobOrigin& at) {
   row.usd_per_gpu_hour = dollars("usd_per_gpu_hour");
   row.usd_per_hour = dollars("usd_per_hour");
   row.usd_per_million_output_tokens = dollars("usd_per_million_output_tokens");
+  if (r.raw("at_target").is_null()) {
+    row.at_target = std::nullopt;
+  } else {
+    row.at_target = prediction_from_json(r.object("at_target"));
+  }
   r.finish();
   return row;
 }
@@ -130,20 +195,23 @@ PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactor
 
 Table plan_table(const PlanResult& r) {
   Table t;
-  // The ep and emulated columns only when some option uses expert parallelism or a format its GPU
-  // lacks: other plans keep their columns.
-  bool any_ep = false, any_emulated = false;
+  // The ep, emulated and binding_class columns only when some option uses expert parallelism or a
+  // format its GPU lacks, or the workload has several classes: other plans keep their columns.
+  bool any_ep = false, any_emulated = false, any_class = false;
   for (const PlanRow& row : r.rows) {
     any_ep = any_ep || row.option.ep > 1;
     any_emulated = any_emulated || row.emulated;
+    any_class = any_class || (row.at_target && !row.at_target->binding_class.empty());
   }
   // Columns in reading order, whatever the first row holds; the note last.
   for (const char* c : {"cheapest", "hw", "quant", "emulated", "tp", "ep", "engine", "fits", "meets_slo", "replicas", "gpus",
                         "usd_per_hour", "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
-                        "mean_output_tokens", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
+                        "mean_output_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "binding_target",
+                        "binding_class", "binding_value_s", "binding_threshold_s", "binding_headroom_frac",
+                        "meets_slo_at_target", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
                         "error_band_basis", "note"}) {
     const std::string name = c;
-    if ((any_ep || name != "ep") && (any_emulated || name != "emulated")) t.column(c);
+    if ((any_ep || name != "ep") && (any_emulated || name != "emulated") && (any_class || name != "binding_class")) t.column(c);
   }
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const PlanRow& row = r.rows[i];
@@ -167,6 +235,20 @@ Table plan_table(const PlanResult& r) {
       t.set(i, "saturation_batch_size", row.saturation_batch_size);
     }
     if (row.meets_slo) t.set(i, "mean_output_tokens", row.mean_output_tokens);
+    if (const auto& p = row.at_target) {
+      t.set(i, "ttft_p50_s", p->ttft_p50_s);
+      t.set(i, "ttft_p99_s", p->ttft_p99_s);
+      t.set(i, "tpot_p50_s", p->tpot_p50_s);
+      t.set(i, "tpot_p99_s", p->tpot_p99_s);
+      if (!p->binding_metric.empty()) {
+        t.set(i, "binding_target", p->binding_metric);
+        if (!p->binding_class.empty()) t.set(i, "binding_class", p->binding_class);
+        t.set(i, "binding_value_s", p->binding_value_s);
+        t.set(i, "binding_threshold_s", p->binding_threshold_s);
+        t.set(i, "binding_headroom_frac", p->binding_headroom_frac);
+      }
+      t.set(i, "meets_slo_at_target", p->meets_slo);
+    }
     if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
     // One band per SLO metric: its metric, n, median and worst |error|, and what it rests on.
     std::string text;

@@ -21,9 +21,12 @@ struct PlanOption {
   int ep = 1;  // expert-parallel GPUs of the TP group (mixture-of-experts models)
 };
 
-// Scenario of one replica of `option` at `rate_per_s` and `seed`. Throws InputError when the option
-// is impossible (model does not fit, dtype unsupported); plan records its message.
-using PlanScenarioFactory = std::function<Scenario(const PlanOption& option, double rate_per_s, std::uint64_t seed)>;
+// Scenario of `replicas` replicas of `option` behind the workload's router at `rate_per_s` in all
+// and `seed`, each replica seeing the workload's request count (workload.num_requests x replicas).
+// Throws InputError when the option is impossible (model does not fit, dtype unsupported); plan
+// records its message.
+using PlanScenarioFactory =
+    std::function<Scenario(const PlanOption& option, double rate_per_s, std::uint64_t seed, std::int64_t replicas)>;
 
 struct PlanOptions {
   double target_rate_per_s = 1.0;
@@ -35,6 +38,18 @@ struct PlanOptions {
   JobSplit* split = nullptr;
 };
 
+// What a row's configuration (its replicas of the option) predicts at the target rate: one run of
+// it, as the factory builds it, at the target rate and the plan's seed.
+struct PlanPrediction {
+  double ttft_p50_s = 0.0, ttft_p99_s = 0.0, tpot_p50_s = 0.0, tpot_p99_s = 0.0;
+  // The SLO target with the least headroom, 1 - value / threshold at the SLO percentile (negative:
+  // missed in this run), over every class's latency targets; its class when the workload has several.
+  std::string binding_metric;  // ttft_s, tpot_s or e2e_s
+  std::string binding_class;
+  double binding_value_s = 0.0, binding_threshold_s = 0.0, binding_headroom_frac = 0.0;
+  bool meets_slo = false;  // every class's targets and min_success_frac, in this run
+};
+
 struct PlanRow {
   PlanOption option;
   std::string engine;  // the engine profile (engine.profile) every option ran; set by the caller
@@ -44,7 +59,8 @@ struct PlanRow {
   std::string note;  // why it does not fit or meet the SLO, or what is missing (never a file name)
   double stable_qps_per_replica = 0.0;
   std::int64_t saturation_batch_size = 0, replicas = 0, gpus = 0;
-  double mean_output_tokens = 0.0;  // measured in a run at the stable rate
+  double mean_output_tokens = 0.0;  // measured in the search's run at the stable rate, base seed
+  std::optional<PlanPrediction> at_target;  // when it meets the SLO (it has a replica count)
   std::optional<double> usd_per_gpu_hour, usd_per_hour, usd_per_million_output_tokens;
   // servesim's error on measurements of this GPU and engine it was not fitted to, for the SLO's
   // metrics (slo_bands; set by the caller from data/validation/error_bands.json); a target

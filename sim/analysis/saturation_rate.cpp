@@ -19,7 +19,7 @@ namespace {
 // What a probe needs from one replication: computed where it ran (another process with --mpi).
 struct ReplicationOutcome {
   bool met = false;
-  double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0, mean_context_tokens = 0.0;
+  double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0, mean_context_tokens = 0.0, mean_output_tokens = 0.0;
   std::int64_t kv_capacity_tokens = 0;
 };
 
@@ -36,7 +36,8 @@ ReplicationOutcome replicate(const Scenario& s) {
   out.goodput_requests_per_s = m.at("slo.goodput_requests_per_s");
   out.success_frac = m.at("slo.success_frac");
   out.mean_batch = m.at("batch.mean_size");
-  out.mean_context_tokens = mean_prompt_tokens(r.metrics) + 0.5 * mean_output_tokens(r.metrics);
+  out.mean_output_tokens = mean_output_tokens(r.metrics);
+  out.mean_context_tokens = mean_prompt_tokens(r.metrics) + 0.5 * out.mean_output_tokens;
   out.kv_capacity_tokens = static_cast<std::int64_t>(m.at("kv_cache.capacity_tokens"));
   return out;
 }
@@ -44,14 +45,16 @@ ReplicationOutcome replicate(const Scenario& s) {
 const JobCodec<ReplicationOutcome> replication_codec = {
     [](const ReplicationOutcome& o) {
       return nlohmann::json::array({o.met, exact_number(o.goodput_requests_per_s), exact_number(o.success_frac),
-                                    exact_number(o.mean_batch), exact_number(o.mean_context_tokens), o.kv_capacity_tokens});
+                                    exact_number(o.mean_batch), exact_number(o.mean_context_tokens),
+                                    exact_number(o.mean_output_tokens), o.kv_capacity_tokens});
     },
     [](const nlohmann::json& j, const JobOrigin& at) {
-      const std::string what = "met, goodput, success fraction, mean batch, mean context, KV capacity";
+      const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity";
       const KeyRange rate{0.0, 1e9, false, false}, fraction{0.0, 1.0, false, false}, count{0.0, 1e15, false, false};
-      return ReplicationOutcome{at.boolean(at.element(j, 0, 6, "", what), "[0]"), at.number(j[1], rate, "[1]"),
+      return ReplicationOutcome{at.boolean(at.element(j, 0, 7, "", what), "[0]"), at.number(j[1], rate, "[1]"),
                                 at.number(j[2], fraction, "[2]"),           at.number(j[3], count, "[3]"),
-                                at.number(j[4], count, "[4]"),              at.integer(j[5], count, "[5]")};
+                                at.number(j[4], count, "[4]"),              at.number(j[5], count, "[5]"),
+                                at.integer(j[6], count, "[6]")};
     }};
 
 SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, const SaturateOptions& o) {
@@ -69,6 +72,7 @@ SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, do
     p.mean_batch += r.mean_batch / p.runs;
   }
   p.mean_context_tokens = results[0].mean_context_tokens;
+  p.mean_output_tokens = results[0].mean_output_tokens;
   p.kv_capacity_tokens = results[0].kv_capacity_tokens;
   return p;
 }
@@ -161,6 +165,7 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
   out.first_failing_qps = hi;
   out.batch_at_stable_qps = best.mean_batch;
   out.goodput_at_stable_qps = best.goodput_requests_per_s;
+  out.mean_output_tokens_at_stable_qps = best.mean_output_tokens;
   const SaturateProbe& ref = best.runs > 0 ? best : out.probes.front();
   saturation_batch(make(ref.rate_per_s, base_seed), ref.mean_context_tokens, ref.kv_capacity_tokens, out);
   return out;

@@ -45,6 +45,7 @@ struct SaturateProbe {
   int passed = 0, runs = 0;
   double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0;  // means over replications
   double mean_context_tokens = 0.0;  // prompt + half the output, first replication
+  double mean_output_tokens = 0.0;   // of the completed requests, first replication
   std::int64_t kv_capacity_tokens = 0;
 };
 
@@ -53,6 +54,7 @@ struct SaturateResult {
   double first_failing_qps = 0.0;     // the bracket's top (0 when nothing failed up to the ceiling)
   double batch_at_stable_qps = 0.0;   // mean batch size in the runs at stable_qps
   double goodput_at_stable_qps = 0.0;
+  double mean_output_tokens_at_stable_qps = 0.0;  // the first replication's (the base seed's) completed requests
   // The saturation batch size (serve/saturation_batch.hpp, the same definition as the run
   // report's batch.saturation_size) at mean_context_tokens: beyond it, more batching buys little.
   // It ignores KV capacity; max_batch_size says what the cache allows.

@@ -2,9 +2,12 @@
 // the search tolerance, and that a faster GPU never ranks below a slower one.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "sim/config/scenario.hpp"
+#include "sim/io/json_reader.hpp"
 #include "../support.hpp"
 
 using namespace servesim;
@@ -42,4 +45,39 @@ TEST_CASE("plan --engine NAME plans with that engine profile, as --set engine.pr
   const auto both = test::run_cli(kPlan + " --hw a100-80gb-sxm --engine sglang --set engine.profile=vllm");
   CHECK(both.exit_code == 2);
   CHECK(both.output.find("--engine: also set by --set engine.profile=vllm") != std::string::npos);
+}
+
+TEST_CASE("plan rows predict the configuration at the target rate: a run of the row's replicas, and the binding SLO target") {
+  // At 30 req/s one replica (about 19 req/s stable here) is not enough: the row has 2.
+  const std::string args = "plan --model llama-2-7b --rate 30 --slo ttft=2s,tpot=100ms --hw a100-80gb-sxm --tp 1 --replications 1 "
+                           "--tolerance 0.1 --workload " + kSmall;
+  const auto r = test::run_cli(args + " --json 2>/dev/null");
+  REQUIRE(r.exit_code == 0);
+  const auto row = nlohmann::json::parse(r.output)["rows"][0];
+  REQUIRE(row["replicas"] == 2);
+  // The same configuration through `run`: 2 replicas behind the router at 30 req/s, each given the
+  // workload's 120 requests, the scenario's seed. Its report's percentiles are the row's, exactly.
+  const std::string out = test::write_temp("plan_at_target", "");
+  std::remove(out.c_str());
+  const auto run = test::run_cli("run " + kSmall + " --out " + out + " --quiet --no-html --no-csv --no-trace --slo ttft=2s,tpot=100ms" +
+                                 " --set dtype=bf16 --set workload.arrival.rate_per_s=30 --set parallel.data_parallel_size=2" +
+                                 " --set workload.num_requests=240");
+  REQUIRE(run.exit_code == 0);
+  const auto report = load_json_file(out + "/report.json");
+  CHECK(row["ttft_p50_s"] == report["latency"]["ttft_s"]["p50"]);
+  CHECK(row["ttft_p99_s"] == report["latency"]["ttft_s"]["p99"]);
+  CHECK(row["tpot_p50_s"] == report["latency"]["tpot_s"]["p50"]);
+  CHECK(row["tpot_p99_s"] == report["latency"]["tpot_s"]["p99"]);
+  // The binding target is the one with the least headroom at the SLO percentile (p99 here).
+  const double ttft_headroom = 1.0 - row["ttft_p99_s"].get<double>() / 2.0;
+  const double tpot_headroom = 1.0 - row["tpot_p99_s"].get<double>() / 0.1;
+  CHECK(row["binding_target"] == (ttft_headroom < tpot_headroom ? "ttft_s" : "tpot_s"));
+  CHECK(row["binding_headroom_frac"].get<double>() == doctest::Approx(std::min(ttft_headroom, tpot_headroom)));
+  CHECK(row["meets_slo_at_target"] == (report["slo"]["status"] == "met"));
+  // The text table shows the same figures in ms and the headroom in %.
+  const auto text = test::run_cli(args + " 2>/dev/null");
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%.0f%%", 100.0 * row["binding_headroom_frac"].get<double>());
+  CHECK(text.output.find(std::string(row["binding_target"] == "ttft_s" ? "TTFT" : "TPOT") + " p99 " + cell) != std::string::npos);
+  std::filesystem::remove_all(out);
 }
