@@ -170,6 +170,19 @@ int rank(const PlanRow& r) {
   return r.fits ? 2 : 3;
 }
 
+// Rows of different GPUs at the same precision and parallel sizes whose stable rates tie.
+void mark_ties(std::vector<PlanRow>& rows, double rel_tolerance) {
+  for (PlanRow& a : rows) {
+    for (const PlanRow& b : rows) {
+      const bool same_shape = a.option.quant == b.option.quant && a.option.tp == b.option.tp && a.option.ep == b.option.ep;
+      if (&a != &b && same_shape && a.option.hw != b.option.hw && a.meets_slo && b.meets_slo &&
+          stable_rates_tied(a.stable_qps_per_replica, b.stable_qps_per_replica, rel_tolerance)) {
+        a.tied_with.push_back(b.option.hw);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
@@ -190,8 +203,30 @@ PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactor
     return static_cast<double>(a.replicas) * a.stable_qps_per_replica > static_cast<double>(b.replicas) * b.stable_qps_per_replica;
   });
   if (!out.rows.empty() && rank(out.rows.front()) == 0) out.cheapest = 0;
+  mark_ties(out.rows, o.saturate.rel_tolerance);
   return out;
 }
+
+bool stable_rates_tied(double a, double b, double rel_tolerance) {
+  return a > 0.0 && b > 0.0 && std::max(a, b) <= std::min(a, b) * (1.0 + rel_tolerance);
+}
+
+namespace {
+void set_prediction_cells(Table& t, std::size_t i, const PlanPrediction& p) {
+  t.set(i, "ttft_p50_s", p.ttft_p50_s);
+  t.set(i, "ttft_p99_s", p.ttft_p99_s);
+  t.set(i, "tpot_p50_s", p.tpot_p50_s);
+  t.set(i, "tpot_p99_s", p.tpot_p99_s);
+  if (!p.binding_metric.empty()) {
+    t.set(i, "binding_target", p.binding_metric);
+    if (!p.binding_class.empty()) t.set(i, "binding_class", p.binding_class);
+    t.set(i, "binding_value_s", p.binding_value_s);
+    t.set(i, "binding_threshold_s", p.binding_threshold_s);
+    t.set(i, "binding_headroom_frac", p.binding_headroom_frac);
+  }
+  t.set(i, "meets_slo_at_target", p.meets_slo);
+}
+}  // namespace
 
 Table plan_table(const PlanResult& r) {
   Table t;
@@ -205,7 +240,7 @@ Table plan_table(const PlanResult& r) {
   }
   // Columns in reading order, whatever the first row holds; the note last.
   for (const char* c : {"cheapest", "hw", "quant", "emulated", "tp", "ep", "engine", "fits", "meets_slo", "replicas", "gpus",
-                        "usd_per_hour", "usd_per_million_output_tokens", "stable_qps_per_replica", "saturation_batch_size",
+                        "usd_per_hour", "usd_per_million_output_tokens", "stable_qps_per_replica", "tied_with", "saturation_batch_size",
                         "mean_output_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "binding_target",
                         "binding_class", "binding_value_s", "binding_threshold_s", "binding_headroom_frac",
                         "meets_slo_at_target", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
@@ -235,20 +270,10 @@ Table plan_table(const PlanResult& r) {
       t.set(i, "saturation_batch_size", row.saturation_batch_size);
     }
     if (row.meets_slo) t.set(i, "mean_output_tokens", row.mean_output_tokens);
-    if (const auto& p = row.at_target) {
-      t.set(i, "ttft_p50_s", p->ttft_p50_s);
-      t.set(i, "ttft_p99_s", p->ttft_p99_s);
-      t.set(i, "tpot_p50_s", p->tpot_p50_s);
-      t.set(i, "tpot_p99_s", p->tpot_p99_s);
-      if (!p->binding_metric.empty()) {
-        t.set(i, "binding_target", p->binding_metric);
-        if (!p->binding_class.empty()) t.set(i, "binding_class", p->binding_class);
-        t.set(i, "binding_value_s", p->binding_value_s);
-        t.set(i, "binding_threshold_s", p->binding_threshold_s);
-        t.set(i, "binding_headroom_frac", p->binding_headroom_frac);
-      }
-      t.set(i, "meets_slo_at_target", p->meets_slo);
-    }
+    if (row.at_target) set_prediction_cells(t, i, *row.at_target);
+    std::string tied;
+    for (const std::string& hw : row.tied_with) tied += (tied.empty() ? "" : ",") + hw;
+    if (!tied.empty()) t.set(i, "tied_with", tied);
     if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
     // One band per SLO metric: its metric, n, median and worst |error|, and what it rests on.
     std::string text;

@@ -61,6 +61,9 @@ struct PlanRow {
   std::int64_t saturation_batch_size = 0, replicas = 0, gpus = 0;
   double mean_output_tokens = 0.0;  // measured in the search's run at the stable rate, base seed
   std::optional<PlanPrediction> at_target;  // when it meets the SLO (it has a replica count)
+  // The other GPUs at the same precision and parallel sizes whose stable rate is within the
+  // search's tolerance of this one's (stable_rates_tied): the search cannot order them.
+  std::vector<std::string> tied_with;
   std::optional<double> usd_per_gpu_hour, usd_per_hour, usd_per_million_output_tokens;
   // servesim's error on measurements of this GPU and engine it was not fitted to, for the SLO's
   // metrics (slo_bands; set by the caller from data/validation/error_bands.json); a target
@@ -78,6 +81,10 @@ struct PlanResult {
 };
 
 PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o);
+
+// Two stable rates the search cannot order: each is the bottom of a bracket [rate, rate x (1 +
+// rel_tolerance)] holding the true one, and the brackets overlap (both rates > 0).
+bool stable_rates_tied(double a_per_s, double b_per_s, double rel_tolerance);
 
 // Every field, one row per option in the result's order ("cheapest" marks the answer).
 Table plan_table(const PlanResult& r);

@@ -4,6 +4,7 @@
 // for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
 // needed for rate R under the SLO and the cost. The text answer's first line names the cheapest
 // configuration that meets the SLO; then the assumptions (workload, SLO, prices) and the table.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -112,8 +113,8 @@ std::string binding_text(const PlanPrediction& p, double percentile) {
   return buf;
 }
 
-// The assumptions above the table: workload, engine, SLO, cost basis, what each row predicts.
-void print_assumptions(const Scenario& workload, double rate, const std::string& workload_name) {
+// The assumptions above the table: workload, engine, SLO, search, cost basis, what each row predicts.
+void print_assumptions(const Scenario& workload, double rate, const std::string& workload_name, const SaturateOptions& search) {
   const RequestClass& c = workload.workload.classes.front();
   std::printf("workload:  %s arrivals; prompts %s; outputs %s  [%s; --workload to change]\n",
               describe_arrival(workload.workload.arrival).c_str(), describe_lengths(c.prompt_tokens).c_str(),
@@ -121,6 +122,9 @@ void print_assumptions(const Scenario& workload, double rate, const std::string&
   std::printf("engine:    %s (%s) [--engine NAME to change]\n", workload.engine.profile.name.c_str(),
               workload.engine.profile.display_name.c_str());
   std::printf("slo:       %s\n", describe_slo(c.slo).c_str());
+  std::printf("search:    one replica's highest rate meeting the SLO, to %g%% (--tolerance), %d seeds per probed rate "
+              "(--replications); rates of the same precision and TP this close are tied (=)\n",
+              100.0 * search.rel_tolerance, search.replications);
   std::printf("cost:      GPUs x list price per GPU-hour (hwprofiles/prices.json or --prices); per million output tokens at %g req/s\n", rate);
   std::printf("latency:   each row's replicas simulated at %g req/s: TTFT and TPOT p50/p99 in ms; binding = the SLO target with "
               "the least headroom (1 - value / target)\n\n", rate);
@@ -138,7 +142,7 @@ void set_row_cells(Table& t, std::size_t n, const PlanRow& row, bool cheapest, b
   t.set(n, "$/hour", row.usd_per_hour ? Cell(money(*row.usd_per_hour)) : Cell(std::string("-")));
   t.set(n, "$/M out tok", row.usd_per_million_output_tokens ? Cell(money(*row.usd_per_million_output_tokens)) : Cell(std::string("-")));
   char qps[32];
-  std::snprintf(qps, sizeof qps, "%.3g", row.stable_qps_per_replica);
+  std::snprintf(qps, sizeof qps, "%.3g%s", row.stable_qps_per_replica, row.tied_with.empty() ? "" : " =");
   t.set(n, "req/s per replica", std::string(qps));
   t.set(n, "slo", std::string(row.meets_slo ? "meets" : "misses"));
   const PlanPrediction* p = row.at_target ? &*row.at_target : nullptr;
@@ -162,10 +166,31 @@ std::string missed_at_target(const PlanRow& row, double rate) {
   return buf;
 }
 
+// Under the table, the pairs marked = : "a100-40gb-pcie = a100-80gb-sxm (bf16 tp 1: 13.4, 13.4 req/s)".
+void print_ties(const PlanResult& r, double rel_tolerance) {
+  std::string pairs;
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    for (std::size_t j = i + 1; j < r.rows.size(); ++j) {
+      const PlanRow &a = r.rows[i], &b = r.rows[j];
+      if (std::find(a.tied_with.begin(), a.tied_with.end(), b.option.hw) == a.tied_with.end() || a.option.quant != b.option.quant ||
+          a.option.tp != b.option.tp || a.option.ep != b.option.ep) {
+        continue;
+      }
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s = %s (%s tp %d: %.3g, %.3g req/s)", a.option.hw.c_str(), b.option.hw.c_str(),
+                    a.option.quant.c_str(), a.option.tp, a.stable_qps_per_replica, b.stable_qps_per_replica);
+      pairs += (pairs.empty() ? "" : "; ") + std::string(buf);
+    }
+  }
+  if (pairs.empty()) return;
+  std::printf("= tied: stable rates within the search tolerance (%g%%), which the search cannot order; ranked by cost: %s\n",
+              100.0 * rel_tolerance, pairs.c_str());
+}
+
 // The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
 // below the table, why the others were left out.
 void print_plan(const PlanResult& r, const Scenario& workload, double rate, const std::string& workload_name,
-                const std::vector<ErrorBand>& bands) {
+                const SaturateOptions& search, const std::vector<ErrorBand>& bands) {
   if (r.cheapest) {
     const PlanRow& best = r.rows[*r.cheapest];
     std::printf("cheapest meeting the SLO: %s at %s/hour, %s per million output tokens\n", config_name(best).c_str(),
@@ -173,7 +198,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   } else {
     std::printf("no configuration tried meets the SLO at %g req/s with a known price (see the notes below)\n", rate);
   }
-  print_assumptions(workload, rate, workload_name);
+  print_assumptions(workload, rate, workload_name, search);
   const double percentile = workload.workload.classes.front().slo.percentile;
   Table t;
   std::vector<std::string> notes;
@@ -195,6 +220,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   }
   if (n > 0) write_text(std::cout, t);
   if (any_emulated) std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
+  print_ties(r, search.rel_tolerance);
   // The band is the median |error| of servesim against measurements of that GPU and engine it
   // was not fitted to; "?" says no such measurement exists, which is not the same as accurate.
   std::printf("\nerror: servesim's median |error| on each SLO metric, over n measurements of that GPU and engine (docs/validation.md; "
@@ -362,7 +388,7 @@ void check_plan_work(const Scenario& assumed, std::size_t options, const Distrib
 
 // --json: the assumptions, the cheapest row (null when none meets the SLO) and every row.
 nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenario& assumed, double rate,
-                         const std::string& workload_ref) {
+                         const std::string& workload_ref, const SaturateOptions& search) {
   const RequestClass& c = assumed.workload.classes.front();
   nlohmann::json j = {{"target_rate_per_s", rate},
                       {"workload", {{"scenario", workload_ref},
@@ -372,6 +398,7 @@ nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenari
                       {"engine", {{"name", assumed.engine.profile.name}, {"display_name", assumed.engine.profile.display_name}}},
                       {"slo", {{"ttft_s", c.slo.ttft_s}, {"tpot_s", c.slo.tpot_s}, {"e2e_s", c.slo.e2e_s},
                                {"percentile", c.slo.percentile}, {"min_success_frac", c.slo.min_success_frac}}},
+                      {"search", {{"rel_tolerance", search.rel_tolerance}, {"replications", search.replications}}},
                       {"cheapest", nullptr},
                       {"rows", table_to_json(t)}};
   if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
@@ -440,9 +467,9 @@ int cmd_plan(const std::vector<std::string>& args) {
     write_file(p["md"].as<std::string>(), os.str());
   }
   if (p.count("json")) {
-    std::cout << plan_json(result, t, assumed, rate, workload_ref).dump(2) << "\n";
+    std::cout << plan_json(result, t, assumed, rate, workload_ref, o.saturate).dump(2) << "\n";
   } else {
-    print_plan(result, assumed, rate, workload_ref, bands);
+    print_plan(result, assumed, rate, workload_ref, o.saturate, bands);
   }
   return kExitOk;
 }

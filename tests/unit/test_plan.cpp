@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "sim/analysis/plan.hpp"
 #include "sim/config/scenario.hpp"
 #include "sim/io/json_reader.hpp"
 #include "../support.hpp"
@@ -80,4 +83,72 @@ TEST_CASE("plan rows predict the configuration at the target rate: a run of the 
   std::snprintf(cell, sizeof cell, "%.0f%%", 100.0 * row["binding_headroom_frac"].get<double>());
   CHECK(text.output.find(std::string(row["binding_target"] == "ttft_s" ? "TTFT" : "TPOT") + " p99 " + cell) != std::string::npos);
   std::filesystem::remove_all(out);
+}
+
+namespace {
+// hwprofiles/BASE.json under other names (its "name" too), the HBM bandwidth times `bandwidth_x`.
+std::string profile_copy(const std::string& base, const std::string& name, double bandwidth_x) {
+  nlohmann::json doc = load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/../hwprofiles/" + base + ".json");
+  REQUIRE_FALSE(doc.contains("tables"));  // a copy elsewhere would lose a relative tables path
+  doc["name"] = name;
+  doc["hbm_bandwidth_bytes_per_s"] = doc["hbm_bandwidth_bytes_per_s"].get<double>() * bandwidth_x;
+  return test::write_temp(name + ".json", doc.dump());
+}
+std::string prices(const std::vector<std::pair<std::string, double>>& usd) {
+  nlohmann::json doc = {{"read_on", "2026-12-06"}, {"currency", "USD"}, {"gpus", nlohmann::json::object()}};
+  for (const auto& [hw, price] : usd) doc["gpus"][hw] = {{"usd_per_gpu_hour", price}, {"source", "test"}};
+  return test::write_temp("prices.json", doc.dump());
+}
+}  // namespace
+
+TEST_CASE("plan: stable rates within the search tolerance are tied (=) and ranked by cost") {
+  const std::string twin_a = profile_copy("a100-40gb-pcie", "twin-a", 1.0), twin_b = profile_copy("a100-40gb-pcie", "twin-b", 1.0);
+  const std::string args = kPlan + " --hw " + twin_a + "," + twin_b + " --prices " + prices({{twin_a, 2.0}, {twin_b, 1.0}});
+  const auto j = plan_json(args.substr(kPlan.size()));
+  CHECK(j["search"]["rel_tolerance"] == 0.1);
+  const auto& rows = j["rows"];
+  REQUIRE(rows.size() == 2);
+  // The same GPU under two names: the same rate, so tied, and the cheaper first.
+  CHECK(rows[0]["stable_qps_per_replica"] == rows[1]["stable_qps_per_replica"]);
+  CHECK(rows[0]["hw"] == twin_b);
+  CHECK(rows[0]["tied_with"] == twin_a);
+  CHECK(rows[1]["tied_with"] == twin_b);
+  const auto text = test::run_cli(args + " 2>/dev/null");
+  CHECK(text.output.find("to 10% (--tolerance), 1 seeds per probed rate") != std::string::npos);
+  CHECK(text.output.find("= tied: stable rates within the search tolerance (10%)") != std::string::npos);
+  CHECK(stable_rates_tied(10.0, 10.9, 0.1));
+  CHECK_FALSE(stable_rates_tied(10.0, 11.1, 0.1));
+  CHECK_FALSE(stable_rates_tied(0.0, 0.0, 0.1));  // neither meets the SLO: nothing to tie
+}
+
+TEST_CASE("plan: of two GPUs identical but for HBM bandwidth, the faster never sustains less nor ranks lower") {
+  // Derived profiles (efficiency curves, no measured tables) of an Ampere and a Hopper card, each
+  // beside a copy with 25% more bandwidth at the same price; the slower is listed first, so a tie
+  // in cost and headroom would keep it first.
+  for (const std::string base : {"a100-40gb-pcie", "h100-pcie"}) {
+    const std::string slow = profile_copy(base, base + "-slow", 1.0), fast = profile_copy(base, base + "-fast", 1.25);
+    for (const std::string rate : {"4", "20"}) {
+      const auto r = test::run_cli("plan --model llama-3-8b --rate " + rate + " --slo ttft=2s,tpot=100ms --tp 1,2 --json --hw " +
+                                   slow + "," + fast + " --prices " + prices({{slow, 2.0}, {fast, 2.0}}) + " 2>/dev/null");
+      REQUIRE(r.exit_code == 0);
+      const auto rows = nlohmann::json::parse(r.output)["rows"];
+      for (int tp : {1, 2}) {
+        CAPTURE(base);
+        CAPTURE(rate);
+        CAPTURE(tp);
+        int at_slow = -1, at_fast = -1;
+        for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+          if (rows[i]["tp"] != tp) continue;
+          (rows[i]["hw"] == fast ? at_fast : at_slow) = i;
+        }
+        REQUIRE(at_slow >= 0);
+        REQUIRE(at_fast >= 0);
+        const double slow_qps = rows[at_slow]["stable_qps_per_replica"], fast_qps = rows[at_fast]["stable_qps_per_replica"];
+        std::printf("%s tp %d at %s req/s: stable %.4g (slow) vs %.4g (fast, +25%% bandwidth)\n", base.c_str(), tp, rate.c_str(),
+                    slow_qps, fast_qps);
+        CHECK(fast_qps >= slow_qps);
+        CHECK((at_fast < at_slow || fast_qps == slow_qps));
+      }
+    }
+  }
 }
