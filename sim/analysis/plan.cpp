@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/report_io.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/metrics/slo.hpp"
+#include "sim/serve/step_cost.hpp"
 
 namespace servesim {
 
@@ -43,6 +46,27 @@ PlanPrediction predict(const Scenario& s, const SimResult& r) {
   return p;
 }
 
+// The profile's kind and peaks, and a prefill and a decode step as this option's replica prices them.
+void price_steps(const Scenario& s, const SaturateResult& sat, PlanRow& row) {
+  row.profile_kind = s.hw.provenance.kind;
+  const int tp = static_cast<int>(s.parallel.tensor_parallel_size);
+  if (tp > 1) row.tp_link = s.hw.interconnect.link(s.hw.interconnect.scope_for(tp)).name;
+  row.hbm_bandwidth_bytes_per_s = s.hw.hbm_bandwidth_bytes_per_s;
+  row.peak_flops_per_s = s.hw.peak_flops(s.precision.weights);
+  row.prefill_tokens = std::max<std::int64_t>(1, std::llround(sat.mean_context_tokens - 0.5 * sat.mean_output_tokens_at_stable_qps));
+  row.decode_batch = std::max<std::int64_t>(1, std::llround(sat.batch_at_stable_qps));
+  row.decode_context_tokens = std::max<std::int64_t>(1, std::llround(sat.mean_context_tokens));
+  const std::unique_ptr<StepCostModel> cost = make_step_cost_model(s, s.parallel, false);
+  BatchShape prefill;
+  prefill.add_prefill(row.prefill_tokens, 0, true);
+  row.prefill_step_s = cost->step_time(prefill).time_s;
+  BatchShape decode;
+  for (std::int64_t i = 0; i < row.decode_batch; ++i) decode.add_decode(row.decode_context_tokens);
+  const StepTime decode_time = cost->step_time(decode);
+  row.decode_step_s = decode_time.time_s;
+  row.decode_comm_s = decode_time.comm_s;
+}
+
 PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::uint64_t seed, const PlanOptions& o) {
   PlanRow row;
   row.option = opt;
@@ -67,6 +91,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     // The mean output length for the cost per token: the workload's property, not the GPU's, from
     // the base seed's run at the stable rate (the same requests for every option).
     row.mean_output_tokens = sat.mean_output_tokens_at_stable_qps;
+    price_steps(make(opt, sat.stable_qps, seed, 1), sat, row);
     // The configuration at the target rate: what the row predicts.
     const Scenario config = make(opt, o.target_rate_per_s, seed, row.replicas);
     row.at_target = predict(config, simulate(config));
@@ -130,7 +155,17 @@ nlohmann::json row_to_json(const PlanRow& r) {
           {"usd_per_gpu_hour", optional_number(r.usd_per_gpu_hour)},
           {"usd_per_hour", optional_number(r.usd_per_hour)},
           {"usd_per_million_output_tokens", optional_number(r.usd_per_million_output_tokens)},
-          {"at_target", r.at_target ? prediction_to_json(*r.at_target) : nlohmann::json(nullptr)}};
+          {"at_target", r.at_target ? prediction_to_json(*r.at_target) : nlohmann::json(nullptr)},
+          {"profile_kind", r.profile_kind},
+          {"tp_link", r.tp_link},
+          {"hbm_bandwidth_bytes_per_s", exact_number(r.hbm_bandwidth_bytes_per_s)},
+          {"peak_flops_per_s", exact_number(r.peak_flops_per_s)},
+          {"prefill_tokens", r.prefill_tokens},
+          {"decode_batch", r.decode_batch},
+          {"decode_context_tokens", r.decode_context_tokens},
+          {"prefill_step_s", exact_number(r.prefill_step_s)},
+          {"decode_step_s", exact_number(r.decode_step_s)},
+          {"decode_comm_s", exact_number(r.decode_comm_s)}};
 }
 
 // Read back strictly: every key, its type and its range (rates as the scenario's, counts as
@@ -159,6 +194,16 @@ PlanRow row_from_json(const nlohmann::json& j, const JobOrigin& at) {
   } else {
     row.at_target = prediction_from_json(r.object("at_target"));
   }
+  row.profile_kind = r.string("profile_kind");
+  row.tp_link = r.string("tp_link");
+  row.hbm_bandwidth_bytes_per_s = r.number_in("hbm_bandwidth_bytes_per_s", 0.0, 1e15);  // the profile's range
+  row.peak_flops_per_s = r.number_in("peak_flops_per_s", 0.0, 1e18);
+  row.prefill_tokens = r.integer_in("prefill_tokens", 0, 16777216);
+  row.decode_batch = r.integer_in("decode_batch", 0, 1 << 20);
+  row.decode_context_tokens = r.integer_in("decode_context_tokens", 0, 16777216);
+  row.prefill_step_s = r.number_in("prefill_step_s", 0.0, 1e12);
+  row.decode_step_s = r.number_in("decode_step_s", 0.0, 1e12);
+  row.decode_comm_s = r.number_in("decode_comm_s", 0.0, 1e12);
   r.finish();
   return row;
 }
@@ -170,16 +215,51 @@ int rank(const PlanRow& r) {
   return r.fits ? 2 : 3;
 }
 
-// Rows of different GPUs at the same precision and parallel sizes whose stable rates tie.
-void mark_ties(std::vector<PlanRow>& rows, double rel_tolerance) {
+// Rows of different GPUs at the same precision and parallel sizes that both meet the SLO.
+bool peers(const PlanRow& a, const PlanRow& b) {
+  return &a != &b && a.option.quant == b.option.quant && a.option.tp == b.option.tp && a.option.ep == b.option.ep &&
+         a.option.hw != b.option.hw && a.meets_slo && b.meets_slo;
+}
+
+// "sustains 25.9 req/s, less than a100-40gb-pcie's 27.4, though ...": `a` has at least b's
+// datasheet and sustains less; what decides it, as each profile prices it: efficiency fits, the TP
+// link, and a prefill and a decode step (each at its own mean batch: the batch a rate runs at is
+// part of the answer).
+std::string inversion_text(const PlanRow& a, const PlanRow& b) {
+  const auto rate = [](double per_s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", per_s);
+    return std::string(buf);
+  };
+  const auto decode = [](const PlanRow& r) {
+    return format_duration(r.decode_step_s) + " (" + std::to_string(r.decode_batch) + " sequences at " +
+           std::to_string(r.decode_context_tokens) + " tokens" +
+           (r.decode_comm_s > 0.0 ? ", " + format_duration(r.decode_comm_s) + " of it collectives" : std::string()) + ")";
+  };
+  const std::string links = a.tp_link.empty() ? "" : "; TP over " + a.tp_link + " here, " + b.tp_link + " there";
+  return "sustains " + rate(a.stable_qps_per_replica) + " req/s, less than " + b.option.hw + "'s " +
+         rate(b.stable_qps_per_replica) + ", though its datasheet HBM bandwidth and peak FLOP/s are at least as high: " +
+         "the profiles decide (efficiency fits " + a.profile_kind + " here, " + b.profile_kind + " there" + links + "): a prefill of " +
+         std::to_string(a.prefill_tokens) + " tokens takes " + format_duration(a.prefill_step_s) + " here and " +
+         format_duration(b.prefill_step_s) + " there, a decode step of the mean batch " + decode(a) + " and " + decode(b) +
+         " (servesim roofline --hw NAME --tp N shows each op)";
+}
+
+// Ties (the search cannot order two rates) and inversions (a GPU with at least another's datasheet
+// sustains less, beyond the tolerance), between peers.
+void compare_peers(std::vector<PlanRow>& rows, double rel_tolerance) {
   for (PlanRow& a : rows) {
+    const PlanRow* most = nullptr;  // the peer it trails the most
     for (const PlanRow& b : rows) {
-      const bool same_shape = a.option.quant == b.option.quant && a.option.tp == b.option.tp && a.option.ep == b.option.ep;
-      if (&a != &b && same_shape && a.option.hw != b.option.hw && a.meets_slo && b.meets_slo &&
-          stable_rates_tied(a.stable_qps_per_replica, b.stable_qps_per_replica, rel_tolerance)) {
+      if (!peers(a, b)) continue;
+      if (stable_rates_tied(a.stable_qps_per_replica, b.stable_qps_per_replica, rel_tolerance)) {
         a.tied_with.push_back(b.option.hw);
+      } else if (a.stable_qps_per_replica < b.stable_qps_per_replica && a.hbm_bandwidth_bytes_per_s >= b.hbm_bandwidth_bytes_per_s &&
+                 a.peak_flops_per_s >= b.peak_flops_per_s && (!most || b.stable_qps_per_replica > most->stable_qps_per_replica)) {
+        most = &b;
       }
     }
+    if (most) a.datasheet_inversion = inversion_text(a, *most);
   }
 }
 
@@ -203,7 +283,7 @@ PlanResult plan(const std::vector<PlanOption>& options, const PlanScenarioFactor
     return static_cast<double>(a.replicas) * a.stable_qps_per_replica > static_cast<double>(b.replicas) * b.stable_qps_per_replica;
   });
   if (!out.rows.empty() && rank(out.rows.front()) == 0) out.cheapest = 0;
-  mark_ties(out.rows, o.saturate.rel_tolerance);
+  compare_peers(out.rows, o.saturate.rel_tolerance);
   return out;
 }
 
@@ -226,6 +306,19 @@ void set_prediction_cells(Table& t, std::size_t i, const PlanPrediction& p) {
   }
   t.set(i, "meets_slo_at_target", p.meets_slo);
 }
+void set_step_cells(Table& t, std::size_t i, const PlanRow& row) {
+  t.set(i, "profile_kind", row.profile_kind);
+  t.set(i, "hbm_bandwidth_bytes_per_s", row.hbm_bandwidth_bytes_per_s);
+  t.set(i, "peak_flops_per_s", row.peak_flops_per_s);
+  t.set(i, "prefill_tokens", row.prefill_tokens);
+  t.set(i, "prefill_step_s", row.prefill_step_s);
+  t.set(i, "decode_batch", row.decode_batch);
+  t.set(i, "decode_context_tokens", row.decode_context_tokens);
+  t.set(i, "decode_step_s", row.decode_step_s);
+  t.set(i, "decode_comm_s", row.decode_comm_s);
+  if (!row.tp_link.empty()) t.set(i, "tp_link", row.tp_link);
+  if (!row.datasheet_inversion.empty()) t.set(i, "datasheet_inversion", row.datasheet_inversion);
+}
 }  // namespace
 
 Table plan_table(const PlanResult& r) {
@@ -243,7 +336,9 @@ Table plan_table(const PlanResult& r) {
                         "usd_per_hour", "usd_per_million_output_tokens", "stable_qps_per_replica", "tied_with", "saturation_batch_size",
                         "mean_output_tokens", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "binding_target",
                         "binding_class", "binding_value_s", "binding_threshold_s", "binding_headroom_frac",
-                        "meets_slo_at_target", "usd_per_gpu_hour", "error_band_median", "error_band_worst",
+                        "meets_slo_at_target", "profile_kind", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s", "prefill_tokens",
+                        "prefill_step_s", "decode_batch", "decode_context_tokens", "decode_step_s", "decode_comm_s", "tp_link", "datasheet_inversion",
+                        "usd_per_gpu_hour", "error_band_median", "error_band_worst",
                         "error_band_basis", "note"}) {
     const std::string name = c;
     if ((any_ep || name != "ep") && (any_emulated || name != "emulated") && (any_class || name != "binding_class")) t.column(c);
@@ -274,6 +369,7 @@ Table plan_table(const PlanResult& r) {
     std::string tied;
     for (const std::string& hw : row.tied_with) tied += (tied.empty() ? "" : ",") + hw;
     if (!tied.empty()) t.set(i, "tied_with", tied);
+    if (row.meets_slo) set_step_cells(t, i, row);
     if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
     // One band per SLO metric: its metric, n, median and worst |error|, and what it rests on.
     std::string text;

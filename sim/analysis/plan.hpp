@@ -64,6 +64,18 @@ struct PlanRow {
   // The other GPUs at the same precision and parallel sizes whose stable rate is within the
   // search's tolerance of this one's (stable_rates_tied): the search cannot order them.
   std::vector<std::string> tied_with;
+  // What the rate rests on besides the datasheet, for rows that meet the SLO: the profile's kind
+  // (measured or derived, HwProfile::Provenance), its datasheet peaks, and two steps priced by its
+  // step cost model: one prefill of the search's mean prompt alone, and one decode step of its mean
+  // batch at the stable rate at the mean context.
+  std::string profile_kind;
+  std::string tp_link;  // the link the TP group's collectives run over (empty at TP 1)
+  double hbm_bandwidth_bytes_per_s = 0.0, peak_flops_per_s = 0.0;
+  std::int64_t prefill_tokens = 0, decode_batch = 0, decode_context_tokens = 0;
+  double prefill_step_s = 0.0, decode_step_s = 0.0, decode_comm_s = 0.0;  // decode_comm_s: its collectives
+  // Set when a GPU of the same precision and parallel sizes, whose datasheet bandwidth and peak
+  // FLOP/s are at most this one's, sustains a higher rate beyond the tolerance: why, in words.
+  std::string datasheet_inversion;
   std::optional<double> usd_per_gpu_hour, usd_per_hour, usd_per_million_output_tokens;
   // servesim's error on measurements of this GPU and engine it was not fitted to, for the SLO's
   // metrics (slo_bands; set by the caller from data/validation/error_bands.json); a target

@@ -201,7 +201,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   print_assumptions(workload, rate, workload_name, search);
   const double percentile = workload.workload.classes.front().slo.percentile;
   Table t;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes, why;
   bool any_ep = false, any_emulated = false;
   for (const PlanRow& row : r.rows) any_ep = any_ep || row.option.ep > 1;
   std::size_t n = 0;
@@ -217,10 +217,13 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
     any_emulated = any_emulated || row.emulated;
     if (!row.note.empty()) notes.push_back(label + ": " + row.note);
     if (row.at_target && !row.at_target->meets_slo) notes.push_back(label + ": " + missed_at_target(row, rate));
+    if (!row.datasheet_inversion.empty()) why.push_back(label + ": " + row.datasheet_inversion);
   }
   if (n > 0) write_text(std::cout, t);
   if (any_emulated) std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
   print_ties(r, search.rel_tolerance);
+  if (!why.empty()) std::printf("\nfaster on paper, slower here:\n");
+  for (const auto& line : why) std::printf("  %s\n", line.c_str());
   // The band is the median |error| of servesim against measurements of that GPU and engine it
   // was not fitted to; "?" says no such measurement exists, which is not the same as accurate.
   std::printf("\nerror: servesim's median |error| on each SLO metric, over n measurements of that GPU and engine (docs/validation.md; "

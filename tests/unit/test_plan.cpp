@@ -10,6 +10,7 @@
 
 #include "sim/analysis/plan.hpp"
 #include "sim/config/scenario.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/io/json_reader.hpp"
 #include "../support.hpp"
 
@@ -94,6 +95,15 @@ std::string profile_copy(const std::string& base, const std::string& name, doubl
   doc["hbm_bandwidth_bytes_per_s"] = doc["hbm_bandwidth_bytes_per_s"].get<double>() * bandwidth_x;
   return test::write_temp(name + ".json", doc.dump());
 }
+// The same, every efficiency curve (fraction of peak against size) times `efficiency_x`.
+std::string profile_copy(const std::string& base, const std::string& name, double bandwidth_x, double efficiency_x) {
+  const std::string path = profile_copy(base, name, bandwidth_x);
+  nlohmann::json doc = load_json_file(path);
+  for (auto& [curve, points] : doc["efficiency"].items()) {
+    for (auto& point : points) point[1] = point[1].get<double>() * efficiency_x;
+  }
+  return test::write_temp(name + ".json", doc.dump());
+}
 std::string prices(const std::vector<std::pair<std::string, double>>& usd) {
   nlohmann::json doc = {{"read_on", "2026-12-06"}, {"currency", "USD"}, {"gpus", nlohmann::json::object()}};
   for (const auto& [hw, price] : usd) doc["gpus"][hw] = {{"usd_per_gpu_hour", price}, {"source", "test"}};
@@ -151,4 +161,28 @@ TEST_CASE("plan: of two GPUs identical but for HBM bandwidth, the faster never s
       }
     }
   }
+}
+
+TEST_CASE("plan explains a GPU that sustains less than one it beats on paper: the steps its profile prices") {
+  // 10% more HBM bandwidth on paper, 30% less of every peak reached in its kernels.
+  const std::string paper = profile_copy("a100-40gb-pcie", "paper", 1.1, 0.7), plain = profile_copy("a100-40gb-pcie", "plain", 1.0);
+  const std::string args = kPlan + " --hw " + paper + "," + plain;
+  const auto j = plan_json(args.substr(kPlan.size()));
+  const auto& rows = j["rows"];
+  REQUIRE(rows.size() == 2);
+  const auto& p = rows[0]["hw"] == paper ? rows[0] : rows[1];
+  const auto& q = rows[0]["hw"] == paper ? rows[1] : rows[0];
+  REQUIRE(p["stable_qps_per_replica"].get<double>() < q["stable_qps_per_replica"].get<double>());
+  CHECK(p["hbm_bandwidth_bytes_per_s"].get<double>() > q["hbm_bandwidth_bytes_per_s"].get<double>());
+  // Its steps are slower as its own profile prices them, and the note says so with both numbers.
+  CHECK(p["prefill_step_s"].get<double>() > q["prefill_step_s"].get<double>());
+  CHECK(p["prefill_tokens"] == q["prefill_tokens"]);  // the same requests (the scenario's seed)
+  const std::string why = p["datasheet_inversion"];
+  CHECK(why.find("less than " + plain + "'s") != std::string::npos);
+  CHECK(why.find("efficiency fits derived here, derived there") != std::string::npos);
+  CHECK(why.find(format_duration(p["prefill_step_s"].get<double>()) + " here and " + format_duration(q["prefill_step_s"].get<double>())) !=
+        std::string::npos);
+  CHECK(q["datasheet_inversion"].is_null());
+  const auto text = test::run_cli(args + " 2>/dev/null");
+  CHECK(text.output.find("faster on paper, slower here:\n  " + paper + " bf16 tp 1: sustains") != std::string::npos);
 }
