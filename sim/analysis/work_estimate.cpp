@@ -2,6 +2,7 @@
 #include "sim/analysis/work_estimate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <thread>
@@ -54,10 +55,27 @@ double mean_rate_per_s(const ArrivalConfig& a) {
     case K::constant: return a.rate_per_s;
     case K::on_off: return a.on_s + a.off_s > 0.0 ? a.rate_per_s * a.on_s / (a.on_s + a.off_s) : a.rate_per_s;
     case K::ramp: return std::max(a.start_rate_per_s, a.end_rate_per_s);
+    case K::stages: {
+      double requests = 0.0, span_s = 0.0;
+      for (const ArrivalStage& st : a.stages) {
+        requests += st.rate_per_s * st.duration_s;
+        span_s += st.duration_s;
+      }
+      return span_s > 0.0 ? requests / span_s : 0.0;
+    }
     case K::trace:
-    case K::all_at_once: return 0.0;
+    case K::all_at_once:
+    case K::concurrency: return 0.0;  // a closed loop's rate is the server's: num_requests bounds it
   }
   return 0.0;
+}
+
+// Requests the arrival process itself ends after (stages), or infinity.
+double arrival_requests(const ArrivalConfig& a) {
+  if (a.kind != ArrivalConfig::Kind::stages) return std::numeric_limits<double>::infinity();
+  double requests = 0.0;
+  for (const ArrivalStage& st : a.stages) requests += std::ceil(st.rate_per_s * st.duration_s);
+  return requests;
 }
 
 std::string sci(double v) {
@@ -74,6 +92,7 @@ WorkEstimate estimate_work(const Scenario& s) {
   double requests = w.num_requests >= 0 ? static_cast<double>(w.num_requests) : std::numeric_limits<double>::infinity();
   const double rate = mean_rate_per_s(w.arrival);
   if (w.duration_s > 0.0 && rate > 0.0) requests = std::min(requests, rate * w.duration_s);
+  requests = std::min(requests, arrival_requests(w.arrival));
   if (!(requests < std::numeric_limits<double>::infinity())) {
     e.bounded = false;  // a trace read to its end: as long as the file
     return e;

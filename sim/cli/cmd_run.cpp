@@ -57,7 +57,10 @@ RunOutputs open_outputs(const cxxopts::ParseResult& parsed, const std::filesyste
                         const TraceOptions& trace_options) {
   RunOutputs o;
   o.lock = std::make_unique<OutputDirLock>(out_dir.string());
-  if (!parsed.count("no-csv")) o.csv = std::make_unique<RequestsCsvWriter>((out_dir / "requests.csv").string());
+  if (!parsed.count("no-csv")) {
+    o.csv = std::make_unique<RequestsCsvWriter>((out_dir / "requests.csv").string(),
+                                                scenario.workload.arrival.kind == ArrivalConfig::Kind::stages);
+  }
   if (!parsed.count("no-trace")) o.trace = std::make_unique<TraceWriter>((out_dir / "trace.json").string(), trace_options, scenario.name);
   if (!parsed.count("no-html")) o.recorder = std::make_unique<RunRecorder>(scenario.workload.num_requests);
   o.observers.add(o.csv.get());

@@ -28,12 +28,30 @@ struct LengthDist {
   std::vector<double> weights;       // ... and their (unnormalised) weights
 };
 
+// One stage of a staged load (inference-perf's load.stages): arrivals at rate_per_s, evenly
+// spaced (constant) or Poisson, for duration_s.
+struct ArrivalStage {
+  bool poisson = false;
+  double rate_per_s = 0.0;
+  double duration_s = 0.0;
+};
+
 struct ArrivalConfig {
-  enum class Kind { poisson, gamma, constant, on_off, ramp, trace, all_at_once } kind = Kind::poisson;
+  enum class Kind { poisson, gamma, constant, on_off, ramp, trace, all_at_once, concurrency, stages } kind = Kind::poisson;
   double rate_per_s = 0.0;        // poisson, gamma, constant; on_off: the rate while on
   double cv = 1.0;                // gamma: coefficient of variation of the gaps (1 = Poisson)
   double on_s = 0.0, off_s = 0.0; // on_off: burst and silence lengths
   double start_rate_per_s = 0.0, end_rate_per_s = 0.0, ramp_s = 0.0;  // ramp: linear, then flat
+  // concurrency (closed loop): `clients` clients send their first request at t = 0 and each
+  // sends its next one think_time_s after its previous one left (completed, rejected or timed
+  // out), so at most `clients` requests are outstanding (vllm bench serve --max-concurrency N
+  // with request rate inf, GenAI-Perf --concurrency N, inference-perf's concurrent load).
+  std::int64_t clients = 0;
+  double think_time_s = 0.0;
+  // stages: one after the other, stage_gap_s of silence between two.
+  std::vector<ArrivalStage> stages;
+  double stage_gap_s = 0.0;
+  bool closed_loop() const { return kind == Kind::concurrency; }
 };
 
 // A request trace read row by row (streaming). Formats: azure (TIMESTAMP, ContextTokens,

@@ -41,6 +41,17 @@ std::string describe_arrival(const ArrivalConfig& a) {
       return "ramp " + fmt("%g", a.start_rate_per_s) + " to " + fmt("%g", a.end_rate_per_s) + " req/s over " + fmt("%g", a.ramp_s) + " s";
     case K::trace: return "trace replay";
     case K::all_at_once: return "all at t = 0";
+    case K::concurrency:
+      return "closed loop, " + fmt("%lld", static_cast<long long>(a.clients)) + " clients" +
+             (a.think_time_s > 0.0 ? ", think " + fmt("%g", a.think_time_s) + " s" : std::string());
+    case K::stages: {
+      std::string text = fmt("%zu", a.stages.size()) + " stages:";
+      for (std::size_t k = 0; k < a.stages.size(); ++k) {
+        text += std::string(k ? ";" : "") + " " + (a.stages[k].poisson ? "poisson " : "constant ") + fmt("%g", a.stages[k].rate_per_s) +
+                " req/s for " + fmt("%g", a.stages[k].duration_s) + " s";
+      }
+      return text;
+    }
   }
   return "?";
 }

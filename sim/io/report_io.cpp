@@ -58,6 +58,38 @@ nlohmann::json slo_classes_json(const SloResult& r, const WorkloadConfig& w, con
   return classes;
 }
 
+// Per arrival stage (workload.arrival.stages), as inference-perf reports each stage: its load,
+// its requests' fates and latencies (by arrival stage, whenever they finish), and its
+// throughput from the stage's start to its last completion.
+nlohmann::json stages_json(const ArrivalConfig& a, const RunMetrics& m) {
+  nlohmann::json stages = nlohmann::json::array();
+  double start_s = 0.0;
+  for (std::size_t k = 0; k < m.stages.size(); ++k) {
+    const ArrivalStage& st = a.stages[k];
+    const ClassMetrics& sm = m.stages[k];
+    const double window_s = sm.completed > 0 ? ns_to_seconds(sm.last_finish_ns) - start_s : 0.0;
+    const auto per_s = [window_s](double v) { return window_s > 0.0 ? v / window_s : 0.0; };
+    stages.push_back({{"index", k},
+                      {"impl", st.poisson ? "poisson" : "constant"},
+                      {"rate_per_s", st.rate_per_s},
+                      {"start_s", start_s},
+                      {"duration_s", st.duration_s},
+                      {"arrived", sm.arrived},
+                      {"completed", sm.completed},
+                      {"rejected", sm.rejected},
+                      {"timed_out", sm.timed_out},
+                      {"latency",
+                       {{"ttft_s", histogram_summary(sm.ttft_s)},
+                        {"tpot_s", histogram_summary(sm.tpot_s)},
+                        {"e2e_s", histogram_summary(sm.e2e_s)}}},
+                      {"throughput",
+                       {{"requests_per_s", per_s(static_cast<double>(sm.completed))},
+                        {"output_tokens_per_s", per_s(static_cast<double>(sm.output_tokens))}}}});
+    start_s += st.duration_s + a.stage_gap_s;
+  }
+  return stages;
+}
+
 // The cluster view's names and the replicas (index, role, parallelism, then their run figures).
 void cluster_sections(nlohmann::json& j, const Scenario& s, const SimResult& res, const ReportSource& fleet) {
   j["cluster"]["router"] = s.router.impl;
@@ -86,6 +118,19 @@ struct FleetSource {
         slo(evaluate_slo(s.workload, res.metrics)),
         source{s, res.metrics, res.memory, static_cast<double>(res.replicas.size()), ns_to_seconds(res.metrics.end_ns), res, cold, slo} {}
 };
+
+// One line per arrival stage: its load, completions and median latencies.
+void print_stages(std::ostream& os, const nlohmann::json& stages) {
+  char line[256];
+  for (const auto& st : stages) {
+    const auto& l = st["latency"];
+    const auto p50 = [&l](const char* key) { return l[key]["p50"].get<double>(); };
+    std::snprintf(line, sizeof line, "  stage %-4lld %s %.3g req/s for %.4g s: %lld completed; p50 ttft %.4f s, tpot %.4f s, e2e %.4f s\n",
+                  st["index"].get<long long>(), st["impl"].get<std::string>().c_str(), st["rate_per_s"].get<double>(),
+                  st["duration_s"].get<double>(), st["completed"].get<long long>(), p50("ttft_s"), p50("tpot_s"), p50("e2e_s"));
+    os << line;
+  }
+}
 
 }  // namespace
 
@@ -125,6 +170,7 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   j["quantization"]["kv_cache_dtype"] = dtype_name(s.precision.kv_cache);
   j["slo"]["status"] = slo.status();
   j["slo"]["classes"] = slo_classes_json(slo, s.workload, m);
+  if (!m.stages.empty()) j["stages"] = stages_json(s.workload.arrival, m);  // only with stages: other reports keep their bytes
   cluster_sections(j, s, res, fleet);
   return j;
 }
@@ -216,6 +262,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                   100.0 * slo["success_frac"].get<double>(), slo["goodput_requests_per_s"].get<double>());
   }
   os << line;
+  if (r.contains("stages")) print_stages(os, r["stages"]);
   const auto& sim = r["sim"];
   std::snprintf(line, sizeof line, "  sim        %llu events, %.3f simulated s in %.3f wall s\n", sim["events"].get<unsigned long long>(),
                 sim["simulated_s"].get<double>(), wall_s);

@@ -64,9 +64,9 @@ struct Row {
 
 }  // namespace
 
-RequestsCsvWriter::RequestsCsvWriter(const std::string& path) : file_(path) {
+RequestsCsvWriter::RequestsCsvWriter(const std::string& path, bool with_stage) : file_(path), with_stage_(with_stage) {
   file_.write(kHeader);
-  file_.write("\n");
+  file_.write(with_stage ? ",stage\n" : "\n");
 }
 
 void RequestsCsvWriter::write_block() {
@@ -110,6 +110,10 @@ void RequestsCsvWriter::row(std::uint32_t id, const Request& r, const char* stat
                                std::int64_t{r.preemptions}}) {
     w.comma();
     w.integer(v);
+  }
+  if (with_stage_) {
+    w.comma();
+    w.integer(r.stage);
   }
   *w.p++ = '\n';
   used_ = static_cast<std::size_t>(w.p - block_.data());

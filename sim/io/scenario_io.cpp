@@ -117,6 +117,30 @@ ArrivalConfig parse_arrival(KeyReader r) {
     a.kind = K::trace;
   } else if (impl == "all_at_once") {
     a.kind = K::all_at_once;
+  } else if (impl == "concurrency") {
+    a.kind = K::concurrency;
+    a.clients = r.integer("clients");
+    a.think_time_s = r.number("think_time_s", a.think_time_s);
+  } else if (impl == "stages") {
+    a.kind = K::stages;
+    const auto& stages = r.raw("stages");
+    if (!stages.is_array() || stages.empty() || stages.size() > 1024) r.fail("stages", "must be an array of 1 to 1024 stages");
+    double span_s = 0.0;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      if (!stages[i].is_object()) r.fail("stages", "[" + std::to_string(i) + "] must be an object {impl, rate_per_s, duration_s}");
+      KeyReader st = r.element(stages[i], "stages", i);
+      ArrivalStage stage;
+      stage.poisson = st.string("impl") == "poisson";
+      stage.rate_per_s = st.number("rate_per_s");
+      stage.duration_s = st.number("duration_s");
+      st.finish();
+      if (stage.rate_per_s * stage.duration_s > 1e12) st.fail("rate_per_s", "times duration_s is over 1e12 requests");
+      span_s += stage.duration_s;
+      a.stages.push_back(stage);
+    }
+    a.stage_gap_s = r.number("stage_gap_s", a.stage_gap_s);
+    span_s += a.stage_gap_s * static_cast<double>(stages.size() - 1);
+    if (span_s > kMaxSimulatedSpanS) r.fail("stages", "the stages and gaps span more than 1e9 simulated seconds");
   }
   r.finish();
   return a;
@@ -204,12 +228,13 @@ WorkloadConfig parse_workload(KeyReader r, const SloConfig& default_slo) {
   w.request_timeout_s = r.number("request_timeout_s", w.request_timeout_s);
   if (r.has("num_requests")) {
     w.num_requests = r.integer("num_requests");
-  } else if (w.duration_s <= 0.0 && !w.trace) {
-    r.fail("num_requests", "required unless workload.duration_s or workload.trace ends the workload");
   } else {
     r.accept("num_requests");
   }
   w.arrival = parse_arrival(r.object("arrival"));
+  if (w.num_requests < 0 && w.duration_s <= 0.0 && !w.trace && w.arrival.kind != ArrivalConfig::Kind::stages) {
+    r.fail("num_requests", "required unless workload.duration_s, workload.trace or arrival stages end the workload");
+  }
   const bool top = r.has("prompt_tokens") || r.has("output_tokens");
   if (r.has("classes")) {
     if (top) r.fail("classes", "give lengths either per class or at the top of workload, not both");
@@ -586,6 +611,14 @@ nlohmann::json arrival_to_json(const ArrivalConfig& a) {
       return {{"impl", "ramp"}, {"start_rate_per_s", a.start_rate_per_s}, {"end_rate_per_s", a.end_rate_per_s}, {"ramp_s", a.ramp_s}};
     case K::trace: return {{"impl", "trace"}};
     case K::all_at_once: return {{"impl", "all_at_once"}};
+    case K::concurrency: return {{"impl", "concurrency"}, {"clients", a.clients}, {"think_time_s", a.think_time_s}};
+    case K::stages: {
+      nlohmann::json stages = nlohmann::json::array();
+      for (const ArrivalStage& st : a.stages) {
+        stages.push_back({{"impl", st.poisson ? "poisson" : "constant"}, {"rate_per_s", st.rate_per_s}, {"duration_s", st.duration_s}});
+      }
+      return {{"impl", "stages"}, {"stages", stages}, {"stage_gap_s", a.stage_gap_s}};
+    }
   }
   return {};
 }

@@ -49,13 +49,15 @@ void merge_field(T& into, const T& from) {
   X(std::int64_t, rejected, sum, "", "")     \
   X(std::int64_t, timed_out, sum, "", "")    \
   X(std::int64_t, slo_met, sum, "", "")      \
-  X(std::int64_t, output_tokens, sum, "", "")
+  X(std::int64_t, output_tokens, sum, "", "") \
+  X(TimeNs, last_finish_ns, max, "", "") /* per stage: the last completion (the stage's throughput window ends there) */
 
 #define SERVESIM_DECLARE_METRIC(type, name, how, path, meaning) type name{};
 #define SERVESIM_MERGE_METRIC(type, name, how, path, meaning) merge_field<Merge::how>(name, o.name);
 
 // One request class: its own latencies and SLO accounting (a request meets the SLO when each of
-// its TTFT, TPOT and E2E is within the class's thresholds).
+// its TTFT, TPOT and E2E is within the class's thresholds). The same figures per arrival stage
+// (workload.arrival.stages), without the SLO.
 struct ClassMetrics {
   SERVESIM_CLASS_METRICS(SERVESIM_DECLARE_METRIC)
   void merge(const ClassMetrics& o) { SERVESIM_CLASS_METRICS(SERVESIM_MERGE_METRIC) }
@@ -80,6 +82,7 @@ struct ClassMetrics {
   X(std::int64_t, trace_rows_skipped, sum, "requests.trace_rows_skipped",                                               \
     "trace rows read but not turned into requests (BurstGPT failures)")                                                 \
   X(std::vector<ClassMetrics>, classes, per_class, "", "")                                                              \
+  X(std::vector<ClassMetrics>, stages, per_class, "", "") /* per arrival stage; none without stages */ \
   X(double, waiting_request_seconds, sum, "", "") /* integral over time of requests waiting to start */                 \
   X(std::int64_t, preempted_requests, sum, "requests.preempted", "requests preempted at least once")                    \
   X(std::int64_t, preemptions, sum, "requests.preemptions", "preemption events (a request can be preempted several times)") \

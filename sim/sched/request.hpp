@@ -33,6 +33,7 @@ struct Request {
   std::uint8_t priority = 0;       // class, 0 = most urgent
   std::int32_t replica = -1;       // where it runs now (the decode replica once its KV moved)
   std::uint16_t cls = 0;           // request class (index into the workload's classes)
+  std::uint16_t stage = 0;         // arrival stage (workload.arrival.stages), 0 without stages
   RequestState state = RequestState::waiting;
 };
 

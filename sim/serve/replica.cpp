@@ -28,6 +28,7 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
   metrics_.classes.resize(scenario.workload.classes.size());
   state_.concurrent_streams = streams_run_concurrently(scenario.workload);
+  if (scenario.workload.arrival.kind == ArrivalConfig::Kind::stages) metrics_.stages.resize(scenario.workload.arrival.stages.size());
   set_checks(false, false);
 }
 
@@ -159,6 +160,7 @@ void Replica::expire(TimeNs now) {
     const Request& r = state_.requests[id];
     metrics_.timed_out += 1;
     metrics_.classes[r.cls].timed_out += 1;
+    if (!metrics_.stages.empty()) metrics_.stages[r.stage].timed_out += 1;
     if (r.started_ns < 0) note_waiting(now, -1);
     if (observer_) observer_->on_rejected(r.id, r, now);
     state_.requests.release(id);
@@ -239,6 +241,7 @@ inline bool Replica::account_plan(TimeNs now) {
     }
     for (const std::uint32_t id : state_.dropped_ids) {
       metrics_.classes[state_.requests[id].cls].rejected += 1;
+      if (!metrics_.stages.empty()) metrics_.stages[state_.requests[id].stage].rejected += 1;
       state_.requests.release(id);
     }
   }
@@ -493,7 +496,17 @@ void Replica::complete(Request& r, TimeNs now) {
     tpot = ns_to_seconds(now - r.first_token_ns) / static_cast<double>(r.output_tokens - 1);
     metrics_.tpot_s.add(tpot);
   }
-  record_class(r, ns_to_seconds(r.first_token_ns - r.arrival_ns), tpot, e2e);
+  const double ttft = ns_to_seconds(r.first_token_ns - r.arrival_ns);
+  record_class(r, ttft, tpot, e2e);
+  if (!metrics_.stages.empty()) {
+    ClassMetrics& st = metrics_.stages[r.stage];
+    st.completed += 1;
+    st.output_tokens += r.output_tokens;
+    st.ttft_s.add(ttft);
+    st.e2e_s.add(e2e);
+    if (r.output_tokens > 1) st.tpot_s.add(tpot);
+    st.last_finish_ns = now;
+  }
 }
 
 void Replica::record_class(const Request& r, double ttft_s, double tpot_s, double e2e_s) {

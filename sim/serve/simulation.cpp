@@ -82,6 +82,7 @@ RequestSpec spec_of(const Request& r) {
   s.turn = r.turn;
   s.stream_use = r.stream_use;
   s.priority = r.priority;
+  s.stage = r.stage;
   return s;
 }
 
@@ -99,17 +100,56 @@ LinkScope kv_link(const Scenario& s, std::int64_t total_gpus) {
   return s.hw.interconnect.scope_for(static_cast<int>(total_gpus));
 }
 
+class EventLoop;
+
+// Closed loop: every departure (a completion, or a rejection or timeout wherever it happens) frees
+// its client, so the event loop sees each one here before the caller's observer does.
+class DepartureTap final : public RunObserver {
+ public:
+  DepartureTap(EventLoop& loop, RunObserver* next) : loop_(loop), next_(next) {}
+  void on_arrival(std::uint32_t id, const Request& r, TimeNs now) override {
+    if (next_) next_->on_arrival(id, r, now);
+  }
+  void on_rejected(std::uint32_t id, const Request& r, TimeNs now) override;
+  void on_admitted(std::uint32_t id, TimeNs now) override {
+    if (next_) next_->on_admitted(id, now);
+  }
+  void on_prefill_done(std::uint32_t id, TimeNs now) override {
+    if (next_) next_->on_prefill_done(id, now);
+  }
+  void on_preempted(std::uint32_t id, TimeNs now) override {
+    if (next_) next_->on_preempted(id, now);
+  }
+  void on_finished(std::uint32_t id, const Request& r, TimeNs now) override;
+  void on_iteration(const IterationRecord& it) override {
+    if (next_) next_->on_iteration(it);
+  }
+  void on_end(TimeNs end_ns) override {
+    if (next_) next_->on_end(end_ns);
+  }
+
+ private:
+  EventLoop& loop_;
+  RunObserver* next_;
+};
+
 class EventLoop {
  public:
-  EventLoop(const Scenario& s, const SimHooks& hooks) : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks) {
+  EventLoop(const Scenario& s, const SimHooks& hooks)
+      : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks), tap_(*this, hooks.observer) {
+    if (closed_loop_) observer_ = &tap_;
     class_arrived_.assign(s.workload.classes.size(), 0);
     class_rejected_.assign(s.workload.classes.size(), 0);
+    if (s.workload.arrival.kind == ArrivalConfig::Kind::stages) {
+      stage_arrived_.assign(s.workload.arrival.stages.size(), 0);
+      stage_rejected_.assign(s.workload.arrival.stages.size(), 0);
+    }
     const std::vector<ReplicaSpec> specs = replica_specs(s);
     for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
     fleet_kv_.one_replica = specs.size() == 1;
     for (const ReplicaSpec& spec : specs) {
       replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_));
-      replicas_.back()->set_observer(hooks.observer, static_cast<std::int32_t>(spec.index));
+      replicas_.back()->set_observer(observer_, static_cast<std::int32_t>(spec.index));
       replicas_.back()->set_checks(hooks.reference_path, hooks.check_every_iteration);
       if (s.instances > 1) {
         // Consecutive replicas are the instances of one GPU.
@@ -136,7 +176,10 @@ class EventLoop {
 
   SimResult run() {
     const auto wall_start = std::chrono::steady_clock::now();
-    push_next_arrival();
+    // Open loop: each arrival schedules the next. Closed loop: every client sends its first
+    // request now, and each departure its client's next (client_free).
+    const std::int64_t first_sends = closed_loop_ ? scenario_.workload.arrival.clients : 1;
+    for (std::int64_t c = 0; c < first_sends; ++c) push_next_arrival();
     while (!queue_.empty()) {
       auto ev = queue_.pop();
       if (ev.time_ns < now_) throw std::logic_error("simulation invariant: time went backwards");
@@ -157,12 +200,17 @@ class EventLoop {
       result.replicas.push_back({r->spec(), std::move(m)});
     }
     if (hooks_.progress) report_progress();
-    if (hooks_.observer) hooks_.observer->on_end(now_);
+    if (observer_) observer_->on_end(now_);
     // Arrivals at the fleet are the workload's (migrated requests arrive twice at replicas).
     result.metrics.arrived = arrived_;
     for (std::size_t c = 0; c < class_arrived_.size(); ++c) {
       result.metrics.classes[c].arrived = class_arrived_[c];
       result.metrics.classes[c].rejected += class_rejected_[c];
+    }
+    result.metrics.stages.resize(stage_arrived_.size());
+    for (std::size_t k = 0; k < stage_arrived_.size(); ++k) {
+      result.metrics.stages[k].arrived = stage_arrived_[k];
+      result.metrics.stages[k].rejected += stage_rejected_[k];
     }
     result.metrics.trace_rows_skipped = workload_.trace_rows_skipped();
     if (fleet_kv_.one_replica) {
@@ -293,10 +341,12 @@ class EventLoop {
   }
 
   void handle(ArrivalEvent& a) {
-    // Later turns of a session come from completions, not from the arrival process.
-    if (a.spec.turn == 0) push_next_arrival();
+    // Later turns of a session come from completions, not from the arrival process; a closed
+    // loop's next requests from departures.
+    if (a.spec.turn == 0 && !closed_loop_) push_next_arrival();
     arrived_ += 1;
     class_arrived_[a.spec.cls] += 1;
+    if (!stage_arrived_.empty()) stage_arrived_[a.spec.stage] += 1;
     Request r;
     r.cls = static_cast<std::uint16_t>(a.spec.cls);
     r.arrival_ns = a.spec.arrival_ns;
@@ -308,9 +358,10 @@ class EventLoop {
     r.turn = a.spec.turn;
     r.stream_use = a.spec.stream_use;
     r.priority = a.spec.priority;
+    r.stage = a.spec.stage;
     r.id = static_cast<std::uint32_t>(arrived_ - 1);
     const std::uint32_t index = requests_.acquire(r);
-    if (hooks_.observer) hooks_.observer->on_arrival(r.id, r, now_);
+    if (observer_) observer_->on_arrival(r.id, r, now_);
     // A request longer than max_model_len, or one a replica's KV cache could never hold even
     // alone, is rejected at once (vLLM does the same) rather than waiting forever; so is one that
     // finds its replica's queue full. A rejected turn ends its session.
@@ -336,9 +387,35 @@ class EventLoop {
     r.state = RequestState::rejected;
     rejected_ += 1;
     class_rejected_[r.cls] += 1;
-    if (hooks_.observer) hooks_.observer->on_rejected(r.id, r, now_);
+    if (!stage_rejected_.empty()) stage_rejected_[r.stage] += 1;
+    if (observer_) observer_->on_rejected(r.id, r, now_);
     requests_.release(index);
   }
+
+ public:
+  // Closed loop: request `r` left at now_ (completed or not); its client sends the session's next
+  // turn, or, when the session is over, a new request after its think time.
+  void client_free(const Request& r, bool completed) {
+    if (!completed && now_ == r.arrival_ns && think_ns_ == 0 && scenario_.workload.num_requests < 0) {
+      // Refused the moment it was sent, its client would send again at the same instant: with
+      // no request count nothing guarantees the clock ever moves.
+      throw InputError(scenario_.file, "workload.arrival.think_time_s",
+                       "a closed-loop request was rejected the moment it was sent (too long, or the queue was full), so its "
+                       "client sends again at the same instant and the clock need not advance: set workload.num_requests or "
+                       "a think_time_s above 0");
+    }
+    if (completed && sessions_) {
+      if (auto next = workload_.next_turn(spec_of(r), now_)) {
+        queue_.push(next->arrival_ns + frontend_ns_, Phase::Arrival, ArrivalEvent{*next});
+        return;
+      }
+    }
+    if (auto next = workload_.next_sent_at(ns_to_seconds(now_ + think_ns_))) {
+      queue_.push(next->arrival_ns + frontend_ns_, Phase::Arrival, ArrivalEvent{*next});
+    }
+  }
+
+ private:
 
   bool fits_alone(const Pool& pool, std::int64_t tokens) const {
     const ReplicaState& st = replicas_[pool.members.front()]->state();
@@ -357,7 +434,7 @@ class EventLoop {
     replica.finish_iteration(now_, handoffs_);
     for (const Handoff& h : handoffs_) start_transfer(r, h);
     for (const std::uint32_t i : replica.completed()) {
-      if (sessions_) {
+      if (sessions_ && !closed_loop_) {  // a closed loop's clients continue in client_free
         if (auto next = workload_.next_turn(spec_of(requests_[i]), now_)) {
           queue_.push(next->arrival_ns + frontend_ns_, Phase::Arrival, ArrivalEvent{*next});
         }
@@ -403,6 +480,10 @@ class EventLoop {
   WorkloadGenerator workload_;
   const TimeNs frontend_ns_ = seconds_to_ns(scenario_.engine.frontend_latency_s);
   const SimHooks& hooks_;
+  const bool closed_loop_ = scenario_.workload.arrival.closed_loop();
+  const TimeNs think_ns_ = seconds_to_ns(scenario_.workload.arrival.think_time_s);
+  DepartureTap tap_;
+  RunObserver* observer_ = hooks_.observer;  // the tap in a closed loop (it forwards to hooks_.observer)
   RequestPool requests_;
   FleetKv fleet_kv_;
   std::vector<std::unique_ptr<Replica>> replicas_;
@@ -420,12 +501,23 @@ class EventLoop {
   TimeNs now_ = 0;
   std::int64_t arrived_ = 0, rejected_ = 0, rejected_queue_full_ = 0, rejected_too_long_ = 0, kv_transfers_ = 0;
   std::vector<std::int64_t> class_arrived_, class_rejected_;  // the fleet's view (replicas count the rest)
+  std::vector<std::int64_t> stage_arrived_, stage_rejected_;  // likewise per arrival stage (empty without stages)
   double kv_transfer_bytes_ = 0.0, kv_transfer_s_ = 0.0;
   bool sessions_ = scenario_.workload.sessions.turns > 1;
   std::vector<TimeNs> wake_pending_ns_;
   std::uint64_t events_ = 0, decode_run_steps_ = 0;
   bool fast_forward_ = hooks_.fast_forward && !hooks_.reference_path;
 };
+
+void DepartureTap::on_rejected(std::uint32_t id, const Request& r, TimeNs now) {
+  if (next_) next_->on_rejected(id, r, now);
+  loop_.client_free(r, false);
+}
+
+void DepartureTap::on_finished(std::uint32_t id, const Request& r, TimeNs now) {
+  if (next_) next_->on_finished(id, r, now);
+  loop_.client_free(r, true);
+}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "sim/core/error.hpp"
 #include "sim/workload/trace_io.hpp"
@@ -100,10 +101,32 @@ double ArrivalProcess::next_s() {
       // Solve a t + b t^2 / 2 = L for the root in [0, ramp_s] (stable form).
       return 2.0 * clock_s_ / (a + std::sqrt(std::max(0.0, a * a + 2.0 * b * clock_s_)));
     }
+    case K::stages: return next_in_stages_s();
     case K::trace:
-    case K::all_at_once: break;
+    case K::all_at_once:
+    case K::concurrency: break;
   }
   return 0.0;
+}
+
+// Stage k starts when stage k-1 ends plus the gap; within a stage, constant arrivals come at
+// i / rate (i = 0, 1, ...) and Poisson ones after exponential gaps, while before its end.
+double ArrivalProcess::next_in_stages_s() {
+  while (stage_ < c_.stages.size()) {
+    const ArrivalStage& st = c_.stages[stage_];
+    const double t = st.poisson ? clock_s_ + rng_.exponential(st.rate_per_s) : static_cast<double>(count_) / st.rate_per_s;
+    if (t < st.duration_s) {
+      clock_s_ = t;
+      ++count_;
+      return stage_start_s_ + t;
+    }
+    stage_start_s_ += st.duration_s + c_.stage_gap_s;
+    clock_s_ = 0.0;
+    count_ = 0;
+    ++stage_;
+  }
+  stage_ = c_.stages.size() - 1;  // stage() stays a valid index
+  return std::numeric_limits<double>::infinity();
 }
 
 WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t seed)
@@ -166,7 +189,11 @@ std::uint32_t WorkloadGenerator::pick_class(const std::string& label) {
   return static_cast<std::uint32_t>(draw_index(class_cdf_, class_rng_.uniform()));
 }
 
-std::optional<RequestSpec> WorkloadGenerator::next() {
+std::optional<RequestSpec> WorkloadGenerator::next() { return next_request(std::nullopt); }
+
+std::optional<RequestSpec> WorkloadGenerator::next_sent_at(double sent_s) { return next_request(sent_s); }
+
+std::optional<RequestSpec> WorkloadGenerator::next_request(std::optional<double> sent_s) {
   if (sessions_total_ >= 0 && sessions_started_ >= sessions_total_) return std::nullopt;
   std::optional<TraceRecord> row;
   if (trace_) {
@@ -187,11 +214,15 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
     if (!row) return std::nullopt;
   }
   double t_s = 0.0;
-  if (config_.arrival.kind == ArrivalConfig::Kind::trace) {
+  if (sent_s) {
+    t_s = *sent_s;
+    if (trace_) trace_last_s_ = t_s;
+  } else if (config_.arrival.kind == ArrivalConfig::Kind::trace) {
     t_s = trace_offset_s_ + row->arrival_s * config_.trace->time_scale;
     trace_last_s_ = t_s;
   } else {
     t_s = arrivals_.next_s();
+    if (std::isinf(t_s)) return std::nullopt;  // the last stage is over
     if (trace_) trace_last_s_ = t_s;
   }
   if (config_.duration_s > 0.0 && t_s > config_.duration_s) return std::nullopt;
@@ -206,6 +237,7 @@ std::optional<RequestSpec> WorkloadGenerator::next() {
   }
   RequestSpec r;
   r.arrival_ns = seconds_to_ns(t_s);
+  if (config_.arrival.kind == ArrivalConfig::Kind::stages) r.stage = arrivals_.stage();
   r.cls = pick_class(row ? row->cls : std::string());
   const RequestClass& c = config_.classes[r.cls];
   r.prompt_tokens = c.prompt_tokens.kind == LengthDist::Kind::trace ? row->prompt_tokens : prompt_[r.cls].next();

@@ -29,6 +29,7 @@ struct RequestSpec {
   StreamUse stream_use = StreamUse::alone;  // who else may use stream_id's tokens
   std::uint8_t priority = 0;        // class, 0 = most urgent
   std::uint32_t cls = 0;             // index into WorkloadConfig::classes
+  std::uint16_t stage = 0;           // arrival stage (ArrivalConfig::stages), 0 without stages
 };
 
 // Draws lengths from one distribution. Kind::trace has no sampler (the trace row gives the length).
@@ -45,17 +46,24 @@ class LengthSampler {
   std::vector<double> cdf_;  // zipf and empirical: cumulative weights, normalised
 };
 
-// Arrival times in seconds from t = 0. For Kind::trace the caller supplies each time.
+// Arrival times in seconds from t = 0. For Kind::trace the caller supplies each time; for
+// Kind::concurrency this gives the clients' first sends (all at t = 0) and the engine the rest.
 class ArrivalProcess {
  public:
   ArrivalProcess(const ArrivalConfig& config, std::uint64_t seed);
+  // The next arrival; +infinity once the process has ended (after the last stage).
   double next_s();
+  // Kind::stages: the stage of the arrival next_s() returned last.
+  std::uint16_t stage() const { return static_cast<std::uint16_t>(stage_); }
 
  private:
+  double next_in_stages_s();
   ArrivalConfig c_;
   RngStream rng_;
-  double clock_s_ = 0.0;       // poisson/gamma/constant: wall time; on_off/ramp: see next_s
+  double clock_s_ = 0.0;       // poisson/gamma/constant: wall time; on_off/ramp: see next_s; stages: time in the stage
   std::int64_t count_ = 0;
+  std::size_t stage_ = 0;
+  double stage_start_s_ = 0.0;
 };
 
 // Whether requests of one token stream may run at the same time (StreamUse::concurrent): a prompt
@@ -72,12 +80,16 @@ class WorkloadGenerator {
   // The next request (a session's first turn) in arrival order, or nothing once the workload is
   // over (num_requests made, duration_s passed, or the trace ended).
   std::optional<RequestSpec> next();
+  // Closed loop (ArrivalConfig::closed_loop): a client's next request, sent at sent_s (its
+  // previous one left, plus the think time), or nothing once the workload is over.
+  std::optional<RequestSpec> next_sent_at(double sent_s);
   // The turn after `done`, which completed at done_ns, or nothing when its session is over.
   std::optional<RequestSpec> next_turn(const RequestSpec& done, TimeNs done_ns);
   std::int64_t produced() const { return produced_; }
   std::int64_t trace_rows_skipped() const;
 
  private:
+  std::optional<RequestSpec> next_request(std::optional<double> sent_s);
   std::uint32_t pick_class(const std::string& label);
   StreamUse stream_use(std::int32_t turn) const;
   WorkloadConfig config_;
