@@ -61,8 +61,15 @@ int cmd_gen_trace(const std::vector<std::string>& args) {
     rec.output_tokens = r->output_tokens;
     if (labelled) {
       rec.cls = s.workload.classes[r->cls].name;
-      // Requests of one class share its system prompt: the prefix a prefix cache could reuse.
+      // Requests of one class share its system prompt: the prefix a prefix cache could reuse
+      // (no length: a replay shares nothing unless workload.trace.prefix_tokens gives one).
       rec.prefix_id = rec.cls + "/system";
+    }
+    if (r->prefix_tokens > 0 && format == "jsonl") {
+      // workload.shared_prefix: the prefix the request starts with, and its length. (A prompt
+      // pool's whole-prompt repeats are not written: one prefix id per row.)
+      rec.prefix_id = "prefix-" + std::to_string(r->prefix_id);
+      rec.prefix_tokens = r->prefix_tokens;
     }
     os << trace_row_line(format, rec) << "\n";
     if (static_cast<double>(++n) > kMaxRows) throw InputError(path, "workload.num_requests", "gen-trace writes at most 1e7 requests: set workload.num_requests");

@@ -62,6 +62,9 @@ struct TraceConfig {
   double time_scale = 1.0;  // multiplies trace time (0.5 replays twice as fast)
   bool loop = false;        // restart at the end (times continue), until num_requests/duration
   bool sort_arrivals = false;  // read the whole trace and replay it by arrival time (default: strict order)
+  // The length of every row's prefix_id (jsonl) where the row gives no prefix_tokens; 0: none,
+  // and a row with a prefix id but no length shares nothing.
+  std::int64_t prefix_tokens = 0;
 };
 
 // Latency targets at a percentile, plus the success rate they must come with. 0 = no target.

@@ -207,6 +207,9 @@ std::vector<ScenarioKey> build() {
       key("workload.trace.loop", T::boolean, boolean_text(trace.loop), kNone, "restart at the end (times continue) until num_requests / duration_s"),
       key("workload.trace.sort_arrivals", T::boolean, boolean_text(trace.sort_arrivals), kNone,
           "read the whole trace and replay its rows by arrival time (default: out-of-order rows are an error)"),
+      key("workload.trace.prefix_tokens", T::integer, "none", kTokens,
+          "jsonl: the length of each row's prefix_id where the row has no prefix_tokens; rows with one prefix_id share "
+          "that many leading tokens in the prefix cache"),
       object("workload.prompt_tokens", "required (or classes)", "prompt length distribution: <length>"),
       object("workload.output_tokens", "required (or classes)", "output length distribution: <length>"),
       key("workload.classes", T::array, "one class", kNone, "several request classes in one run"),

@@ -167,6 +167,8 @@ TraceConfig parse_trace(KeyReader r) {
   t.time_scale = r.number("time_scale", t.time_scale);
   t.loop = r.boolean("loop", t.loop);
   t.sort_arrivals = r.boolean("sort_arrivals", t.sort_arrivals);
+  t.prefix_tokens = r.integer("prefix_tokens", t.prefix_tokens);
+  if (t.prefix_tokens > 0 && t.format != "jsonl") r.fail("prefix_tokens", "only the jsonl format has prefix ids, got format '" + t.format + "'");
   r.finish();
   // Relative paths: from the working directory, else from the scenario file's directory.
   namespace fs = std::filesystem;
@@ -656,6 +658,7 @@ nlohmann::json workload_to_json(const WorkloadConfig& w) {
   if (w.trace) {
     workload["trace"] = {{"path", w.trace->path}, {"format", w.trace->format}, {"time_scale", w.trace->time_scale}, {"loop", w.trace->loop}};
     if (w.trace->sort_arrivals) workload["trace"]["sort_arrivals"] = true;
+    if (w.trace->prefix_tokens > 0) workload["trace"]["prefix_tokens"] = w.trace->prefix_tokens;
   }
   if (w.legacy_lengths) {
     workload["prompt_tokens"] = length_to_json(w.classes[0].prompt_tokens);

@@ -209,6 +209,9 @@ std::optional<TraceRecord> TraceReader::parse_jsonl_row(const std::string& text)
       if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0.0) fail("arrival_s: must be a finite number >= 0");
       r.arrival_s = v.get<double>();
       has_arrival = true;
+    } else if (key == "prefix_tokens") {
+      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) fail("prefix_tokens: must be an integer > 0");
+      r.prefix_tokens = v.get<std::int64_t>();
     } else if (key == "prompt_tokens" || key == "output_tokens") {
       if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) fail(key + ": must be an integer > 0");
       (key == "prompt_tokens" ? r.prompt_tokens : r.output_tokens) = v.get<std::int64_t>();
@@ -218,12 +221,16 @@ std::optional<TraceRecord> TraceReader::parse_jsonl_row(const std::string& text)
       if (!v.is_string() && !v.is_number_integer()) fail(key + ": must be a string or an integer");
       (key == "class" ? r.cls : r.prefix_id) = v.is_string() ? v.get<std::string>() : std::to_string(v.get<std::int64_t>());
     } else {
-      fail("unknown key '" + key + "' (arrival_s, prompt_tokens, output_tokens, prefix_id, class)");
+      fail("unknown key '" + key + "' (arrival_s, prompt_tokens, output_tokens, prefix_id, prefix_tokens, class)");
     }
   }
   if (!has_arrival) fail("missing arrival_s");
   if (!has_prompt) fail("missing prompt_tokens");
   if (!has_output) fail("missing output_tokens");
+  if (r.prefix_tokens > 0 && r.prefix_id.empty()) fail("prefix_tokens: needs a prefix_id (the prefix it is the length of)");
+  if (r.prefix_tokens > r.prompt_tokens) {
+    fail("prefix_tokens: " + std::to_string(r.prefix_tokens) + " is longer than the prompt (" + std::to_string(r.prompt_tokens) + " tokens)");
+  }
   return r;
 }
 
@@ -295,6 +302,7 @@ std::string trace_row_line(const std::string& format, const TraceRecord& r) {
   } else {
     nlohmann::json j = {{"arrival_s", std::round(r.arrival_s * 1e6) / 1e6}, {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens}};
     if (!r.prefix_id.empty()) j["prefix_id"] = r.prefix_id;
+    if (r.prefix_tokens > 0) j["prefix_tokens"] = r.prefix_tokens;
     if (!r.cls.empty()) j["class"] = r.cls;
     return j.dump();
   }

@@ -16,7 +16,10 @@ struct TraceRecord {
   double arrival_s = 0.0;  // relative to the trace's first row for absolute-time formats
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
-  std::string prefix_id;   // jsonl only; kept for prefix caching, unused by the engine today
+  // jsonl only: rows with one prefix_id start with the same prefix_tokens tokens (the row's, else
+  // workload.trace.prefix_tokens), shared in the prefix cache; 0 = no length given.
+  std::string prefix_id;
+  std::int64_t prefix_tokens = 0;
   std::string cls;         // request class label, "" when the format has none
 };
 

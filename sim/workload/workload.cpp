@@ -244,6 +244,7 @@ std::optional<RequestSpec> WorkloadGenerator::next_request(std::optional<double>
   r.output_tokens = c.output_tokens.kind == LengthDist::Kind::trace ? row->output_tokens : output_[r.cls].next();
   r.stream_id = static_cast<std::uint32_t>(sessions_started_++);
   const SharedPrefixConfig& sp = config_.shared_prefix;
+  if (row && !row->prefix_id.empty()) take_trace_prefix(*row, r);
   if (!pool_.empty()) {
     const PooledPrompt& p = pool_[static_cast<std::size_t>((produced_) % static_cast<std::int64_t>(pool_.size()))];
     r.prefix_id = p.prefix_id;
@@ -260,6 +261,26 @@ std::optional<RequestSpec> WorkloadGenerator::next_request(std::optional<double>
   if (w.size() > 1) r.priority = static_cast<std::uint8_t>(draw_index(priority_cdf_, priority_rng_.uniform()));
   ++produced_;
   return r;
+}
+
+// A trace row's prefix id with a length (the row's prefix_tokens, else workload.trace's): rows
+// with one id start with the same tokens, so their full blocks hash alike in the prefix cache.
+void WorkloadGenerator::take_trace_prefix(const TraceRecord& row, RequestSpec& r) {
+  const std::int64_t tokens = row.prefix_tokens > 0 ? row.prefix_tokens : config_.trace->prefix_tokens;
+  if (tokens <= 0) return;  // an id without a length: nothing known to share
+  const std::string where = "line " + std::to_string(trace_->line());
+  if (config_.shared_prefix.num_prefixes > 0) {
+    throw InputError(config_.trace->path, where,
+                     "prefix_id: the trace names its own prefixes, so the scenario's workload.shared_prefix must go");
+  }
+  if (tokens > r.prompt_tokens) {
+    throw InputError(config_.trace->path, where,
+                     "prefix_tokens: " + std::to_string(tokens) + " is longer than the request's prompt (" + std::to_string(r.prompt_tokens) +
+                         " tokens)");
+  }
+  const auto [it, added] = trace_prefix_ids_.emplace(row.prefix_id, static_cast<std::int32_t>(trace_prefix_ids_.size()));
+  r.prefix_id = it->second;
+  r.prefix_tokens = tokens;
 }
 
 std::optional<RequestSpec> WorkloadGenerator::next_turn(const RequestSpec& done, TimeNs done_ns) {

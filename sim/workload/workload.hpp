@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
@@ -15,6 +17,7 @@
 namespace servesim {
 
 class TraceReader;
+struct TraceRecord;
 
 // One request as the workload creates it. prompt_tokens is the whole prompt: shared prefix,
 // conversation history (later turns of a session) and the new tokens.
@@ -116,6 +119,9 @@ class WorkloadGenerator {
   };
   static constexpr std::uint32_t kPoolStreamBase = 0x80000000u;
   std::vector<PooledPrompt> pool_;
+  // Trace prefix ids (strings) as RequestSpec::prefix_id numbers, in order of first appearance.
+  std::unordered_map<std::string, std::int32_t> trace_prefix_ids_;
+  void take_trace_prefix(const TraceRecord& row, RequestSpec& r);
 };
 
 }  // namespace servesim

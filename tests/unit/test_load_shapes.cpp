@@ -1,6 +1,7 @@
 // The loads benchmark harnesses send (issue 34): a closed loop of N clients (vllm bench serve
 // --max-concurrency with rate inf, GenAI-Perf --concurrency, inference-perf's concurrent load),
-// constant-rate and Poisson stages with figures per stage (inference-perf load.stages).
+// constant-rate and Poisson stages with figures per stage (inference-perf load.stages), and a
+// trace's prefix ids shared in the prefix cache.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -209,4 +210,51 @@ TEST_CASE("stages keys: each stage an object with impl, rate and duration") {
   CHECK(test::parse_error(doc).find("workload.arrival.stages[0].rate_per_s: must be > 0") != std::string::npos);
   doc["workload"]["arrival"]["stages"] = {{{"impl", "poisson"}, {"rate_per_s", 1.0}}};
   CHECK(test::parse_error(doc) == "test.json: workload.arrival.stages[0].duration_s: missing required key");
+}
+
+TEST_CASE("trace prefix ids: rows with one prefix_id share its leading blocks in the prefix cache") {
+  // 20 requests a second apart (each alone on the server), all starting with the same 256-token
+  // system prompt: every request after the first finds its 16 blocks cached.
+  std::string rows, bare;
+  for (int i = 0; i < 20; ++i) {
+    const std::string t = std::to_string(i);
+    rows += R"({"arrival_s": )" + t + R"(, "prompt_tokens": 300, "output_tokens": 4, "prefix_id": "sys", "prefix_tokens": 256})" "\n";
+    bare += R"({"arrival_s": )" + t + R"(, "prompt_tokens": 300, "output_tokens": 4, "prefix_id": "sys"})" "\n";
+  }
+  const auto replay = [](const std::string& path, std::int64_t key_tokens) {
+    nlohmann::json doc = test::base_scenario();
+    doc["engine"]["enable_prefix_caching"] = true;
+    doc["workload"].erase("num_requests");
+    doc["workload"]["arrival"] = {{"impl", "trace"}};
+    doc["workload"]["trace"] = {{"path", path}, {"format", "jsonl"}};
+    if (key_tokens > 0) doc["workload"]["trace"]["prefix_tokens"] = key_tokens;
+    doc["workload"]["prompt_tokens"] = {{"impl", "trace"}};
+    doc["workload"]["output_tokens"] = {{"impl", "trace"}};
+    return simulate(test::scenario_from(doc)).metrics;
+  };
+  const RunMetrics with = replay(test::write_temp("prefix_rows.jsonl", rows), 0);
+  const RunMetrics by_key = replay(test::write_temp("prefix_bare.jsonl", bare), 256);
+  const RunMetrics without = replay(test::write_temp("prefix_bare2.jsonl", bare), 0);
+  std::printf("trace prefix ids: %lld hit tokens (row lengths), %lld (scenario key), %lld (no length)\n",
+              static_cast<long long>(with.prefix_hit_tokens), static_cast<long long>(by_key.prefix_hit_tokens),
+              static_cast<long long>(without.prefix_hit_tokens));
+  CHECK(with.prefix_hit_tokens == 19 * 256);
+  CHECK(by_key.prefix_hit_tokens == 19 * 256);
+  CHECK(without.prefix_hit_tokens == 0);
+  CHECK(with.ttft_s.quantile(0.9) < without.ttft_s.quantile(0.9));  // the hits skip 256 of 300 prompt tokens
+}
+
+TEST_CASE("trace prefix ids: a length longer than the prompt, or without an id, names the line") {
+  const std::string longer = test::write_temp("prefix_long.jsonl", R"({"arrival_s": 0, "prompt_tokens": 100, "output_tokens": 4, "prefix_id": 3, "prefix_tokens": 200})" "\n");
+  const std::string orphan = test::write_temp("prefix_orphan.jsonl", R"({"arrival_s": 0, "prompt_tokens": 100, "output_tokens": 4, "prefix_tokens": 20})" "\n");
+  for (const auto& [path, message] : {std::pair{longer, "line 1: prefix_tokens: 200 is longer than the prompt (100 tokens)"},
+                                      std::pair{orphan, "line 1: prefix_tokens: needs a prefix_id"}}) {
+    nlohmann::json doc = test::base_scenario();
+    doc["workload"].erase("num_requests");
+    doc["workload"]["arrival"] = {{"impl", "trace"}};
+    doc["workload"]["trace"] = {{"path", path}, {"format", "jsonl"}};
+    doc["workload"]["prompt_tokens"] = {{"impl", "trace"}};
+    doc["workload"]["output_tokens"] = {{"impl", "trace"}};
+    CHECK_THROWS_WITH_AS(simulate(test::scenario_from(doc)), doctest::Contains(message), InputError);
+  }
 }
