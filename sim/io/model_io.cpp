@@ -3,10 +3,13 @@
 // each with its type checked.
 #include "sim/io/model_io.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 
 #include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
 #include "sim/io/json_reader.hpp"
 
 namespace servesim {
@@ -402,6 +405,49 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& file) {
 }
 
 ModelSpec load_model(const std::string& path) { return parse_model(load_json_file(path), path); }
+
+namespace {
+// "meta-llama/Llama-3.1-8B-Instruct" -> "llama-3.1-8b": the name after the last '/', lower case,
+// without the words of its '-'-separated parts that name a release, not an architecture.
+std::string architecture_name(const std::string& id) {
+  std::string name = id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string out;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t end = std::min(name.find('-', start), name.size());
+    const std::string part = name.substr(start, end - start);
+    if (!part.empty() && part != "instruct" && part != "chat" && part != "hf" && part != "it" && part != "base") {
+      out += (out.empty() ? "" : "-") + part;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
+std::string bundled_model_for(const std::string& model_id, std::vector<std::string>* candidates) {
+  const auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  };
+  std::vector<std::string> exact, same_architecture;
+  for (const std::string& name : bundled_names("models")) {
+    const nlohmann::json card = load_json_file((std::filesystem::path(data_dir()) / "models" / (name + ".json")).string());
+    const std::string hf_id = card.value("hf_id", "");
+    if (hf_id.empty()) continue;
+    const std::string id = lower(model_id);
+    if (id == lower(hf_id) || (id.size() > hf_id.size() && id.compare(id.size() - hf_id.size() - 1, std::string::npos, "/" + lower(hf_id)) == 0)) {
+      exact.push_back(name);
+    } else if (architecture_name(model_id) == architecture_name(hf_id)) {
+      same_architecture.push_back(name);
+    }
+  }
+  const std::vector<std::string>& found = exact.empty() ? same_architecture : exact;
+  if (found.size() == 1) return found.front();
+  if (candidates) *candidates = found;
+  return "";
+}
 
 nlohmann::json model_to_json(const ModelSpec& m) {
   nlohmann::json j = {{"name", m.name},

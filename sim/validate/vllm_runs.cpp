@@ -13,6 +13,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
 #include "sim/io/scenario_io.hpp"
 #include "sim/serve/simulation.hpp"
 
@@ -20,14 +21,12 @@ namespace servesim {
 
 namespace {
 
-// Hugging Face ids of the runs -> bundled cards (Mixtral's card is the Instruct release: the same
-// architecture as the base model the runs served).
+// Hugging Face ids of the runs -> bundled cards (bundled_model_for: Mixtral's card is the Instruct
+// release, the same architecture as the base model the runs served).
 std::string card_for(const std::string& model_id, const std::string& file, const std::string& where) {
-  if (model_id == "meta-llama/Llama-2-7b-hf") return "llama-2-7b";
-  if (model_id == "meta-llama/Llama-2-70b-hf") return "llama-2-70b";
-  if (model_id == "mistralai/Mixtral-8x7B-v0.1") return "mixtral-8x7b";
-  if (model_id == "codellama/CodeLlama-34b-Instruct-hf") return "codellama-34b";
-  throw InputError(file, where + ".model_id", "no bundled card for '" + model_id + "'");
+  const std::string card = bundled_model_for(model_id);
+  if (card.empty()) throw InputError(file, where + ".model_id", "no bundled card for '" + model_id + "'");
+  return card;
 }
 
 double stat(const nlohmann::json& stage, const char* metric, const char* which) { return stage.at(metric).at(which).get<double>(); }
