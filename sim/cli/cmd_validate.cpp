@@ -2,7 +2,8 @@
 // on measurements its fits did not see. Suites: kernels and steps (the independent H200 set,
 // leave-one-out fits, calibrate/results/h200/independent), public (published cases), published
 // (published engine tables as whole runs, tests/validation/published_engines.json). Exit 3 when
-// a stated bound is crossed.
+// a stated bound is crossed. `validate --against FILE [--scenario S] [--set k=v]`: a user's own
+// benchmark result (vllm bench serve, inference-perf, GenAI-Perf) against servesim's replay of it.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -22,6 +23,8 @@
 #include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 #include "sim/validate/independent_set.hpp"
+#include "sim/analysis/work_estimate.hpp"
+#include "sim/validate/against.hpp"
 #include "sim/validate/published_set.hpp"
 #include "sim/validate/vllm_runs.hpp"
 
@@ -320,6 +323,45 @@ int run_vllm_runs(const std::string& file, const VllmRunsOptions& options, bool 
   return kExitOk;
 }
 
+// --against: the file's scenario simulated, its figures beside servesim's with the signed error.
+int run_against(const std::string& file, const AgainstOptions& options, bool json, bool work_limit) {
+  const AgainstCase c = against_case(file, options);
+  if (work_limit) {
+    check_work(c.scenario, 1, WorkBudget{}, file, "the file's request count, or --set workload.num_requests=N", "--no-work-limit");
+  }
+  const SimResult res = simulate(c.scenario);
+  const std::vector<AgainstRow> rows = compare_against(c.bench, res);
+  const RunMetrics& m = res.metrics;
+  if (json) {
+    nlohmann::json out = {{"file", file}, {"format", bench_format_name(c.bench.format)}, {"scenario", c.scenario_doc},
+                          {"assumptions", c.assumptions}, {"notes", c.bench.notes}, {"rows", nlohmann::json::array()},
+                          {"servesim", {{"arrived", m.arrived}, {"completed", m.completed}, {"rejected", m.rejected}, {"duration_s", ns_to_seconds(m.end_ns)}}},
+                          {"measured", {{"completed", c.bench.completed}, {"failed", c.bench.failed}}}};
+    for (const AgainstRow& r : rows) {
+      out["rows"].push_back({{"metric", r.metric}, {"statistic", r.statistic}, {"measured", r.measured}, {"predicted", r.predicted},
+                             {"error_frac", r.error()}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%s (%s) against servesim\n", file.c_str(), bench_format_name(c.bench.format));
+  for (const std::string& a : c.assumptions) std::printf("  %s\n", a.c_str());
+  for (const std::string& n : c.bench.notes) std::printf("  note: %s\n", n.c_str());
+  std::printf("  requests: measured %lld completed, %lld failed; servesim %lld completed, %lld rejected\n\n",
+              static_cast<long long>(c.bench.completed), static_cast<long long>(c.bench.failed), static_cast<long long>(m.completed),
+              static_cast<long long>(m.rejected));
+  std::printf("%-10s %-20s %12s %12s %8s\n", "metric", "statistic", "measured", "servesim", "error");
+  for (const AgainstRow& r : rows) {
+    const bool latency = r.metric != "throughput";
+    const double scale = latency ? 1e3 : 1.0;
+    std::printf("%-10s %-20s %9.4g%s %9.4g%s %+7.1f%%\n", r.metric.c_str(), r.statistic.c_str(), scale * r.measured, latency ? " ms" : "   ",
+                scale * r.predicted, latency ? " ms" : "   ", 100 * r.error());
+  }
+  std::printf("\nerror = (servesim - measured) / measured; throughput per second. One file is one comparison: "
+              "docs/validation.md (\"Against your own server\") says what is compared and how.\n");
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
@@ -338,7 +380,18 @@ int cmd_validate(const std::vector<std::string>& args) {
       "only", "--suite published / vllm-runs: only rows (runs) whose id contains this", cxxopts::value<std::string>()->default_value(""))(
       "runs", "real vLLM runs for --suite vllm-runs (default: data/validation/vllm_v1_runs.json)", cxxopts::value<std::string>())(
       "profile", "--suite vllm-runs: the engine profile to replay the runs on", cxxopts::value<std::string>()->default_value("vllm"))(
-      "rows", "print every row, not only the summary")("json", "print JSON")("h,help", "show help");
+      "rows", "print every row, not only the summary")("json", "print JSON")(
+      "against", "a benchmark result of your own server (vllm bench serve --save-result JSON, inference-perf "
+                 "*_lifecycle_metrics.json, GenAI-Perf profile_export_genai_perf.json) to replay and compare",
+      cxxopts::value<std::string>())(
+      "scenario", "--against: a scenario giving what the file does not (hardware, engine, ...)", cxxopts::value<std::string>())(
+      "set", "--against: override a scenario key: key.path=value (repeatable; wins over the file)",
+      cxxopts::value<std::vector<std::string>>())(
+      "format", "--against: vllm-bench, inference-perf or genai-perf (default: from the file's keys)", cxxopts::value<std::string>())(
+      "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
+  const IntegerFlag events_per_token{"events-per-token", "--against, inference-perf: stream events its client stamped per token "
+                                     "(0: from the file; 2: inference-perf before v0.3 against vLLM)", {0, 2}, "0"};
+  events_per_token.add(opts);
   const IntegerFlag max_requests{"max-requests", "--suite published: at most this many requests per run (0: the published count)",
                                  {0, 1e9}, "0"};
   max_requests.add(opts);
@@ -347,6 +400,17 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (p.count("help")) {
     std::cout << opts.help() << "\n";
     return kExitOk;
+  }
+  if (p.count("against")) {
+    AgainstOptions options;
+    if (p.count("scenario")) options.scenario_path = p["scenario"].as<std::string>();
+    if (p.count("set")) options.overrides = p["set"].as<std::vector<std::string>>();
+    if (p.count("format")) options.read.format = parse_bench_format(p["format"].as<std::string>(), "--format");
+    options.read.events_per_token = static_cast<int>(events_per_token.read(p, "servesim validate"));
+    return run_against(p["against"].as<std::string>(), options, p.count("json") > 0, p.count("no-work-limit") == 0);
+  }
+  for (const char* flag : {"scenario", "set", "format"}) {
+    if (p.count(flag)) throw InputError("servesim validate", std::string("--") + flag, "only read with --against FILE");
   }
   const std::string suite = p.count("cases") && !p["suite"].count() ? "public" : p["suite"].as<std::string>();
   if (suite == "public") {

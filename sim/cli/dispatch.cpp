@@ -31,6 +31,7 @@ void usage(std::ostream& os) {
         "  calibrate vidur DIR --name NAME -o hwprofiles/NAME.json [--base PROFILE] [--holdout-model M] [--attention CSV]\n"
         "  calibrate rewrite PROFILE -o hwprofiles/NAME.json\n"
         "  validate [--suite kernels|steps|independent|public] [--data FILES] [--rows] [--json]   (exit 3 past a bound)\n"
+        "  validate --against RESULT.json [--scenario S] [--set k=v] [--json]   (vllm bench serve, inference-perf, GenAI-Perf)\n"
         "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"
         "  contention --model M --hw H [--batch B] [--context C] [--max-instances N] [--engine NAME] [--json]\n"
         "  list models|hardware|policies|engines|routers|cost-models|metrics|keys\n"

@@ -420,6 +420,53 @@ case_msg_calibrate_names_the_input_row() {
   expect 2 "raw.json: contention[0].alone_s: [0] must be in (0, 1000], got 0" -- calibrate fit raw.json --name h200-sxm -o out/h.json
 }
 
+# --- benchmark result files (validate --against, calibrate engine: validate/bench_result.cpp)
+# vllm_result FILE [KEY_VALUES]: a vllm bench serve --save-result file, KEY_VALUES ("k": v, ...) over the defaults
+vllm_result() {
+  cat >"$1" <<JSON
+{ "model_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": 20, "request_rate": "inf", "max_concurrency": 4,
+  "completed": 20, "total_input_tokens": 2560, "total_output_tokens": 640, "median_ttft_ms": 30.0, "median_tpot_ms": 7.0 ${2:+, $2} }
+JSON
+}
+case_msg_against_missing_key() {
+  vllm_result r.json
+  sed -i 's/"completed": 20, //' r.json
+  expect 2 "r.json: completed: missing required key" -- validate --against r.json --set hardware=h100-sxm
+}
+case_msg_against_wrong_type() {
+  vllm_result r.json
+  sed -i 's/"request_rate": "inf"/"request_rate": "fast"/' r.json
+  expect 2 "r.json: request_rate: must be a number > 0 or \"inf\"" -- validate --against r.json --set hardware=h100-sxm
+  vllm_result r.json '"median_ttft_ms": "30 ms"'
+  expect 2 "r.json: median_ttft_ms: must be a number, got a string" -- validate --against r.json --set hardware=h100-sxm
+}
+case_range_against_negative_rate() {
+  vllm_result r.json
+  sed -i 's/"request_rate": "inf"/"request_rate": -2/' r.json
+  expect 2 "r.json: request_rate: must be > 0, got -2" -- validate --against r.json --set hardware=h100-sxm
+}
+case_msg_against_unknown_format() {
+  echo '{"foo": 1}' >r.json
+  expect 2 "r.json: (top level): not a result file servesim reads" -- validate --against r.json
+  vllm_result r.json
+  expect 2 "--format: must be vllm-bench, inference-perf or genai-perf, got 'csv'" -- validate --against r.json --format csv
+  expect 2 "r.json: load_summary: missing required key" -- validate --against r.json --format inference-perf --set hardware=h100-sxm
+}
+case_msg_against_needs_gpu_and_model() {
+  vllm_result r.json
+  expect 2 "r.json: hardware: the file does not say which GPU served it" -- validate --against r.json
+  vllm_result r.json '"model_id": "acme/NotAModel-3B"'
+  expect 2 "r.json: model_id: no bundled card matches 'acme/NotAModel-3B'" -- validate --against r.json --set hardware=h100-sxm
+}
+case_hang_against_billion_requests() {
+  vllm_result r.json '"num_prompts": 1000000000'
+  expect 2 "--no-work-limit" -- validate --against r.json --set hardware=h100-sxm
+}
+case_range_against_events_per_token() {
+  vllm_result r.json
+  expect 2 "--events-per-token: must be in [0, 2], got 3" -- validate --against r.json --events-per-token 3
+}
+
 # --- stream: special files as inputs (core/input_file.hpp)
 case_stream_dev_zero_as_trace() {
   # /dev/zero as a jsonl trace used to grow to 4-6 GB in 20 s: it is read through the 1 GiB limit.
