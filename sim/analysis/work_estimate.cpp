@@ -20,7 +20,6 @@ namespace {
 // 6.1 s on a100-80gb-sxm (GEMM tables), holding 0.1 and 1.2 MB per scenario.
 constexpr double kBytesPerRequest = 200.0;
 constexpr double kBytesPerScenario = 1e6;
-constexpr double kSetupSequenceSteps = 5e5;  // about 11 ms of set-up, in sequence-steps
 // Assumed output length of trace rows (not read ahead of the run).
 constexpr double kTraceOutputTokens = 512.0;
 
@@ -115,7 +114,7 @@ void check_work(std::span<const Scenario> runs, std::size_t copies, const WorkBu
   const double n = static_cast<double>(copies);
   for (const Scenario& s : runs) {
     const WorkEstimate e = estimate_work(s);
-    steps += n * (e.sequence_steps + kSetupSequenceSteps);
+    steps += n * (e.sequence_steps + budget.setup_sequence_steps);
     requests += n * e.requests;
     request_bytes = std::max(request_bytes, e.peak_bytes);
   }
@@ -129,7 +128,7 @@ void check_work(std::span<const Scenario> runs, std::size_t copies, const WorkBu
                            sci(requests) + " requests in all";
   if (steps > budget.max_sequence_steps) {
     throw InputError(where, "", what + " would take about " + sci(steps) + " sequence-steps (requests x output tokens, and " +
-                                            sci(kSetupSequenceSteps) + " per simulation for its set-up), past the limit of " +
+                                            sci(budget.setup_sequence_steps) + " per simulation for its set-up), past the limit of " +
                                             sci(budget.max_sequence_steps) + " (about 20 s on one core): lower " + levers +
                                             ", or pass " + override_flag + " to run it anyway");
   }

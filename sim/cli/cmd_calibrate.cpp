@@ -1,12 +1,18 @@
 // `servesim calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]`:
 // turns calibrate/run_all.sh results into a measured hardware profile; `calibrate vidur` fits one
 // to vidur's operator timings; `calibrate rewrite` lays a profile out as the fitters write it.
-// Each writes the profile and its measured tables (hwprofiles/tables/NAME.json).
+// Each writes the profile and its measured tables (hwprofiles/tables/NAME.json). `calibrate
+// engine FILE... -o PROFILE.json [--base ENGINE]` fits an engine profile's host terms to a user's
+// own benchmark runs (validate/engine_fit.hpp).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <set>
 #include <sstream>
 
+#include "sim/analysis/work_estimate.hpp"
 #include "sim/calib/fit.hpp"
 #include "sim/calib/grouped_gemm_fit.hpp"
 #include "sim/calib/independent.hpp"
@@ -18,6 +24,8 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/validate/engine_fit.hpp"
 
 namespace servesim::cli {
 
@@ -200,16 +208,93 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// Today in UTC, YYYY-MM-DD (a fitted profile's provenance).
+std::string today_utc() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// `calibrate engine FILE... -o PROFILE.json [--base ENGINE] [--scenario S] [--set k=v]`: the host
+// terms of --base fitted to the runs, the profile written, and each file's TTFT / TPOT error at
+// the base, in the fit, and left out of the fit.
+int cmd_calibrate_engine(const std::vector<std::string>& args) {
+  const std::string cmd = "servesim calibrate engine";
+  cxxopts::Options opts(cmd, "Fit an engine profile's host terms (per step, per sequence, decode step, front-end latency) to "
+                             "your own benchmark runs");
+  opts.add_options()("files", "benchmark results (vllm bench serve, inference-perf, GenAI-Perf), as validate --against reads them",
+                     cxxopts::value<std::vector<std::string>>())("o,out", "the fitted engine profile to write", cxxopts::value<std::string>())(
+      "base", "the engine profile fitted (name or path); its other settings are kept", cxxopts::value<std::string>()->default_value("vllm"))(
+      "name", "the fitted profile's name (default: the base's name + -fitted)", cxxopts::value<std::string>()->default_value(""))(
+      "scenario", "a scenario giving what the files do not (hardware, ...)", cxxopts::value<std::string>())(
+      "set", "override a scenario key of every file's scenario: key.path=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "format", "vllm-bench, inference-perf or genai-perf (default: from each file's keys)", cxxopts::value<std::string>())(
+      "date", "the date the provenance records, YYYY-MM-DD (default: today, UTC)", cxxopts::value<std::string>())(
+      "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
+  opts.parse_positional({"files"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  if (!p.count("files")) throw InputError(cmd, "FILE", "required: one or more benchmark result files");
+  if (!p.count("out")) throw InputError(cmd, "--out", "required");
+  EngineFitOptions o;
+  o.base = p["base"].as<std::string>();
+  o.name = p["name"].as<std::string>();
+  o.command = command_line(args);
+  o.date = p.count("date") ? p["date"].as<std::string>() : today_utc();
+  const bool iso_date = o.date.size() == 10 && o.date[4] == '-' && o.date[7] == '-' &&
+                        std::all_of(o.date.begin(), o.date.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
+  if (!iso_date) throw InputError(cmd, "--date", "must be YYYY-MM-DD, got '" + o.date + "'");
+  o.work_limit = p.count("no-work-limit") == 0;
+  if (p.count("scenario")) o.against.scenario_path = p["scenario"].as<std::string>();
+  if (p.count("set")) o.against.overrides = p["set"].as<std::vector<std::string>>();
+  if (p.count("format")) o.against.read.format = parse_bench_format(p["format"].as<std::string>(), "--format");
+  const std::vector<std::string> files = p["files"].as<std::vector<std::string>>();
+  const EngineFitResult r = fit_engine_profile(files, o);
+  const std::string out = p["out"].as<std::string>();
+  write_file(out, r.profile.dump(2) + "\n");
+  std::printf("%-34s %12s %12s  %s\n", "term (host.*)", "base", "fitted", "");
+  for (std::size_t j = 0; j < kHostTermKeys.size(); ++j) {
+    const double unit = j == 1 ? 1e-6 : 1e-3;
+    std::printf("%-34s %9.4g %s %9.4g %s  %s\n", kHostTermKeys[j], r.base[j] / unit, j == 1 ? "us" : "ms", r.fitted[j] / unit,
+                j == 1 ? "us" : "ms", r.moved[j] ? "" : "(the runs do not move it: kept)");
+  }
+  std::printf("\n%-40s %-36s %-36s\n", "file", "TTFT error: base / fit / left out", "TPOT error: base / fit / left out");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto cell = [&](double EngineFitScore::*err, const std::string& stat) {
+      if (stat.empty()) return std::string("-");
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s %+.1f%% / %+.1f%% / ", stat.c_str(), 100 * (r.at_base[i].*err), 100 * (r.in_sample[i].*err));
+      std::string s = buf;
+      if (r.left_out.empty()) return s + "n/a";
+      std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * (r.left_out[i].*err));
+      return s + buf;
+    };
+    std::printf("%-40s %-36s %-36s\n", files[i].c_str(), cell(&EngineFitScore::ttft_error, r.in_sample[i].ttft_statistic).c_str(),
+                cell(&EngineFitScore::tpot_error, r.in_sample[i].tpot_statistic).c_str());
+  }
+  if (r.left_out.empty()) std::printf("(one file: no file to leave out of the fit)\n");
+  std::printf("\nwrote %s (engine profile %s; --set engine.profile=%s to use it)\n", out.c_str(), r.profile["name"].get<std::string>().c_str(),
+              out.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "engine") return cmd_calibrate_engine(args);
   if (!args.empty() && args[0] == "vidur") return cmd_calibrate_vidur(args);
   if (!args.empty() && args[0] == "rewrite") return cmd_calibrate_rewrite(args);
   if (!args.empty() && args[0] == "grouped-gemm") return cmd_calibrate_grouped(args);
   if (!args.empty() && args[0] == "independent") return cmd_calibrate_independent(args);
   if (args.empty() || args[0] != "fit") {
     throw InputError("servesim calibrate", "",
-                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ...)");
+                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ...)");
   }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(

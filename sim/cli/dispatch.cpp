@@ -30,6 +30,7 @@ void usage(std::ostream& os) {
         "  calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]\n"
         "  calibrate vidur DIR --name NAME -o hwprofiles/NAME.json [--base PROFILE] [--holdout-model M] [--attention CSV]\n"
         "  calibrate rewrite PROFILE -o hwprofiles/NAME.json\n"
+        "  calibrate engine RESULT.json... -o PROFILE.json [--base ENGINE] [--scenario S] [--set k=v]\n"
         "  validate [--suite kernels|steps|independent|public] [--data FILES] [--rows] [--json]   (exit 3 past a bound)\n"
         "  validate --against RESULT.json [--scenario S] [--set k=v] [--json]   (vllm bench serve, inference-perf, GenAI-Perf)\n"
         "  quant-table --model M --hw H [--context C] [--engine NAME] [--json]\n"

@@ -166,6 +166,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
   r.accept("schema");
   r.accept("description");
   r.accept("sources");  // free-form documentation of every number, kept in the file
+  r.accept("provenance");  // a fitted profile's: the command, date and runs (servesim calibrate engine)
   p.name = r.string("name");
   p.display_name = r.string_or("display_name", p.name);
   p.kernels = parse_kernel_plan(r.object("kernels_per_layer"));

@@ -444,6 +444,8 @@ case_range_against_negative_rate() {
   vllm_result r.json
   sed -i 's/"request_rate": "inf"/"request_rate": -2/' r.json
   expect 2 "r.json: request_rate: must be > 0, got -2" -- validate --against r.json --set hardware=h100-sxm
+  expect 2 "r.json: request_rate: must be > 0, got -2" -- calibrate engine r.json --set hardware=h100-sxm -o out/p.json
+  [ ! -e out ] || fail "a refused fit wrote out/"
 }
 case_msg_against_unknown_format() {
   echo '{"foo": 1}' >r.json
@@ -461,6 +463,7 @@ case_msg_against_needs_gpu_and_model() {
 case_hang_against_billion_requests() {
   vllm_result r.json '"num_prompts": 1000000000'
   expect 2 "--no-work-limit" -- validate --against r.json --set hardware=h100-sxm
+  expect 2 "--no-work-limit" -- calibrate engine r.json --set hardware=h100-sxm -o out/p.json
 }
 case_range_against_events_per_token() {
   vllm_result r.json
