@@ -189,6 +189,19 @@ std::string engine_line(const nlohmann::json& r) {
          std::to_string(par["tensor_parallel_size"].get<long long>()) + (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " +
          std::to_string(dp) + (dp == 1 ? " replica\n" : " replicas\n");
 }
+// When the arrivals outpace the configuration (requests.overloaded): the rates and what TTFT is
+// made of; empty otherwise or in a report written before the flag.
+std::string overload_line(const nlohmann::json& r) {
+  const auto& req = r["requests"];
+  if (!req.contains("overloaded") || !req["overloaded"].get<bool>()) return "";
+  const double offered = req["offered_rate_per_s"].get<double>(), growth = req["queue_growth_frac"].get<double>();
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "  overload   arrivals (%.4g req/s) outpace what this configuration serves (about %.4g req/s): the queue grew all "
+                "run, so TTFT is mostly waiting (queue p50 %.4g s of TTFT p50 %.4g s)\n",
+                offered, offered / (1.0 + growth), r["latency"]["queue_s"]["p50"].get<double>(), r["latency"]["ttft_s"]["p50"].get<double>());
+  return line;
+}
 }  // namespace
 
 void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
@@ -220,6 +233,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                   l["jitter"].get<double>());
     os << line;
   }
+  os << overload_line(r);
   const auto& t = r["throughput"];
   std::snprintf(line, sizeof line, "  throughput %.2f req/s, %.1f output tok/s, %.1f total tok/s\n",
                 t["requests_per_s"].get<double>(), t["output_tokens_per_s"].get<double>(), t["total_tokens_per_s"].get<double>());
@@ -235,7 +249,8 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
   os << line;
   const auto& b = r["batch"];
   const auto& g = r["gpu"];
-  std::snprintf(line, sizeof line, "  batch      mean %.1f, max %lld sequences, padding waste %.1f%%; GPU busy %.1f%%, HBM bandwidth used %.1f%%\n",
+  std::snprintf(line, sizeof line, "  batch      mean %.1f, max %lld sequences, padding waste %.1f%%; GPU busy %.1f%% of the time (an iteration "
+                "running, any batch), HBM bandwidth used %.1f%%\n",
                 b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * b["padding_waste_frac"].get<double>(),
                 100.0 * g["busy_frac"].get<double>(), 100.0 * g["hbm_bw_util_frac"].get<double>());
   os << line;

@@ -78,11 +78,42 @@ std::vector<ReportFigure> field_figures() {
   return out;
 }
 
+// Least-squares slope of the started requests' queue delay against their arrival time: a request
+// arriving t seconds later waits slope x t longer. When arrivals (rate a) outpace what the
+// configuration serves (rate s), request k starts about k / s after the first and arrives k / a
+// after it, so the slope is a / s - 1; when it keeps up, the delay does not trend and the slope
+// is about 0. A queue that shrinks over the run (a burst at the start draining) counts as 0: the
+// figure is a growth, and the report's figures are never negative (summary.hpp).
+double queue_growth(const RunMetrics& m) {
+  const double n = m.queue_fit_n, spread = n * m.queue_fit_tt - m.queue_fit_t * m.queue_fit_t;
+  if (n < 3.0 || !(spread > 0.0)) return 0.0;
+  return std::max(0.0, (n * m.queue_fit_tq - m.queue_fit_t * m.queue_fit_q) / spread);
+}
+
+// Overloaded: the arrivals outpace the service by more than 5% (a noisy queue near capacity
+// trends a few percent either way), and the queue delay grows over the arrivals by more than the
+// median TTFT, so queueing, not computing, is most of the first token's wait.
+constexpr double kOverloadGrowth = 0.05;
+bool overloaded(const RunMetrics& m) {
+  const double growth = queue_growth(m);
+  return growth > kOverloadGrowth && growth * ns_to_seconds(m.last_arrival_ns) > m.ttft_s.quantile(0.5);
+}
+
 // Figures computed from several fields or from the run.
 std::vector<ReportFigure> request_figures() {
   return {
       {"requests.mean_waiting", "requests waiting to start, time-weighted mean",
        [](Src x) -> Json { return ratio(x.metrics.waiting_request_seconds, x.duration_s); }},
+      {"requests.offered_rate_per_s", "requests arrived per second up to the last arrival",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.arrived), ns_to_seconds(x.metrics.last_arrival_ns)); }},
+      {"requests.queue_growth_frac",
+       "queue delay gained per second of arrival time (least-squares slope over started requests, 0 if negative): about "
+       "offered / served rate - 1 when arrivals outpace the configuration, about 0 when it keeps up",
+       [](Src x) -> Json { return queue_growth(x.metrics); }},
+      {"requests.overloaded",
+       "arrivals outpace what the configuration serves: queue_growth_frac > 0.05 and the queue delay grows by more than the "
+       "median TTFT over the arrivals (TTFT is then mostly queueing)",
+       [](Src x) -> Json { return overloaded(x.metrics); }},
       {"throughput.output_tokens_per_s", "output tokens per second",
        [](Src x) -> Json { return ratio(as_double(x.metrics.output_tokens), x.duration_s); }},
       {"throughput.requests_per_s", "completed requests per second",

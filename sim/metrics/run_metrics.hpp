@@ -84,6 +84,14 @@ struct ClassMetrics {
   X(std::vector<ClassMetrics>, classes, per_class, "", "")                                                              \
   X(std::vector<ClassMetrics>, stages, per_class, "", "") /* per arrival stage; none without stages */ \
   X(double, waiting_request_seconds, sum, "", "") /* integral over time of requests waiting to start */                 \
+  /* Each started request's queue delay q (arrival to first iteration) against its arrival time t, as least-squares */ \
+  /* sums: the slope is how fast the queue grows (requests.queue_growth_frac). Seconds. */                              \
+  X(double, queue_fit_n, sum, "", "")                                                                                   \
+  X(double, queue_fit_t, sum, "", "")                                                                                   \
+  X(double, queue_fit_q, sum, "", "")                                                                                   \
+  X(double, queue_fit_tt, sum, "", "")                                                                                  \
+  X(double, queue_fit_tq, sum, "", "")                                                                                  \
+  X(TimeNs, last_arrival_ns, max, "", "") /* the latest arrival */                                                      \
   X(std::int64_t, preempted_requests, sum, "requests.preempted", "requests preempted at least once")                    \
   X(std::int64_t, preemptions, sum, "requests.preemptions", "preemption events (a request can be preempted several times)") \
   X(std::int64_t, recomputed_tokens, sum, "requests.recomputed_tokens", "tokens computed again after preemption by recompute") \

@@ -53,6 +53,7 @@ Replica::Admission Replica::enqueue(std::uint32_t request_index, TimeNs now) {
   Request& r = state_.requests[request_index];
   r.replica = static_cast<std::int32_t>(spec_.index);
   metrics_.arrived += 1;
+  metrics_.last_arrival_ns = std::max(metrics_.last_arrival_ns, now);
   const std::int64_t total = static_cast<std::int64_t>(r.prompt_tokens) + r.output_tokens;
   const auto& kv = state_.kv;
   // A policy that runs prompts whole (in-flight batching) never runs one longer than an
@@ -252,7 +253,13 @@ inline bool Replica::account_plan(TimeNs now) {
     Request& r = state_.requests[state_.running[item.running_index].request];
     if (r.started_ns < 0) {
       r.started_ns = now;
-      metrics_.queue_s.add(ns_to_seconds(now - r.arrival_ns));
+      const double t = ns_to_seconds(r.arrival_ns), q = ns_to_seconds(now - r.arrival_ns);
+      metrics_.queue_s.add(q);
+      metrics_.queue_fit_n += 1.0;
+      metrics_.queue_fit_t += t;
+      metrics_.queue_fit_q += q;
+      metrics_.queue_fit_tt += t * t;
+      metrics_.queue_fit_tq += t * q;
       note_waiting(now, -1);
     }
   }
