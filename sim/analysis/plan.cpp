@@ -83,7 +83,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     row.saturation_batch_size = sat.saturation_batch_size;
     row.meets_slo = sat.stable_qps > 0.0;
     if (!row.meets_slo) {
-      row.note = "misses the SLO on one replica at any rate";
+      row.note = sat.unmet;  // no rate meets it: what the lowest rate probed gave
       return row;
     }
     row.replicas = static_cast<std::int64_t>(std::ceil(o.target_rate_per_s / sat.stable_qps - 1e-9));

@@ -9,6 +9,7 @@
 
 #include "sim/analysis/run_jobs.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/describe.hpp"
 #include "sim/io/report_io.hpp"
 #include "sim/metrics/slo.hpp"
 #include "sim/serve/saturation_batch.hpp"
@@ -18,7 +19,9 @@ namespace servesim {
 namespace {
 // What a probe needs from one replication: computed where it ran (another process with --mpi).
 struct ReplicationOutcome {
+  bool operator==(const ReplicationOutcome&) const = default;
   bool met = false;
+  std::string miss;  // why it missed the SLO (slo_miss), empty when met
   double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0, mean_context_tokens = 0.0, mean_output_tokens = 0.0;
   std::int64_t kv_capacity_tokens = 0;
 };
@@ -32,7 +35,9 @@ ReplicationOutcome replicate(const Scenario& s) {
   ReplicationOutcome out;
   // Pass/fail from the SLO evaluation itself: without a latency target the report's slo.met is
   // null, and a probe passes when enough requests complete (min_success_frac).
-  out.met = evaluate_slo(s.workload, r.metrics).met;
+  const SloResult slo = evaluate_slo(s.workload, r.metrics);
+  out.met = slo.met;
+  if (!out.met) out.miss = slo_miss(s.workload, slo);
   out.goodput_requests_per_s = m.at("slo.goodput_requests_per_s");
   out.success_frac = m.at("slo.success_frac");
   out.mean_batch = m.at("batch.mean_size");
@@ -46,15 +51,21 @@ const JobCodec<ReplicationOutcome> replication_codec = {
     [](const ReplicationOutcome& o) {
       return nlohmann::json::array({o.met, exact_number(o.goodput_requests_per_s), exact_number(o.success_frac),
                                     exact_number(o.mean_batch), exact_number(o.mean_context_tokens),
-                                    exact_number(o.mean_output_tokens), o.kv_capacity_tokens});
+                                    exact_number(o.mean_output_tokens), o.kv_capacity_tokens, o.miss});
     },
     [](const nlohmann::json& j, const JobOrigin& at) {
-      const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity";
+      const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity, miss";
       const KeyRange rate{0.0, 1e9, false, false}, fraction{0.0, 1.0, false, false}, count{0.0, 1e15, false, false};
-      return ReplicationOutcome{at.boolean(at.element(j, 0, 7, "", what), "[0]"), at.number(j[1], rate, "[1]"),
-                                at.number(j[2], fraction, "[2]"),           at.number(j[3], count, "[3]"),
-                                at.number(j[4], count, "[4]"),              at.number(j[5], count, "[5]"),
-                                at.integer(j[6], count, "[6]")};
+      ReplicationOutcome o;
+      o.met = at.boolean(at.element(j, 0, 8, "", what), "[0]");
+      o.goodput_requests_per_s = at.number(j[1], rate, "[1]");
+      o.success_frac = at.number(j[2], fraction, "[2]");
+      o.mean_batch = at.number(j[3], count, "[3]");
+      o.mean_context_tokens = at.number(j[4], count, "[4]");
+      o.mean_output_tokens = at.number(j[5], count, "[5]");
+      o.kv_capacity_tokens = at.integer(j[6], count, "[6]");
+      o.miss = at.string(j[7], "[7]");
+      return o;
     }};
 
 SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, const SaturateOptions& o) {
@@ -71,6 +82,10 @@ SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, do
     p.success_frac += r.success_frac / p.runs;
     p.mean_batch += r.mean_batch / p.runs;
   }
+  for (const ReplicationOutcome& r : results) {
+    if (!r.met && p.miss.empty()) p.miss = r.miss;
+    p.identical = p.identical && r == results.front();
+  }
   p.mean_context_tokens = results[0].mean_context_tokens;
   p.mean_output_tokens = results[0].mean_output_tokens;
   p.kv_capacity_tokens = results[0].kv_capacity_tokens;
@@ -83,6 +98,33 @@ double bisection_probes(double hi_over_lo, double rel_tolerance) {
   return hi_over_lo - 1.0 > rel_tolerance ? std::ceil(std::log2(std::log(hi_over_lo) / std::log1p(rel_tolerance))) : 0.0;
 }
 }  // namespace
+
+double lowest_probe_rate(const Scenario& s) {
+  const double requests = static_cast<double>(s.workload.num_requests);
+  return std::max(1e-4, requests > 0.0 ? 2.0 * requests / kMaxSimulatedTimeS : 0.0);
+}
+
+std::string slo_miss(const WorkloadConfig& w, const SloResult& slo) {
+  for (std::size_t i = 0; i < slo.classes.size(); ++i) {
+    const ClassSloResult& c = slo.classes[i];
+    if (c.met || !c.defined) continue;
+    const SloConfig& target = w.classes[i].slo;
+    const std::string who = slo.classes.size() > 1 ? "class '" + c.name + "': " : "";
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%g", 100.0 * target.percentile);
+    for (const SloTarget& t : c.targets) {
+      if (t.met) continue;
+      const std::string metric = t.metric == "ttft_s" ? "TTFT" : t.metric == "tpot_s" ? "TPOT" : "E2E";
+      return who + metric + " p" + pct + " is " + format_duration(t.value_s) + ", above its " + format_duration(t.threshold_s) +
+             " target";
+    }
+    char done[96];
+    std::snprintf(done, sizeof done, "%.4g%% of requests completed, below the %g%% it asks", 100.0 * c.success_frac,
+                  100.0 * target.min_success_frac);
+    return who + done;
+  }
+  return "";
+}
 
 void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_capacity_tokens, SaturateResult& out) {
   out.mean_context_tokens = mean_context;
@@ -130,7 +172,7 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
     }
   } else {
     hi = first.rate_per_s;
-    while (budget > 0 && hi > 1e-4) {
+    while (budget > 0 && hi / 2.0 >= o.min_rate_per_s) {
       const SaturateProbe p = run(hi / 2.0);
       if (passes(p)) {
         lo = p.rate_per_s;
@@ -161,6 +203,14 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
       hi = mid;
     }
   }
+  if (lo == 0.0) {
+    const SaturateProbe& lowest = out.probes.back();
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.3g", lowest.rate_per_s);
+    out.unmet = std::string("no rate meets the SLO: even at ") + rate + " req/s, the lowest probed, " + lowest.miss;
+  }
+  out.identical_replications = o.replications > 1;
+  for (const SaturateProbe& p : out.probes) out.identical_replications = out.identical_replications && p.identical;
   out.stable_qps = lo;
   out.first_failing_qps = hi;
   out.batch_at_stable_qps = best.mean_batch;

@@ -11,6 +11,7 @@
 
 #include "sim/analysis/summary.hpp"
 #include "sim/dist/job_split.hpp"
+#include "sim/metrics/slo.hpp"
 
 namespace servesim {
 
@@ -33,6 +34,9 @@ struct SaturateOptions {
   double start_rate_per_s = 1.0;
   double rel_tolerance = 0.01;  // stop when hi / lo - 1 is below this
   int max_probes = 40;
+  // The lowest rate probed while halving down from a failing start (the scenario must still be
+  // valid there: its arrivals within the simulated-time limit).
+  double min_rate_per_s = 1e-4;
   bool parallel = true;
   std::function<void(const SaturateProgress&)> progress;  // optional; called before each probe
   // Optional: a probe's replications spread over processes (--mpi); every process takes the same
@@ -47,6 +51,8 @@ struct SaturateProbe {
   double mean_context_tokens = 0.0;  // prompt + half the output, first replication
   double mean_output_tokens = 0.0;   // of the completed requests, first replication
   std::int64_t kv_capacity_tokens = 0;
+  std::string miss;  // why the first failing replication missed the SLO (slo_miss); empty when all met
+  bool identical = true;  // every replication gave the same figures (nothing drew from the seed)
 };
 
 struct SaturateResult {
@@ -62,7 +68,21 @@ struct SaturateResult {
   std::int64_t max_batch_size = 0;    // min(max_num_seqs, sequences the KV cache holds at that context)
   double mean_context_tokens = 0.0;
   std::vector<SaturateProbe> probes;  // in the order they ran
+  // When no rate probed meets the SLO: one line saying so, with the lowest rate probed and what
+  // missed there ("no rate meets the SLO: even at 0.000122 req/s ... TTFT p90 is 12 ms, above ...").
+  std::string unmet;
+  // Replications > 1 and every probe's replications identical: the scenario draws nothing from the
+  // seed (a trace's arrivals and lengths), so a majority of R is one run R times.
+  bool identical_replications = false;
 };
+
+// The lowest rate worth probing for `s` (at any rate): its arrivals must stay within the
+// simulated-time limit, so num_requests at twice the mean span fit (1e-4 req/s at most).
+double lowest_probe_rate(const Scenario& s);
+
+// Why a run missed its SLO, in one phrase: the first target missed ("TTFT p90 is 12 ms, above its
+// 1 ms target"; the class first when there are several) or the completed fraction.
+std::string slo_miss(const WorkloadConfig& workload, const SloResult& slo);
 
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& options);
 

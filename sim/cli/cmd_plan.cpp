@@ -445,6 +445,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
   o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);
+  o.saturate.min_rate_per_s = lowest_probe_rate(base);
   const Scenario assumed = src.load({"model=\"" + model + "\"", rate_assignment(rate)});
   if (!p.count("no-work-limit")) check_plan_work(assumed, options.size(), dist, o.saturate);
 

@@ -106,6 +106,12 @@ nlohmann::json replications_json(const Scenario& scenario, const SimResult& resu
   metrics.insert(metrics.end(), more_metrics.begin(), more_metrics.end());
   nlohmann::json rep = {{"count", metrics.size()}, {"seeds", nlohmann::json::array({scenario.seed})}, {"metrics", nlohmann::json::object()}};
   for (const auto& s : more) rep["seeds"].push_back(s.seed);
+  // Every figure of every seed equal: nothing the run simulates drew from the seed (a trace's
+  // arrivals and lengths, or constant arrivals and fixed lengths), so each interval is 0 by
+  // construction, not because the estimate is exact.
+  bool identical = true;
+  for (const auto& m : metrics) identical = identical && m == metrics.front();
+  rep["identical_runs"] = identical;
   for (const auto& name : replicated_metrics()) {
     std::vector<double> xs;
     for (const auto& m : metrics) xs.push_back(metric(m, name));
@@ -136,6 +142,11 @@ void print_run(const nlohmann::json& report, double wall_s, int reps, const std:
       const auto& m = report["replications"]["metrics"][name];
       std::printf("  %-19s %d seeds: mean %.4f s, 95%% CI +/- %.4f s\n", name, reps, m["mean"].get<double>(),
                   m["ci95_half_width"].get<double>());
+    }
+    if (report["replications"]["identical_runs"].get<bool>()) {
+      std::printf("  seeds      the %d seeds gave identical runs: nothing this scenario simulates is drawn from the seed (a trace's "
+                  "arrivals and lengths, or constant arrivals and fixed lengths), so each interval is 0; it is the spread across "
+                  "seeds, not the trace's sampling error\n", reps);
     }
   }
   std::cout << "  report     " << (out_dir / "report.json").string() << "\n";

@@ -1,6 +1,7 @@
 // `servesim saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R]
 //  [--start-rate R] [--tolerance F] [--json] [--csv FILE] [--md FILE] [--mpi]`: the highest arrival rate
 // meeting the SLO (stable_qps) and the saturation batch size.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -18,14 +19,16 @@
 #include "sim/core/error.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
+#include "sim/workload/workload.hpp"
 
 namespace servesim::cli {
 
 void check_saturable(const Scenario& s) {
   using K = ArrivalConfig::Kind;
   const K k = s.workload.arrival.kind;
-  if (k != K::poisson && k != K::gamma && k != K::constant && k != K::on_off) {
-    throw InputError(s.file, "workload.arrival.impl", "saturate varies rate_per_s: needs poisson, gamma, constant or on_off arrivals");
+  if (k != K::poisson && k != K::gamma && k != K::constant && k != K::on_off && k != K::trace) {
+    throw InputError(s.file, "workload.arrival.impl",
+                     "saturate varies rate_per_s (or a trace's time_scale): needs poisson, gamma, constant, on_off or trace arrivals");
   }
   bool bounded = s.workload.request_timeout_s > 0.0 || s.engine.scheduler.max_queue_size > 0;
   for (const auto& c : s.workload.classes) bounded = bounded || c.slo.has_latency_target();
@@ -70,12 +73,67 @@ SaturateOptions search_options(const cxxopts::ParseResult& p, const Distribution
   return o;
 }
 
+// How a probe sets its rate: workload.arrival.rate_per_s, or for trace arrivals the trace's
+// time_scale, replaying the trace faster or slower than its own rate.
+struct RateKnob {
+  bool trace = false;
+  double trace_rate_per_s = 0.0;  // the trace's arrivals per second at base_time_scale
+  double base_time_scale = 1.0;
+  std::int64_t trace_requests = 0;  // arrivals the workload takes from the trace
+  double time_scale(double rate_per_s) const { return base_time_scale * trace_rate_per_s / rate_per_s; }
+  std::string assignment(double rate_per_s) const {
+    char buf[80];
+    if (trace) {
+      std::snprintf(buf, sizeof buf, "workload.trace.time_scale=%.17g", time_scale(rate_per_s));
+    } else {
+      std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", rate_per_s);
+    }
+    return buf;
+  }
+};
+
+// The knob for `s`: for trace arrivals, the trace's rate (its arrivals up to the last, over the
+// last one's time, as requests.offered_rate_per_s counts them) read from the workload itself.
+RateKnob rate_knob(const Scenario& s) {
+  RateKnob k;
+  if (s.workload.arrival.kind != ArrivalConfig::Kind::trace) return k;
+  k.trace = true;
+  k.base_time_scale = s.workload.trace->time_scale;
+  WorkloadGenerator arrivals(s.workload, s.seed);
+  std::int64_t n = 0;
+  TimeNs last_ns = 0;
+  while (const auto r = arrivals.next()) {
+    ++n;
+    last_ns = r->arrival_ns;
+  }
+  if (n < 2 || last_ns <= 0) {
+    throw InputError(s.workload.trace->path, "workload.trace",
+                     "saturate scales the trace's arrival rate (time_scale), but its " + std::to_string(n) +
+                         " requests arrive at one instant: there is no rate to scale");
+  }
+  k.trace_requests = n;
+  k.trace_rate_per_s = static_cast<double>(n) / ns_to_seconds(last_ns);
+  return k;
+}
+
+// The lowest rate to probe: the arrivals within the simulated-time limit (lowest_probe_rate) and,
+// for a trace, a time_scale within its key's range and the last of its requests (at requests /
+// rate seconds) within half the limit.
+double lowest_rate(const Scenario& s, const RateKnob& k) {
+  double lowest = lowest_probe_rate(s);
+  if (k.trace) {
+    const double scale_max = find_scenario_key("workload.trace.time_scale")->range.hi;
+    lowest = std::max({lowest, k.trace_rate_per_s * k.base_time_scale / scale_max,
+                       2.0 * static_cast<double>(k.trace_requests) / kMaxSimulatedTimeS});
+  }
+  return lowest;
+}
+
 // The scenario of one probe: the rate set, the seed given. A workload bounded by duration_s
 // grows with the rate, so under the work limit each probe is checked again.
-Scenario probe_scenario(const ScenarioSource& src, double rate, std::uint64_t seed, bool work_limit, int replications) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "workload.arrival.rate_per_s=%.17g", rate);
-  Scenario s = src.load({buf}, static_cast<long long>(seed));
+Scenario probe_scenario(const ScenarioSource& src, const RateKnob& knob, double rate, std::uint64_t seed, bool work_limit,
+                        int replications) {
+  Scenario s = src.load({knob.assignment(rate)}, static_cast<long long>(seed));
   if (work_limit) {
     char levers[128];
     std::snprintf(levers, sizeof levers, "workload.duration_s (the probe at %.4g req/s is one of many) or --replications", rate);
@@ -100,7 +158,8 @@ Table probe_table(const SaturateResult& r) {
   return t;
 }
 
-void print_result(const cxxopts::ParseResult& p, const SaturateResult& r, const SaturateOptions& o, const Table& probes) {
+void print_result(const cxxopts::ParseResult& p, const SaturateResult& r, const SaturateOptions& o, const RateKnob& knob,
+                  const Table& probes) {
   if (p.count("json")) {
     nlohmann::json j = {{"stable_qps", r.stable_qps},
                         {"first_failing_qps", r.first_failing_qps},
@@ -110,13 +169,26 @@ void print_result(const cxxopts::ParseResult& p, const SaturateResult& r, const 
                         {"batch_at_stable_qps", r.batch_at_stable_qps},
                         {"goodput_at_stable_qps", r.goodput_at_stable_qps},
                         {"replications", o.replications},
+                        {"identical_replications", r.identical_replications},
                         {"probes", table_to_json(probes)}};
+    if (knob.trace) {
+      j["trace_rate_per_s"] = knob.trace_rate_per_s;
+      j["time_scale_at_stable_qps"] = knob.time_scale(r.stable_qps);
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("stable_qps %.4g req/s (first failing %.4g), saturation_batch_size %lld (of %lld at mean context %.0f), "
                 "mean batch at stable_qps %.1f\n",
                 r.stable_qps, r.first_failing_qps, static_cast<long long>(r.saturation_batch_size),
                 static_cast<long long>(r.max_batch_size), r.mean_context_tokens, r.batch_at_stable_qps);
+    if (r.identical_replications) {
+      std::printf("  the %d seeds of each probe gave identical runs: nothing this scenario simulates is drawn from the seed (a "
+                  "trace's arrivals and lengths), so --replications 1 gives the same answer\n", o.replications);
+    }
+    if (knob.trace) {
+      std::printf("  the trace replayed at %.3g x its own %.4g req/s: workload.trace.time_scale %.4g\n",
+                  r.stable_qps / knob.trace_rate_per_s, knob.trace_rate_per_s, knob.time_scale(r.stable_qps));
+    }
   }
 }
 
@@ -153,8 +225,11 @@ int cmd_saturate(const std::vector<std::string>& args) {
   const ScenarioSource src = scenario_source(p, p["scenario"].as<std::string>());
   const Scenario base = src.load();
   check_saturable(base);
+  const RateKnob knob = rate_knob(base);
   const Distribution dist = distribution(p, "saturate", args);
   SaturateOptions o = search_options(p, dist);
+  o.min_rate_per_s = lowest_rate(base, knob);
+  if (knob.trace && !p.count("start-rate")) o.start_rate_per_s = knob.trace_rate_per_s;  // the trace as it is first
   const bool work_limit = !p.count("no-work-limit");
   if (work_limit) {
     // The search's expected probes, each R replications of the scenario; the scenarios of one
@@ -170,11 +245,14 @@ int cmd_saturate(const std::vector<std::string>& args) {
     bar.update(s.fraction(), detail);
   };
   const SaturateResult r = saturate(
-      [&](double rate, std::uint64_t seed) { return probe_scenario(src, rate, seed, work_limit, o.replications); }, base.seed, o);
+      [&](double rate, std::uint64_t seed) { return probe_scenario(src, knob, rate, seed, work_limit, o.replications); }, base.seed, o);
   bar.finish();
+  // An SLO no rate meets (a latency target below what one request alone takes) is the input's
+  // problem: one line naming it, with what the lowest rate gave.
+  if (!r.unmet.empty()) throw InputError(src.path, src.slo ? "--slo" : "slo", r.unmet);
   if (!dist.writes_output()) return kExitOk;
   const Table probes = probe_table(r);
-  print_result(p, r, o, probes);
+  print_result(p, r, o, knob, probes);
   write_files(p, r, probes, "# saturate\n\n`servesim saturate " + join_args(dist.args) + "`");
   return kExitOk;
 }

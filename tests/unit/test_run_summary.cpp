@@ -1,0 +1,48 @@
+// `servesim run`'s summary and report.replications: replications that cannot differ (nothing
+// drawn from the seed) said to be so.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "sim/io/describe.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/report_io.hpp"
+#include "sim/serve/simulation.hpp"
+#include "../support.hpp"
+
+using namespace servesim;
+
+namespace {
+// `run` with `flags`: its stdout and report.json.
+std::pair<std::string, nlohmann::json> run_cli_report(const std::string& scenario, const std::string& flags) {
+  const std::string out = test::write_temp("run_summary", "");
+  std::remove(out.c_str());
+  const auto r = test::run_cli("run " + scenario + " --out " + out + " --no-html --no-csv --no-trace " + flags + " 2>/dev/null");
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = load_json_file(out + "/report.json");
+  std::filesystem::remove_all(out);
+  return {r.output, report};
+}
+}  // namespace
+
+TEST_CASE("run --replications says when the seeds cannot differ (a trace fixes everything) and when they do") {
+  std::string rows;
+  for (int i = 0; i < 40; ++i) rows += "{\"arrival_s\": " + std::to_string(0.3 * i) + ", \"prompt_tokens\": 200, \"output_tokens\": 20}\n";
+  auto doc = test::base_scenario();
+  doc["workload"] = {{"trace", {{"path", test::write_temp("replications_trace.jsonl", rows)}, {"format", "jsonl"}}},
+                     {"arrival", {{"impl", "trace"}}},
+                     {"prompt_tokens", {{"impl", "trace"}}},
+                     {"output_tokens", {{"impl", "trace"}}}};
+  const auto [fixed_out, fixed] = run_cli_report(test::write_temp("replications_trace.json", doc.dump()), "--replications 3");
+  CHECK(fixed["replications"]["identical_runs"] == true);
+  CHECK(fixed["replications"]["metrics"]["latency.ttft_s.p99"]["ci95_half_width"] == 0.0);
+  CHECK(fixed_out.find("the 3 seeds gave identical runs") != std::string::npos);
+  // Poisson arrivals draw from the seed: the runs differ and nothing is said.
+  const auto [random_out, random] = run_cli_report(test::write_temp("replications_poisson.json", test::base_scenario().dump()), "--replications 3");
+  CHECK(random["replications"]["identical_runs"] == false);
+  CHECK(random["replications"]["metrics"]["latency.e2e_s.p99"]["stddev"].get<double>() > 0.0);
+  CHECK(random_out.find("identical runs") == std::string::npos);
+}
