@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "sim/io/describe.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/io/report_metrics.hpp"
@@ -202,6 +203,35 @@ std::string overload_line(const nlohmann::json& r) {
                 offered, offered / (1.0 + growth), r["latency"]["queue_s"]["p50"].get<double>(), r["latency"]["ttft_s"]["p50"].get<double>());
   return line;
 }
+// One line per request class when there are several: its status at its percentile, each target
+// (value against threshold) and its completed fraction.
+std::string slo_class_lines(const nlohmann::json& r) {
+  const auto& classes = r["slo"]["classes"];
+  if (classes.size() < 2) return "";
+  std::string out;
+  for (const auto& c : classes) {
+    const std::string status = c["status"].get<std::string>();
+    char head[96];
+    std::snprintf(head, sizeof head, "    %-10s %s", c["name"].get<std::string>().c_str(),
+                  status == "none" ? "no latency target" : status == "met" ? "met" : "NOT met");
+    std::string line = head;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " at p%g", 100.0 * c["percentile"].get<double>());
+    if (status != "none") line += pct;
+    std::string targets;
+    for (const auto& [metric, name] : {std::pair<const char*, const char*>{"ttft_s", "TTFT"}, {"tpot_s", "TPOT"}, {"e2e_s", "E2E"}}) {
+      if (!c["targets"].contains(metric)) continue;
+      const auto& t = c["targets"][metric];
+      targets += (targets.empty() ? ": " : ", ") + std::string(name) + " " + format_duration(t["value_s"].get<double>()) +
+                 (t["met"].get<bool>() ? " <= " : " > ") + format_duration(t["threshold_s"].get<double>());
+    }
+    char done[96];
+    std::snprintf(done, sizeof done, "; %.2f%% of %lld completed, goodput %.3g req/s\n", 100.0 * c["success_frac"].get<double>(),
+                  c["arrived"].get<long long>(), c["goodput_requests_per_s"].get<double>());
+    out += line + targets + done;
+  }
+  return out;
+}
 }  // namespace
 
 void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
@@ -276,7 +306,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
     std::snprintf(line, sizeof line, "  slo        %s: success %.2f%%, goodput %.2f req/s\n", status == "met" ? "met" : "NOT met",
                   100.0 * slo["success_frac"].get<double>(), slo["goodput_requests_per_s"].get<double>());
   }
-  os << line;
+  os << line << slo_class_lines(r);
   if (r.contains("stages")) print_stages(os, r["stages"]);
   const auto& sim = r["sim"];
   std::snprintf(line, sizeof line, "  sim        %llu events, %.3f simulated s in %.3f wall s\n", sim["events"].get<unsigned long long>(),

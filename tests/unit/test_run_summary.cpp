@@ -1,5 +1,5 @@
-// `servesim run`'s summary and report.replications: replications that cannot differ (nothing
-// drawn from the seed) said to be so.
+// `servesim run`'s summary and report.replications: a line per request class when the workload
+// has several, and replications that cannot differ (nothing drawn from the seed) said to be so.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -27,6 +27,45 @@ std::pair<std::string, nlohmann::json> run_cli_report(const std::string& scenari
   return {r.output, report};
 }
 }  // namespace
+
+TEST_CASE("the summary has a line per request class: its status, each target against its value, completed and goodput") {
+  auto doc = test::base_scenario();
+  doc["workload"].erase("prompt_tokens");
+  doc["workload"].erase("output_tokens");
+  doc["workload"]["arrival"]["rate_per_s"] = 20.0;
+  doc["workload"]["num_requests"] = 200;
+  doc["workload"]["classes"] = {
+      {{"name", "chat"}, {"weight", 3}, {"prompt_tokens", {{"impl", "fixed"}, {"value_tokens", 128}}},
+       {"output_tokens", {{"impl", "fixed"}, {"value_tokens", 32}}}, {"slo", {{"ttft_s", 0.001}, {"percentile", 0.9}}}},
+      {{"name", "docs"}, {"weight", 1}, {"prompt_tokens", {{"impl", "fixed"}, {"value_tokens", 2000}}},
+       {"output_tokens", {{"impl", "fixed"}, {"value_tokens", 64}}}, {"slo", {{"ttft_s", 30.0}, {"e2e_s", 60.0}, {"percentile", 0.5}}}}};
+  const Scenario s = test::scenario_from(doc);
+  const nlohmann::json report = make_report(s, simulate(s));
+  std::ostringstream summary;
+  print_summary(summary, report, 0.0);
+  const auto& classes = report["slo"]["classes"];
+  REQUIRE(classes.size() == 2);
+  CHECK(classes[0]["status"] == "not met");  // 1 ms is below any prefill
+  CHECK(classes[1]["status"] == "met");
+  for (const auto& c : classes) {
+    const std::string name = c["name"];
+    const std::string status = c["status"] == "met" ? "met" : "NOT met";
+    const auto& ttft = c["targets"]["ttft_s"];
+    const std::string target = "TTFT " + format_duration(ttft["value_s"].get<double>()) + (ttft["met"].get<bool>() ? " <= " : " > ") +
+                               format_duration(ttft["threshold_s"].get<double>());
+    INFO(summary.str());
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%g", 100.0 * c["percentile"].get<double>());
+    CHECK(summary.str().find("    " + name) != std::string::npos);
+    CHECK(summary.str().find(status + " at p" + pct + ": " + target) != std::string::npos);
+  }
+  CHECK(summary.str().find("E2E ") != std::string::npos);  // docs' second target
+  // One class: the summary's slo line alone, as before.
+  const Scenario one = test::scenario_from(test::base_scenario());
+  std::ostringstream single;
+  print_summary(single, make_report(one, simulate(one)), 0.0);
+  CHECK(single.str().find("\n    ") == std::string::npos);
+}
 
 TEST_CASE("run --replications says when the seeds cannot differ (a trace fixes everything) and when they do") {
   std::string rows;
