@@ -22,8 +22,8 @@ struct PlanOption {
 };
 
 // Scenario of `replicas` replicas of `option` behind the workload's router at `rate_per_s` in all
-// and `seed`, each replica seeing the workload's request count (workload.num_requests x replicas).
-// Throws InputError when the option is impossible (model does not fit, dtype unsupported); plan
+// and `seed`, the workload's requests shared among them (the user's workload as it is: a run of
+// the configuration costs what one replica's does). Throws InputError when the option is impossible (model does not fit, dtype unsupported); plan
 // records its message.
 using PlanScenarioFactory =
     std::function<Scenario(const PlanOption& option, double rate_per_s, std::uint64_t seed, std::int64_t replicas)>;

@@ -327,9 +327,8 @@ ParallelChoice parallel_choice(const cxxopts::ParseResult& p) {
   return c;
 }
 
-// `replicas` replicas of `opt` at `rate_per_s`: the workload scenario with the option's keys set,
-// each replica given the workload's request count. Loading checks the dtype, the TP split of the
-// heads and (plan_memory) that the model fits.
+// `replicas` replicas of `opt` at `rate_per_s`: the workload scenario with the option's keys set.
+// Loading checks the dtype, the TP split of the heads and (plan_memory) that the model fits.
 Scenario option_scenario(const ScenarioSource& src, const std::string& model, const PlanOption& opt, double rate_per_s,
                          std::uint64_t seed, std::int64_t replicas) {
   std::vector<std::string> keys = {"model=\"" + model + "\"", "hardware=\"" + opt.hw + "\"", rate_assignment(rate_per_s),
@@ -343,8 +342,6 @@ Scenario option_scenario(const ScenarioSource& src, const std::string& model, co
   }
   Scenario s = src.load(keys, static_cast<long long>(seed));
   plan_memory(s);  // throws InputError when the model does not fit
-  // As many requests per replica as the search's single replica saw, so each queue builds as it did there.
-  if (s.workload.num_requests > 0) s.workload.num_requests *= replicas;
   return s;
 }
 

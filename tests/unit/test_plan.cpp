@@ -59,13 +59,12 @@ TEST_CASE("plan rows predict the configuration at the target rate: a run of the 
   REQUIRE(r.exit_code == 0);
   const auto row = nlohmann::json::parse(r.output)["rows"][0];
   REQUIRE(row["replicas"] == 2);
-  // The same configuration through `run`: 2 replicas behind the router at 30 req/s, each given the
-  // workload's 120 requests, the scenario's seed. Its report's percentiles are the row's, exactly.
+  // The same configuration through `run`: 2 replicas behind the router at 30 req/s, the workload's
+  // 120 requests, the scenario's seed. Its report's percentiles are the row's, exactly.
   const std::string out = test::write_temp("plan_at_target", "");
   std::remove(out.c_str());
   const auto run = test::run_cli("run " + kSmall + " --out " + out + " --quiet --no-html --no-csv --no-trace --slo ttft=2s,tpot=100ms" +
-                                 " --set dtype=bf16 --set workload.arrival.rate_per_s=30 --set parallel.data_parallel_size=2" +
-                                 " --set workload.num_requests=240");
+                                 " --set dtype=bf16 --set workload.arrival.rate_per_s=30 --set parallel.data_parallel_size=2");
   REQUIRE(run.exit_code == 0);
   const auto report = load_json_file(out + "/report.json");
   CHECK(row["ttft_p50_s"] == report["latency"]["ttft_s"]["p50"]);
