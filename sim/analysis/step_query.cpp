@@ -26,7 +26,7 @@ void apply_quant_name(const std::string& name, Precision& precision, const std::
 }
 
 GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int64_t m, std::int64_t n, std::int64_t k,
-                    std::int64_t group_size, const std::string& cmd) {
+                    std::int64_t group_size, const std::string& cmd, QuantKernel kernel) {
   if (m <= 0 || n <= 0 || k <= 0) throw InputError(cmd, "--m/--n/--k", "must be > 0");
   // Weight-only schemes run on 16-bit activations; bf16/fp16/fp8/int8 are the GEMM's own dtype.
   const auto weight_only_scheme = parse_quant(dtype_text == "w4a16" ? "w4a16-gptq" : dtype_text);
@@ -39,6 +39,16 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
   GemmQuery g;
   Precision precision{*dtype, *dtype, *dtype};
   if (wo) precision.quant = *weight_only_scheme;
+  if (kernel != QuantKernel::auto_) {
+    // An engine's kernel for an 8-bit format runs the w8a8 scheme (bf16 output), as a layer does.
+    if (!weight_only_scheme || *weight_only_scheme == QuantScheme::none || !kernel_runs_scheme(kernel, *weight_only_scheme)) {
+      throw InputError(cmd, "--kernel", std::string(quant_kernel_name(kernel)) + " does not run " + dtype_text + " GEMMs");
+    }
+    if (!wo && hw.supports(*dtype)) {
+      precision = Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+      precision.quant = *weight_only_scheme;
+    }
+  }
   if (!hw.supports(*dtype)) {
     // An 8- or 4-bit format the GPU lacks runs as its w8a8/w4a4 scheme on 16-bit units (emulated).
     const auto scheme = parse_quant(dtype_text);
@@ -51,6 +61,7 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
   }
   precision.group_size = group_size;
   g.op = make_gemm_op("gemm", 1, m, n, k, precision);
+  g.op.quant_kernel = kernel;
   g.dtype = precision.weights;
   g.time = estimate(g.op, hw, precision.weights);
   return g;

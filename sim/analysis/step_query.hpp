@@ -45,8 +45,10 @@ struct GemmQuery {
   // weights to 16 bits and then a 16-bit GEMM (slower than the 16-bit GEMM alone).
   bool emulated = false;
 };
+// `kernel` (auto_: servesim's generic choice): the engine kernel a quantized dtype runs on
+// (QuantKernel; op gemm --kernel), which must run that scheme.
 GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int64_t m, std::int64_t n, std::int64_t k,
-                    std::int64_t group_size, const std::string& cmd);
+                    std::int64_t group_size, const std::string& cmd, QuantKernel kernel = QuantKernel::auto_);
 
 struct TimedStep {
   std::vector<Op> ops;

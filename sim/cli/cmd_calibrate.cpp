@@ -1,14 +1,17 @@
 // `servesim calibrate fit RAW.json --name NAME -o hwprofiles/NAME.json [--base PROFILE]`:
 // turns calibrate/run_all.sh results into a measured hardware profile; `calibrate vidur` fits one
 // to vidur's operator timings; `calibrate rewrite` lays a profile out as the fitters write it.
-// Each writes the profile and its measured tables (hwprofiles/tables/NAME.json). `calibrate
+// Each writes the profile and its measured tables (hwprofiles/tables/NAME.json); `calibrate
+// quant-kernels` adds measured quantized GEMM kernel tables to a profile. `calibrate
 // engine FILE... -o PROFILE.json [--base ENGINE]` fits an engine profile's host terms to a user's
 // own benchmark runs (validate/engine_fit.hpp).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -16,10 +19,12 @@
 #include "sim/calib/fit.hpp"
 #include "sim/calib/grouped_gemm_fit.hpp"
 #include "sim/calib/independent.hpp"
+#include "sim/calib/quant_kernels_fit.hpp"
 #include "sim/calib/vidur.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
 #include "sim/core/suggest.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
@@ -40,7 +45,10 @@ std::string write_profile(const std::string& out, const nlohmann::json& profile)
 // The command as provenance records it, paths made repository-relative (portable_path).
 std::string command_line(const std::vector<std::string>& args) {
   std::string c = "servesim calibrate";
-  for (const auto& a : args) c += " " + portable_path(a);
+  for (const auto& a : args) {
+    c += ' ';
+    c += portable_path(a);
+  }
   return c;
 }
 
@@ -284,6 +292,59 @@ int cmd_calibrate_engine(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// `calibrate quant-kernels QUANT.json --hw PROFILE -o OUT`: the quantized GEMM kernels measured by
+// calibrate/quant/measure_quant.py (torch._scaled_mm, torch._int_mm, tinygemm) become the
+// profile's calibration.quant_kernels tables, which engine profiles name (`quant_kernels`); the
+// rest of the profile is kept. Prints each kernel's held-out error.
+int cmd_calibrate_quant_kernels(const std::vector<std::string>& args) {
+  const std::string cmd = "servesim calibrate quant-kernels";
+  cxxopts::Options opts(cmd, "Fit the quantized GEMM kernel tables of a hardware profile from measure_quant.py results");
+  opts.add_options()("data", "quant_kernels.json from calibrate/quant/measure_quant.py", cxxopts::value<std::string>())(
+      "hw", "hardware profile name or path the kernels were measured on", cxxopts::value<std::string>())(
+      "o,out", "output profile path", cxxopts::value<std::string>())("h,help", "show help");
+  const IntegerFlag holdout_every{"holdout-every", "hold out every Nth M point per shape to report the fit error (0 = none)", {0, 1000}, "3"};
+  holdout_every.add(opts);
+  opts.parse_positional({"data"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  for (const char* key : {"data", "hw", "out"}) {
+    if (!p.count(key)) throw InputError(cmd, key == std::string("data") ? "QUANT.json" : std::string("--") + key, "required");
+  }
+  const std::string data = p["data"].as<std::string>();
+  const std::string hw_path = resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw");
+  nlohmann::json profile = load_json_file(hw_path);
+  const HwProfile hw = parse_hw_profile(profile, hw_path);
+  const QuantKernelFit fit = fit_quant_kernels(load_json_file(data), data, hw, command_line(args),
+                                               static_cast<int>(holdout_every.read(p, cmd)));
+  inline_hw_tables(profile, hw_path);
+  profile["tables"]["calibration"]["quant_kernels"] = fit.tables;
+  nlohmann::json& sources = profile["provenance"]["sources"];
+  const std::string source = portable_path(data);
+  if (std::find(sources.begin(), sources.end(), source) == sources.end()) sources.push_back(source);
+  std::map<std::string, std::vector<double>> errors;  // by kernel
+  std::vector<double> all;
+  for (const QuantKernelHoldout& h : fit.held) {
+    const double e = std::abs(h.predicted_s / h.measured_s - 1.0);
+    errors[h.kernel + " " + h.format].push_back(e);
+    all.push_back(e);
+  }
+  if (!all.empty()) {
+    profile["fit_report"]["quant_kernels_holdout_points"] = all.size();
+    profile["fit_report"]["quant_kernels_holdout_median_abs_err"] = median(all);
+    profile["fit_report"]["quant_kernels_holdout_worst_abs_err"] = *std::max_element(all.begin(), all.end());
+  }
+  const std::string wrote = write_profile(p["out"].as<std::string>(), profile);
+  std::printf("wrote %s: %zu kernel tables measured on %s (%s)\n", wrote.c_str(), errors.size(), fit.gpu.c_str(), fit.date.c_str());
+  std::printf("  %-30s %6s %8s %8s\n", "held-out points", "n", "median", "worst");
+  for (const auto& [kernel, e] : errors) {
+    std::printf("  %-30s %6zu %7.1f%% %7.1f%%\n", kernel.c_str(), e.size(), 100 * median(e), 100 * *std::max_element(e.begin(), e.end()));
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
@@ -292,9 +353,10 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "rewrite") return cmd_calibrate_rewrite(args);
   if (!args.empty() && args[0] == "grouped-gemm") return cmd_calibrate_grouped(args);
   if (!args.empty() && args[0] == "independent") return cmd_calibrate_independent(args);
+  if (!args.empty() && args[0] == "quant-kernels") return cmd_calibrate_quant_kernels(args);
   if (args.empty() || args[0] != "fit") {
     throw InputError("servesim calibrate", "",
-                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ...)");
+                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ..., quant-kernels ...)");
   }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(

@@ -34,6 +34,8 @@ nlohmann::json ops_json(const StepQuery& q, const std::vector<Op>& ops) {
                         {"roofline_time_s", n * k.roofline_s},
                         {"bound", bound_name(k.bound)}};
     if (op.kind == OpKind::gemm || op.kind == OpKind::grouped_gemm) j["gemm_kernel"] = gemm_kernel_name(k.gemm);
+    // The engine's own kernel for a quantized GEMM, where its profile names one (quant_kernels).
+    if (op.quant_kernel != QuantKernel::auto_) j["gemm_kernel"] = j["gemm_kernel"].get<std::string>() + " (" + quant_kernel_name(op.quant_kernel) + ")";
     out.push_back(j);
   }
   return out;

@@ -4,6 +4,7 @@
 // scenarios/engines/<name>.json (each number's source is in the file).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +40,13 @@ struct GpuSizedDefaults {
   std::int64_t max_num_batched_tokens = 0, max_num_seqs = 0;  // on GPUs the rule picks
 };
 
+// The quantized GEMM kernels an engine runs on GPUs of one architecture (hw.architecture), one
+// per scheme (index: QuantScheme; auto_ where the profile names none). Key `quant_kernels`.
+struct QuantKernelChoice {
+  std::string architecture;
+  std::array<QuantKernel, kNumQuantSchemes> kernels{};
+};
+
 struct EngineProfile {
   std::string name;          // the bundled profile's name, or a profile file's
   std::string display_name;
@@ -66,7 +74,18 @@ struct EngineProfile {
   // engine sees the request, so it adds to TTFT and E2E, not to TPOT. Key host.frontend_latency_s.
   double frontend_latency_s = 0.0;
   ColdStartConfig cold_start;
+  std::vector<QuantKernelChoice> quant_kernels;     // by architecture; resolved into kernels.quant_kernels
 };
+
+// The engine's quantized GEMM kernels on `hw` (its architecture's entry in `quant_kernels`, else
+// servesim's generic choice) into the kernel plan: the one place they are resolved (the
+// simulator and `servesim step`).
+inline void resolve_quant_kernels(EngineProfile& p, const HwProfile& hw) {
+  p.kernels.quant_kernels = {};
+  for (const QuantKernelChoice& c : p.quant_kernels) {
+    if (c.architecture == hw.architecture) p.kernels.quant_kernels = c.kernels;
+  }
+}
 
 // vLLM V1's CUDA-graph capture sizes in tokens (vllm/config/vllm.py _set_cudagraph_sizes, without
 // speculative decoding): [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16).
@@ -94,6 +113,7 @@ inline void resolve_for_gpu(EngineProfile& p, const HwProfile& hw) {
     tokens = g.max_num_batched_tokens;
   }
   if (p.vllm_v1_capture_sizes) p.cuda_graph_batch_sizes = vllm_v1_capture_sizes(seqs, tokens);
+  resolve_quant_kernels(p, hw);
 }
 
 // Padded decode batch under CUDA graphs: the next captured size >= seqs, or 0 when seqs exceeds

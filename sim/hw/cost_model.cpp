@@ -45,10 +45,20 @@ std::int64_t weight_only_fused_max_m(QuantScheme q) {
   }
 }
 
+// The largest M a weight-only op's kernel runs fused: the engine's kernel's rule where it named
+// one (the checkpoint format does not decide: vLLM runs GPTQ and AWQ checkpoints through Marlin),
+// else the scheme's (weight_only_fused_max_m).
+std::int64_t fused_max_m(const Op& op) {
+  if (fused_at_every_m(op.quant_kernel)) return std::numeric_limits<std::int64_t>::max();
+  if (op.quant_kernel == QuantKernel::exllama) return weight_only_fused_max_m(QuantScheme::w4a16_gptq);
+  if (op.quant_kernel == QuantKernel::awq_gemm) return weight_only_fused_max_m(QuantScheme::w4a16_awq);
+  return weight_only_fused_max_m(op.quant);
+}
+
 GemmKernel choose_gemm_kernel(const Op& op, const HwProfile& hw) {
   if ((op.kind != OpKind::gemm && op.kind != OpKind::grouped_gemm) || op.quant == QuantScheme::none) return GemmKernel::dense;
   if (auto d = w8a8_dtype(op.quant)) return hw.supports(*d) ? GemmKernel::w8a8 : GemmKernel::w8a8_emulated;
-  return op.m <= weight_only_fused_max_m(op.quant) ? GemmKernel::weight_only_fused : GemmKernel::dequant_gemm;
+  return op.m <= fused_max_m(op) ? GemmKernel::weight_only_fused : GemmKernel::dequant_gemm;
 }
 
 namespace {
@@ -211,12 +221,13 @@ KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, Gemm
   return g;
 }
 
-// A weight-only GEMM from the calibrated roofline fraction of its kernel(s): one fraction covers
-// both regimes, as for the dense tables; `launches` kernels each pay the fixed overhead.
-KernelTime calibrated_weight_only(const Op& op, const HwProfile& hw, Dtype base, const GemmTable& table, int launches,
-                                  GemmKernel kind) {
+// A quantized GEMM from the calibrated roofline fraction of its kernel(s) at FLOP rate `peak`: one
+// fraction covers both regimes, as for the dense tables; `launches` kernels each pay the fixed
+// overhead.
+KernelTime calibrated_kernel(const Op& op, const HwProfile& hw, double peak, const GemmTable& table, int launches,
+                             GemmKernel kind) {
   KernelTime t;
-  const double compute_floor_s = op.flops / peak16(hw, base);
+  const double compute_floor_s = op.flops / peak;
   const double memory_floor_s = op.bytes / hw.hbm_bandwidth_bytes_per_s;
   const double frac = table.frac(static_cast<double>(op.m), static_cast<double>(op.n), static_cast<double>(op.k));
   t.roofline_s = std::max(compute_floor_s, memory_floor_s);
@@ -229,6 +240,11 @@ KernelTime calibrated_weight_only(const Op& op, const HwProfile& hw, Dtype base,
   t.gemm = kind;
   t.bound = t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
   return t;
+}
+// A weight-only GEMM's kernel(s) computing at the 16-bit peak.
+KernelTime calibrated_weight_only(const Op& op, const HwProfile& hw, Dtype base, const GemmTable& table, int launches,
+                                  GemmKernel kind) {
+  return calibrated_kernel(op, hw, peak16(hw, base), table, launches, kind);
 }
 
 // Dequantize-then-GEMM from its calibrated table. Measured as both kernels together; the launch
@@ -262,18 +278,29 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
   switch (kind) {
     case GemmKernel::dense: return roofline(op, op.bytes, hw, base, 0.0);
     case GemmKernel::w8a8: {
+      // The engine's kernel where this GPU has its table (torch._scaled_mm, torch._int_mm, ...),
+      // else the profile's table of the format (cuBLASLt, which stands in for vLLM's CUTLASS).
+      if (const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant)) {
+        return calibrated_kernel(op, hw, hw.peak_flops(*w8a8_dtype(op.quant)), k->frac, k->launches, kind);
+      }
       KernelTime t = roofline(op, op.bytes, hw, *w8a8_dtype(op.quant), 0.0);
       t.gemm = kind;
       return t;
     }
     case GemmKernel::weight_only_fused: {
+      if (const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant)) {
+        return calibrated_weight_only(op, hw, base, k->frac, k->launches, kind);
+      }
       const int bits = weight_bits(op.quant, base);
       // Calibrated (H200: GEMV kernels measured up to M = 16): past the measured M the roofline
       // fraction at the largest one holds, as for the dense tables. Why not the analytic model
       // there: it is Marlin-class and 2-3x faster than the measured kernel at M = 16, so the
       // step time would drop when the batch grows past 16.
       const HwProfile::WeightOnlyTables& cal = hw.weight_only_table(bits);
-      if (!cal.fused.empty()) {
+      // The calibrated fused tables time our CUDA-core GEMV; a tensor-core mixed-input kernel the
+      // engine runs at every M (Marlin, Machete, ...) without a table of its own takes the analytic
+      // model (Marlin-class) instead.
+      if (!cal.fused.empty() && !fused_at_every_m(op.quant_kernel)) {
         const KernelTime fused = calibrated_weight_only(op, hw, base, cal.fused, 1, kind);
         // Past the measured M our GEMV-class kernel is extrapolated; no engine keeps a kernel
         // that loses to dequantize-then-GEMM (vLLM's AWQ path runs a GEMM kernel up to M = 255),
@@ -331,11 +358,12 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
           .comm_custom = op.comm_custom,
           .kind = op.kind,
           .quant = op.quant,
+          .quant_kernel = op.quant_kernel,
           .attn_kernel = op.attn_kernel};
 }
 
 bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
-  return a.kind == b.kind && a.quant == b.quant && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
+  return a.kind == b.kind && a.quant == b.quant && a.quant_kernel == b.quant_kernel && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads && a.attn_head_dim == b.attn_head_dim &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.compute_efficiency == b.compute_efficiency && a.compute_plateau_frac == b.compute_plateau_frac &&

@@ -123,6 +123,7 @@ class KernelTimeCache {
     bool comm_custom;
     OpKind kind;
     QuantScheme quant;
+    QuantKernel quant_kernel;
     AttentionKernel attn_kernel;
   };
   struct Entry {

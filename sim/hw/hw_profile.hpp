@@ -129,6 +129,25 @@ struct HwProfile {
   std::array<WeightOnlyTables, 2> weight_only_tables;
   const WeightOnlyTables& weight_only_table(int bits) const { return weight_only_tables[bits <= 4 ? 0 : 1]; }
 
+  // Quantized GEMM kernels an engine may run (QuantKernel), measured on this GPU
+  // (calibration.quant_kernels, written by `servesim calibrate quant-kernels`): per kernel and
+  // format (quant_format), the roofline fraction over (m; n, k) against the op's own bytes and
+  // FLOPs at the peak it computes at (the 8-bit peak for w8a8 kernels, the 16-bit one for
+  // weight-only), with `launches` kernels per call each paying the fixed overhead (torch._int_mm
+  // with its scale epilogue in torch ops: 4). Empty: the kernel has no table here.
+  struct QuantKernelTable {
+    GemmTable frac;
+    int launches = 1;
+    std::string source;
+  };
+  std::array<std::array<QuantKernelTable, kNumQuantFormats>, kNumQuantKernels> quant_kernel_tables;
+  const QuantKernelTable* quant_kernel_table(QuantKernel k, QuantScheme q) const {
+    const auto f = quant_format(q);
+    if (k == QuantKernel::auto_ || !f) return nullptr;
+    const QuantKernelTable& t = quant_kernel_tables[static_cast<std::size_t>(k)][*f];
+    return t.frac.empty() ? nullptr : &t;
+  }
+
   // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).
   double contention_copy_copy_slowdown = 0.0;  // two bandwidth-bound kernels; 0 = not measured
   double contention_gemm_copy_slowdown = 0.0;  // compute-bound next to bandwidth-bound

@@ -1,6 +1,9 @@
 // Engine profile parsing; see sim/config/engine_profile.hpp for the meaning of each field.
 #include "sim/io/engine_io.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include "sim/io/data_paths.hpp"
 #include "sim/io/json_reader.hpp"
 
@@ -158,6 +161,39 @@ void parse_defaults(JsonReader d, EngineProfile& p) {
   if (p.async_scheduling) p.launch.overlap_host = true;
 }
 
+// quant_kernels: {"ARCHITECTURE": {"SCHEME": "KERNEL", ...}, ...}, the GEMM kernel the engine runs
+// for each quantization scheme on GPUs of that architecture (QuantKernel names).
+std::vector<QuantKernelChoice> parse_quant_kernels(JsonReader q) {
+  static const char* const kArchitectures[] = {"ampere", "ada", "hopper", "blackwell"};
+  std::vector<QuantKernelChoice> out;
+  for (const auto& [key, schemes] : q.json().items()) {
+    const std::string arch = key;  // a copy: clang 14 does not capture structured bindings
+    if (std::find_if(std::begin(kArchitectures), std::end(kArchitectures), [&](const char* a) { return arch == a; }) ==
+        std::end(kArchitectures)) {
+      q.fail(arch, "must be a GPU architecture: ampere, ada, hopper or blackwell");
+    }
+    JsonReader by_scheme = q.object(arch);
+    QuantKernelChoice c{arch, {}};
+    for (const auto& [scheme_name, kernel_json] : schemes.items()) {
+      const auto scheme = parse_quant(scheme_name);
+      if (!scheme || *scheme == QuantScheme::none) by_scheme.fail(scheme_name, std::string("must be a quantization scheme: ") + kQuantNames);
+      const std::string name = by_scheme.string(scheme_name);
+      const auto kernel = parse_quant_kernel(name);
+      if (!kernel || *kernel == QuantKernel::auto_) {
+        std::string names;
+        for (std::size_t i = 1; i < kNumQuantKernels; ++i) names += std::string(i > 1 ? ", " : "") + quant_kernel_name(static_cast<QuantKernel>(i));
+        by_scheme.fail(scheme_name, "unknown kernel '" + name + "' (" + names + ")");
+      }
+      if (!kernel_runs_scheme(*kernel, *scheme)) by_scheme.fail(scheme_name, "kernel '" + name + "' does not run " + scheme_name + " GEMMs");
+      c.kernels[static_cast<std::size_t>(*scheme)] = *kernel;
+    }
+    by_scheme.finish();
+    out.push_back(c);
+  }
+  q.finish();
+  return out;
+}
+
 }  // namespace
 
 EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string& file) {
@@ -179,6 +215,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
     p.cold_start.graph_capture_s_per_batch_size = c->number_in_or("graph_capture_s_per_batch_size", 0.0, 60.0, 0.0);
     c->finish();
   }
+  if (auto q = r.object_if("quant_kernels")) p.quant_kernels = parse_quant_kernels(std::move(*q));
   r.finish();
   return p;
 }
@@ -197,6 +234,11 @@ nlohmann::json engine_profile_summary(const EngineProfile& p) {
   if (p.cuda_graph_mode == CudaGraphMode::full_and_piecewise) out["cuda_graph_mode"] = "full_and_piecewise";
   if (p.async_scheduling) out["async_scheduling"] = true;
   if (p.kernels.custom_allreduce_max_bytes > 0.0) out["custom_allreduce_max_bytes"] = p.kernels.custom_allreduce_max_bytes;
+  // The quantized GEMM kernels resolved for the run's GPU (schemes the profile names only).
+  for (std::size_t q = 0; q < kNumQuantSchemes; ++q) {
+    const QuantKernel k = p.kernels.quant_kernels[q];
+    if (k != QuantKernel::auto_) out["quant_kernels"][quant_name(static_cast<QuantScheme>(q))] = quant_kernel_name(k);
+  }
   return out;
 }
 

@@ -156,6 +156,27 @@ HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
   return t;
 }
 
+// calibration.quant_kernels: {"KERNEL": {"FORMAT": {"m", "shapes", "launches", "source"}}}, the
+// measured quantized GEMM kernels an engine profile can name (QuantKernel), per weight/activation
+// format.
+void parse_quant_kernel_tables(JsonReader kernels, HwProfile& hw) {
+  for (const auto& [name, formats] : kernels.json().items()) {
+    const auto k = parse_quant_kernel(name);
+    if (!k || *k == QuantKernel::auto_) kernels.fail(name, "is not a quantized GEMM kernel servesim knows");
+    JsonReader by_format = kernels.object(name);
+    for (std::size_t f = 0; f < kNumQuantFormats; ++f) {
+      auto t = by_format.object_if(kQuantFormatNames[f]);
+      if (!t) continue;
+      HwProfile::QuantKernelTable& table = hw.quant_kernel_tables[static_cast<std::size_t>(*k)][f];
+      table.launches = static_cast<int>(t->integer_in_or("launches", 1, 16, 1));
+      table.source = t->string_or("source", "");
+      table.frac = parse_gemm_columns(*t);
+    }
+    by_format.finish();
+  }
+  kernels.finish();
+}
+
 // "calibration": measured tables written by `servesim calibrate fit|vidur|independent` (all optional).
 void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto gemm = r.object_if("gemm")) {
@@ -195,6 +216,7 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
     }
     quant->finish();
   }
+  if (auto kernels = r.object_if("quant_kernels")) parse_quant_kernel_tables(std::move(*kernels), hw);
   if (auto attn = r.object_if("attention_decode")) hw.attention_decode_frac = parse_decode_grid(*attn);
   if (auto families = r.object_if("attention_kernels")) {
     for (std::size_t i = 1; i < kAttentionKernels; ++i) {

@@ -529,6 +529,7 @@ void check_engine_limits(Scenario& s) {
                                                        std::to_string(e.max_model_len));
   }
   apply_gpu_sized_defaults(e, s.hw);
+  resolve_quant_kernels(e.profile, s.hw);
   const std::unique_ptr<BatchScheduler> policy = make_scheduler(e.scheduler);
   const bool chunked = policy->chunks_prompts() || policy->rejects_prompts_over_budget();
   // An engine's token budget is its chunking scheduler's: a scenario that picks a policy running

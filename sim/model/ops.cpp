@@ -656,6 +656,11 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   if (plan.elementwise_bw_frac != 1.0) {
     for (Op& op : out) set_stream_efficiency(op, plan);
   }
+  if (const QuantKernel k = plan.quant_kernels[static_cast<std::size_t>(q)]; k != QuantKernel::auto_) {
+    for (Op& op : out) {
+      if (op.kind == OpKind::gemm && op.quant == q) op.quant_kernel = k;
+    }
+  }
 }
 
 }  // namespace servesim

@@ -1,6 +1,7 @@
 // The op list of one iteration: what a batch of prefill chunks and decode tokens asks the GPU
 // to do, as FLOPs and bytes per op kind. Pure functions of (ModelSpec, BatchShape, dtypes).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -47,6 +48,7 @@ struct Op {
   std::int64_t count = 1;
   std::int64_t per_layer = 0;
   QuantScheme quant = QuantScheme::none;  // GEMMs on quantized weights pick their kernel by this
+  QuantKernel quant_kernel = QuantKernel::auto_;  // ... and by the kernel the engine runs for it
   double flops = 0.0;
   double bytes = 0.0;
   // GEMM shape (C[m,n] = A[m,k] * W[k,n]); zero for other kinds.
@@ -155,6 +157,10 @@ struct KernelPlan {
   // custom all-reduce, one-shot or two-shot by size: 8 MiB on Hopper at TP 2 and 4), timed by the
   // GPU profile's measured `custom` curve where it has one; 0: NCCL at every size.
   double custom_allreduce_max_bytes = 0.0;
+  // The GEMM kernel the engine runs per quantization scheme (index: QuantScheme) on the GPU at
+  // hand, resolved from the engine profile's per-architecture `quant_kernels` (engine_profile.hpp);
+  // auto_: servesim's generic choice. Dense (not grouped) layer GEMMs only.
+  std::array<QuantKernel, kNumQuantSchemes> quant_kernels{};
 };
 
 // The four quantized GEMM inputs of a decoder layer and their producers: qkv (the input norm),

@@ -2,6 +2,7 @@
 // format the GEMM computes in, and which kernel family runs it. Pure data; the time is in the
 // cost model (sim/hw/cost_model.cpp), the memory in ModelSpec::weight_bytes.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -16,6 +17,8 @@ namespace servesim {
 // scales: NVFP4 one FP8 E4M3 scale per 16 values plus a per-tensor FP32 scale; MXFP4, the OCP
 // microscaling format, one E8M0 scale per 32).
 enum class QuantScheme { none, fp8, int8, w8a16, w4a16_gptq, w4a16_awq, nvfp4, mxfp4 };
+
+inline constexpr std::size_t kNumQuantSchemes = 8;
 
 inline const char* quant_name(QuantScheme q) {
   switch (q) {
@@ -83,6 +86,97 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
   double bytes = bits / 8.0;
   if (bits == 4) bytes += (2.0 + 0.5) / static_cast<double>(group_size);
   return bytes;
+}
+
+// The GEMM kernel an engine runs for a quantized layer (engine profile `quant_kernels`, per GPU
+// architecture and scheme: the checkpoint says what the weights are, the engine which kernel
+// multiplies them). A hardware profile may hold a measured table per kernel
+// (calibration.quant_kernels); a kernel without one there is timed by the model named below.
+//   auto_               no engine named one: servesim's generic choice (w8a8: the profile's 8-bit
+//                       GEMM table; weight-only: a fused kernel up to the scheme's fixed M, then
+//                       dequantize-then-GEMM, see weight_only_fused_max_m)
+//   cublaslt            w8a8 through cuBLASLt (TensorRT-LLM's FP8 GEMM): the profile's 8-bit table
+//   cutlass_scaled_mm   vLLM's CUTLASS w8a8 kernels (fp8 and int8): without a table of its own,
+//                       the profile's 8-bit (cuBLASLt) table
+//   torch_scaled_mm     torch._scaled_mm, fp8, one scale per tensor (cuBLASLt underneath)
+//   torch_scaled_mm_rowwise  the same with per-token x per-channel scales
+//   torch_int_mm        torch._int_mm (int8 -> int32) and the scales applied by torch ops after it
+//   marlin, machete     mixed-input tensor-core kernels that run every M (vLLM's gptq_marlin /
+//                       awq_marlin; Machete on Hopper): without a table, the analytic fused model
+//   tinygemm            torch._weight_int4pack_mm (plain PyTorch, gpt-fast), every M
+//   exllama             GPTQ's exllama kernels: fused up to M = 50, then dequantize + GEMM
+//   awq_gemm            AutoAWQ's GEMM: fused up to M = 255, then dequantize + GEMM
+//   trtllm_weight_only  TensorRT-LLM's weight-only GEMM (batched GEMV at small M, CUTLASS mixed-input
+//                       GEMM above), every M
+enum class QuantKernel : std::uint8_t {
+  auto_, cublaslt, cutlass_scaled_mm, torch_scaled_mm, torch_scaled_mm_rowwise, torch_int_mm,
+  marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only
+};
+inline constexpr std::size_t kNumQuantKernels = 12;
+
+inline const char* quant_kernel_name(QuantKernel k) {
+  switch (k) {
+    case QuantKernel::auto_: return "auto";
+    case QuantKernel::cublaslt: return "cublaslt";
+    case QuantKernel::cutlass_scaled_mm: return "cutlass_scaled_mm";
+    case QuantKernel::torch_scaled_mm: return "torch_scaled_mm";
+    case QuantKernel::torch_scaled_mm_rowwise: return "torch_scaled_mm_rowwise";
+    case QuantKernel::torch_int_mm: return "torch_int_mm";
+    case QuantKernel::marlin: return "marlin";
+    case QuantKernel::machete: return "machete";
+    case QuantKernel::tinygemm: return "tinygemm";
+    case QuantKernel::exllama: return "exllama";
+    case QuantKernel::awq_gemm: return "awq_gemm";
+    case QuantKernel::trtllm_weight_only: return "trtllm_weight_only";
+  }
+  return "?";
+}
+
+inline std::optional<QuantKernel> parse_quant_kernel(std::string_view s) {
+  for (std::size_t i = 0; i < kNumQuantKernels; ++i) {
+    if (s == quant_kernel_name(static_cast<QuantKernel>(i))) return static_cast<QuantKernel>(i);
+  }
+  return std::nullopt;
+}
+
+// Whether kernel `k` computes GEMMs of scheme `q` (what an engine profile may name for it).
+inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
+  switch (k) {
+    case QuantKernel::auto_: return true;
+    case QuantKernel::cublaslt:
+    case QuantKernel::cutlass_scaled_mm: return q == QuantScheme::fp8 || q == QuantScheme::int8;
+    case QuantKernel::torch_scaled_mm:
+    case QuantKernel::torch_scaled_mm_rowwise: return q == QuantScheme::fp8;
+    case QuantKernel::torch_int_mm: return q == QuantScheme::int8;
+    case QuantKernel::marlin:
+    case QuantKernel::machete:
+    case QuantKernel::trtllm_weight_only: return weight_only(q);
+    case QuantKernel::tinygemm:
+    case QuantKernel::exllama:
+    case QuantKernel::awq_gemm: return q == QuantScheme::w4a16_gptq || q == QuantScheme::w4a16_awq;
+  }
+  return false;
+}
+
+// Weight-only kernels that stay fused at every M (no switch to dequantize-then-GEMM).
+inline bool fused_at_every_m(QuantKernel k) {
+  return k == QuantKernel::marlin || k == QuantKernel::machete || k == QuantKernel::tinygemm ||
+         k == QuantKernel::trtllm_weight_only;
+}
+
+// The weight/activation format a kernel table of the hardware profile is kept under
+// (calibration.quant_kernels.KERNEL.FORMAT): fp8, int8, w4a16 (GPTQ and AWQ), w8a16; none for FP4.
+inline constexpr std::size_t kNumQuantFormats = 4;
+inline constexpr const char* kQuantFormatNames[kNumQuantFormats] = {"fp8", "int8", "w4a16", "w8a16"};
+inline std::optional<std::size_t> quant_format(QuantScheme q) {
+  switch (q) {
+    case QuantScheme::fp8: return 0;
+    case QuantScheme::int8: return 1;
+    case QuantScheme::w4a16_gptq:
+    case QuantScheme::w4a16_awq: return 2;
+    case QuantScheme::w8a16: return 3;
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace servesim
