@@ -46,7 +46,7 @@ run chunked $S --set workload.num_requests=2000 --set 'engine.scheduler={"impl":
 run static $S --set workload.num_requests=1000 --set 'engine.scheduler={"impl":"static"}'
 run dynamic $S --set workload.num_requests=1000 --set 'engine.scheduler={"impl":"dynamic"}'
 run prefix $S --set workload.num_requests=2000 --set engine.enable_prefix_caching=true --set engine.gpu_memory_utilization=0.4 --set workload.arrival.rate_per_s=60
-run contiguous $S --set workload.num_requests=2000 --set engine.kv_reservation=contiguous --set workload.arrival.rate_per_s=40
+run contiguous $S --set workload.num_requests=2000 --set engine.kv_reservation=contiguous --set engine.enable_prefix_caching=false --set workload.arrival.rate_per_s=40
 
 # Prefix caching on. Small KV caches (gpu_memory_utilization) so that blocks are evicted and
 # sequences preempted; sessions and prompt pools so that requests find each other's blocks.
@@ -65,4 +65,9 @@ run "prompt pool +pc" $S --set workload.num_requests=3000 --set engine.gpu_memor
   --set 'workload.shared_prefix={"num_prefixes":4,"prefix_tokens":300,"prompts_per_prefix":8}' $PC
 run "vidur +pc" bench/vidur.json --set workload.num_requests=3000 $PC
 run "default, vllm profile" scenarios/default.json --set workload.num_requests=2000 --set engine.profile=vllm
+# A fleet: 64 replicas behind each router (the per-replica state grows lazily, routers skip loads).
+for router in round_robin least_outstanding least_kv; do
+  run "fleet of 64, $router" scenarios/default.json --set workload.num_requests=3000 --set parallel.data_parallel_size=64 \
+    --set workload.arrival.rate_per_s=640 --set "router.impl=$router"
+done
 exit $fail

@@ -329,7 +329,8 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
 }
 
 namespace {
-constexpr unsigned kCacheBits = 12;
+constexpr unsigned kCacheBits = 12;        // the most slots: 4096 x 208 bytes
+constexpr unsigned kInitialCacheBits = 6;  // the first: 64 slots
 
 std::uint64_t bits(double v) {
   std::uint64_t u;
@@ -373,28 +374,64 @@ bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
 
 void KernelTimeCache::FreeEntries::operator()(Entry* p) const { std::free(p); }
 
-KernelTimeCache::KernelTimeCache(const HwProfile& hw, Dtype base) : hw_(hw), base_(base) {
+KernelTimeCache::KernelTimeCache(const HwProfile& hw, Dtype base) : hw_(hw), base_(base) { allocate(kInitialCacheBits); }
+
+void KernelTimeCache::allocate(unsigned bits) {
   static_assert(std::is_trivially_copyable_v<Entry> && std::is_aggregate_v<Entry>, "calloc'd entries must be plain data");
-  entries_.reset(static_cast<Entry*>(std::calloc(std::size_t{1} << kCacheBits, sizeof(Entry))));
+  entries_.reset(static_cast<Entry*>(std::calloc(std::size_t{1} << bits, sizeof(Entry))));
   if (!entries_) throw std::bad_alloc();
+  bits_ = bits;
+  filled_ = 0;
 }
 
-const KernelTime& KernelTimeCache::get(const Op& op) {
+std::size_t KernelTimeCache::slot(const Op& op) const {
   // flops and bytes tell ops and shapes apart; the other fields only refine equality.
   // Fibonacci hashing: the top bits of the product depend on every bit of the key.
   const std::uint64_t b = bits(op.bytes);
   const std::uint64_t key = bits(op.flops) ^ ((b << 17) | (b >> 47)) ^ static_cast<std::uint64_t>(op.kind) ^
                             (static_cast<std::uint64_t>(op.quant) << 8);
-  Entry& e = entries_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
-  if (e.valid && same_kernel(e.key, op)) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - bits_));
+}
+
+void KernelTimeCache::grow() {
+  // Twice the slots, the entries moved over (two that now share a slot keep the later one: a
+  // cache may drop entries, the times it returns are estimate()'s either way).
+  const std::unique_ptr<Entry[], FreeEntries> old = std::move(entries_);
+  const std::size_t old_size = std::size_t{1} << bits_;
+  allocate(bits_ + 1);
+  for (std::size_t i = 0; i < old_size; ++i) {
+    if (!old[i].valid) continue;
+    Op op;  // only what slot() hashes
+    op.flops = old[i].key.flops;
+    op.bytes = old[i].key.bytes;
+    op.kind = old[i].key.kind;
+    op.quant = old[i].key.quant;
+    Entry& e = entries_[slot(op)];
+    filled_ += !e.valid;  // the table's own entries count, as written since this doubling
+    e = old[i];
+  }
+}
+
+const KernelTime& KernelTimeCache::get(const Op& op) {
+  Entry* e = &entries_[slot(op)];
+  if (e->valid && same_kernel(e->key, op)) {
     ++hits_;
-    return e.time;
+    return e->time;
   }
   ++misses_;
-  e.valid = true;
-  e.key = key_of(op);
-  e.time = estimate(op, hw_, base_);
-  return e.time;
+  // Start small and double once the entries written since the last doubling (new ones and those
+  // that replaced another: a small direct-mapped table thrashes before it fills) pass a quarter
+  // of the slots (at a quarter, about one key in eight shares its slot), up to 2^kCacheBits: a
+  // replica that prices few shapes (one of thousands in a fleet) keeps a few kilobytes.
+  if (4 * (filled_ + 1) > (std::size_t{1} << bits_) && bits_ < kCacheBits) {
+    grow();
+    e = &entries_[slot(op)];
+  }
+  ++filled_;
+  e->valid = true;
+  e->key = key_of(op);
+  e->time = estimate(op, hw_, base_);
+  return e->time;
 }
 
 KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype base, DecodeAttentionCursor& cursor) {

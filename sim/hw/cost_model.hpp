@@ -136,12 +136,17 @@ class KernelTimeCache {
   };
   static Key key_of(const Op& op);
   static bool same_kernel(const Key& key, const Op& op);
+  void allocate(unsigned bits);
+  void grow();
+  std::size_t slot(const Op& op) const;
   const HwProfile& hw_;
   Dtype base_;
-  // Zeroed by calloc, not constructed entry by entry: a fresh mapping's pages stay untouched
-  // until a lookup lands in them (a simulation builds two caches of 4096 x 208 bytes; writing
-  // them all cost ~520 page faults, ~4 ms of the start-up on a host where a fault costs ~7 us).
+  // Direct-mapped, 2^bits_ slots, grown from 64 to 4096 as it fills (get()). Zeroed by calloc,
+  // not constructed entry by entry: a fresh mapping's pages stay untouched until a lookup lands
+  // in them.
   std::unique_ptr<Entry[], FreeEntries> entries_;
+  unsigned bits_ = 0;
+  std::size_t filled_ = 0;  // entries written since the last doubling (get())
   std::uint64_t hits_ = 0, misses_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // (evicted when the free list is empty), refcounted block tables and a hash -> block index.
 #include "sim/kv/block_allocator.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -15,15 +16,29 @@ BlockAllocator::BlockAllocator(std::int64_t capacity_blocks, std::int64_t block_
     block_shift_ = 0;
     while ((std::int64_t{1} << block_shift_) < block_size_tokens) ++block_shift_;
   }
-  const auto n = static_cast<std::size_t>(capacity_blocks);
-  free_list_.reserve(n);
-  // Lowest ids on top of the stack so a fresh allocator hands out 0, 1, 2, ...
-  for (std::int64_t b = capacity_blocks - 1; b >= 0; --b) free_list_.push_back(static_cast<std::int32_t>(b));
-  refcount_.assign(n, 0);
-  hashed_.assign(n, 0);
-  hash_.assign(n, 0);
-  prev_.assign(n, -1);
-  next_.assign(n, -1);
+  // Nothing per block yet: blocks [fresh_, capacity) are the never-used ones (refill_free_list).
+}
+
+bool BlockAllocator::refill_free_list(std::size_t want) {
+  const auto untouched = static_cast<std::size_t>(capacity_blocks_ - fresh_);
+  if (free_list_.size() >= want || untouched == 0) return free_list_.size() >= want;
+  // The never-used blocks lie beneath every freed one, lowest id nearest the top, so a fresh
+  // allocator hands out 0, 1, 2, ... and a freed block is reused before a new one, as a stack of
+  // all capacity_blocks ids built up front did; they are added here a run at a time, as the
+  // stack reaches them, so a replica that never fills its cache never pays for it (a fleet of
+  // thousands of replicas). The per-block state grows with them.
+  const std::size_t add = std::min(untouched, std::max(want - free_list_.size(), std::size_t{256}));
+  std::vector<std::int32_t> run(add);
+  for (std::size_t j = 0; j < add; ++j) run[j] = static_cast<std::int32_t>(fresh_ + static_cast<std::int64_t>(add - 1 - j));
+  free_list_.insert(free_list_.begin(), run.begin(), run.end());
+  fresh_ += static_cast<std::int64_t>(add);
+  const auto n = static_cast<std::size_t>(fresh_);
+  refcount_.resize(n, 0);
+  hashed_.resize(n, 0);
+  hash_.resize(n, 0);
+  prev_.resize(n, -1);
+  next_.resize(n, -1);
+  return free_list_.size() >= want;
 }
 
 std::int64_t BlockAllocator::extra_blocks_for(SeqId seq, std::int64_t tokens) const {
@@ -54,7 +69,7 @@ void BlockAllocator::lru_remove(std::int32_t b) {
 // A fresh block: an uncached one if any, else the least recently freed cached block, whose hash
 // is forgotten (evicted).
 std::int32_t BlockAllocator::take_block() {
-  if (!free_list_.empty()) {
+  if (refill_free_list(1)) {
     const std::int32_t b = free_list_.back();
     free_list_.pop_back();
     return b;
@@ -81,6 +96,7 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   if (extra > free_blocks()) return false;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
   auto& table = tables_[seq];
+  refill_free_list(static_cast<std::size_t>(extra));
   const std::size_t avail = free_list_.size();
   if (static_cast<std::size_t>(extra) <= avail) {
     // The blocks take_block() would pop, in its order (the top of the free list first), moved as
@@ -161,16 +177,25 @@ void BlockAllocator::publish_unindexed(SeqId seq, std::int64_t first, std::int64
 
 void BlockAllocator::check_invariants() const {
   const auto n = static_cast<std::size_t>(capacity_blocks_);
+  const auto touched = static_cast<std::size_t>(fresh_);
+  if (refcount_.size() != touched || hashed_.size() != touched || hash_.size() != touched || prev_.size() != touched ||
+      next_.size() != touched) {
+    throw std::logic_error("BlockAllocator: per-block state not sized to the blocks handed out");
+  }
+  // Blocks never handed out: uncached, in no table, free.
+  const auto state = [&](std::size_t i) -> std::uint8_t { return i < touched ? hashed_[i] : kUncached; };
   std::vector<std::int32_t> refs(n, 0);
   for (const auto& table : tables_) {
     for (const std::int32_t b : table) {
-      if (b < 0 || b >= capacity_blocks_) throw std::logic_error("BlockAllocator: block id out of range");
+      if (b < 0 || b >= fresh_) throw std::logic_error("BlockAllocator: block id out of range");
       ++refs[static_cast<std::size_t>(b)];
     }
   }
   std::vector<std::int8_t> free_seen(n, 0);
+  for (std::size_t i = touched; i < n; ++i) free_seen[i] = 1;
   for (const std::int32_t b : free_list_) {
     const auto i = static_cast<std::size_t>(b);
+    if (i >= touched) throw std::logic_error("BlockAllocator: a never-used block on the free list");
     if (free_seen[i]++ || refs[i] > 0)
       throw std::logic_error("BlockAllocator: block both free and owned, or free twice (block " + std::to_string(b) + ")");
     if (hashed_[i]) throw std::logic_error("BlockAllocator: cached block on the uncached free list");
@@ -185,7 +210,7 @@ void BlockAllocator::check_invariants() const {
   if (lru != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
   std::int64_t used = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (hashed_[i] ? refs[i] != refcount_[i] : refs[i] > 1) {
+    if (state(i) ? refs[i] != refcount_[i] : refs[i] > 1) {
       throw std::logic_error("BlockAllocator: refcount differs from table references, or an uncached block is shared");
     }
     if (refs[i] > 0) ++used;
@@ -193,8 +218,8 @@ void BlockAllocator::check_invariants() const {
   }
   std::int64_t indexed = 0, cached = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    indexed += hashed_[i] == kIndexed;
-    cached += hashed_[i] != kUncached;
+    indexed += state(i) == kIndexed;
+    cached += state(i) != kUncached;
   }
   if (indexed != static_cast<std::int64_t>(index_.size())) throw std::logic_error("BlockAllocator: hash index size differs");
   if (cached != cached_) throw std::logic_error("BlockAllocator: cached block count differs");

@@ -27,7 +27,9 @@ class BlockAllocator {
   std::int64_t block_size_tokens() const { return block_size_; }
   // Allocatable blocks: never-used or freed blocks plus cached blocks no sequence holds (these
   // are evicted, least recently freed first, when nothing else is left).
-  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_list_.size()) + evictable_; }
+  std::int64_t free_blocks() const {
+    return static_cast<std::int64_t>(free_list_.size()) + (capacity_blocks_ - fresh_) + evictable_;
+  }
   std::int64_t used_blocks() const { return capacity_blocks_ - free_blocks(); }
   std::int64_t cached_free_blocks() const { return evictable_; }
   std::int64_t evictions() const { return evictions_; }
@@ -49,7 +51,7 @@ class BlockAllocator {
   // last block: every block_size tokens of every sequence, so it skips grow_to's general path).
   // False, changing nothing, when the free list is empty or seq has no table yet.
   bool append_free_block(SeqId seq) {
-    if (free_list_.empty() || seq >= tables_.size()) return false;
+    if (seq >= tables_.size() || (free_list_.empty() && !refill_free_list(1))) return false;
     tables_[seq].push_back(free_list_.back());
     free_list_.pop_back();
     return true;
@@ -62,7 +64,7 @@ class BlockAllocator {
   // not the running order), which nothing observes: the blocks taken are the same, uncached once
   // taken, and interchangeable.
   bool append_free_blocks(const std::vector<std::uint32_t>& seqs) {
-    if (seqs.size() > free_list_.size()) return append_evicting(seqs);
+    if (seqs.size() > free_list_.size() && !refill_free_list(seqs.size())) return append_evicting(seqs);
     const std::int32_t* top = free_list_.data() + free_list_.size();
     for (const SeqId seq : seqs) tables_[seq].push_back(*--top);
     free_list_.resize(free_list_.size() - seqs.size());
@@ -93,6 +95,9 @@ class BlockAllocator {
 
  private:
   std::int32_t take_block();
+  // Puts never-used blocks under the free list's freed ones until it holds `want` (or none are
+  // left); true when it does.
+  bool refill_free_list(std::size_t want);
   bool append_evicting(const std::vector<std::uint32_t>& seqs);
   void lru_push_back(std::int32_t b);
   void lru_remove(std::int32_t b);
@@ -100,7 +105,8 @@ class BlockAllocator {
   std::int64_t capacity_blocks_;
   std::int64_t block_size_;
   int block_shift_ = -1;  // log2(block_size_) when it is a power of two
-  std::vector<std::int32_t> free_list_;             // free, uncached (LIFO)
+  std::vector<std::int32_t> free_list_;             // free, uncached, handed out before (LIFO)
+  std::int64_t fresh_ = 0;                          // blocks [fresh_, capacity) never handed out
   std::vector<std::vector<std::int32_t>> tables_;   // indexed by SeqId; capacity kept for reuse
   std::vector<std::int32_t> refcount_;              // per block, while it is cached
   // Per block: kUncached, kIndexed (carries hash_[b], found through index_) or kUnindexed

@@ -580,6 +580,20 @@ void ReplicaState::settle(Sequence& seq) {
   seq.window_base = -1;
 }
 
+void ReplicaState::grow_finish_ring(std::size_t steps) {
+  // Sized to the longest remaining output seen, not max_model_len up front (64 KB at 8192
+  // tokens, for each replica of a fleet that may never run such a sequence). The pending counts
+  // are for steps window_steps .. window_steps + old size - 1: each moves to its step's slot.
+  const std::size_t size = std::max<std::size_t>(std::bit_ceil(steps), 64);
+  std::vector<std::int32_t> ring(size, 0);
+  const std::size_t old_size = finish_count.size();
+  for (std::size_t k = 0; k < old_size; ++k) {
+    const auto step = static_cast<std::size_t>(window_steps) + k;
+    ring[step & (size - 1)] = finish_count[step & (old_size - 1)];
+  }
+  finish_count.swap(ring);
+}
+
 void ReplicaState::enter_window(Sequence& seq) {
   seq.window_base = window_steps;
   if (!lazy_kv) return;
@@ -591,11 +605,11 @@ void ReplicaState::enter_window(Sequence& seq) {
   lazy_members += 1;
   lazy_computed_sum += seq.computed_tokens;
   if (lazy_computed) {
-    if (finish_count.empty()) finish_count.resize(std::bit_ceil(static_cast<std::size_t>(config.max_model_len) + 2));
     const std::int64_t left = seq.done_at_tokens - seq.computed_tokens;
-    if (left <= 0 || left >= static_cast<std::int64_t>(finish_count.size())) {
+    if (left <= 0 || left > config.max_model_len) {
       throw std::logic_error("enter_window: a sequence's remaining tokens are outside (0, max_model_len]");
     }
+    if (left >= static_cast<std::int64_t>(finish_count.size())) grow_finish_ring(static_cast<std::size_t>(left) + 2);
     finish_slot(finish_step(seq)) += 1;
   }
 }

@@ -132,6 +132,8 @@ struct ReplicaState {
   static std::int64_t finish_step(const Sequence& seq) {
     return seq.done_at_tokens - seq.computed_tokens + seq.window_base;
   }
+  // Makes finish_count a ring of at least `steps` slots (a power of two), its counts kept.
+  void grow_finish_ring(std::size_t steps);
   std::int32_t& finish_slot(std::int64_t step) {
     return finish_count[static_cast<std::size_t>(step) & (finish_count.size() - 1)];
   }

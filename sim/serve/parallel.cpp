@@ -134,13 +134,13 @@ bool same_but_context(const BatchShape& a, const BatchShape& b) {
 // (34,687 of 833,073 prefill steps at 1M requests). Those rates were counted with temporary
 // counters in time(), not kept; the rerunnable effect is bench/million.sh and bench/instructions.sh.
 constexpr unsigned kPrefillMemoBits = 14;
-constexpr std::size_t kPrefillMemos = std::size_t{1} << kPrefillMemoBits;
-std::size_t prefill_memo_slot(const BatchShape& s) {
+constexpr unsigned kInitialPrefillMemoBits = 6;
+std::size_t prefill_memo_slot(const BatchShape& s, unsigned bits) {
   // Dense keys (token count, then up to 7 sampled counts) spread best under Fibonacci hashing:
   // consecutive keys land far apart. Larger sampled counts share a key (same_but_context decides).
   const std::uint64_t key = static_cast<std::uint64_t>(s.total_tokens()) * 8 +
                             static_cast<std::uint64_t>(std::min<std::int64_t>(s.sampled_seqs(), 7));
-  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kPrefillMemoBits));
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 }
 }  // namespace
 
@@ -163,11 +163,39 @@ IterationTimer::Memo& IterationTimer::memo_for(const BatchShape& shape) {
     return decode_memos_[n];
   }
   // Slots hold pointers, a Memo made at a slot's first use: a table of 2^14 Memos (24 MB)
-  // zero-filled up front cost a short run more than its prefills did.
-  if (other_memos_.empty()) other_memos_.resize(kPrefillMemos);
-  std::unique_ptr<Memo>& slot = other_memos_[prefill_memo_slot(shape)];
-  if (!slot) slot = std::make_unique<Memo>();
-  return *slot;
+  // zero-filled up front cost a short run more than its prefills did. The table starts at 64
+  // slots and doubles while more than half are taken, up to 2^kPrefillMemoBits: a replica of a
+  // large fleet that prefills a few prompts keeps a few hundred bytes, not 64 KB of pointers.
+  if (other_memos_.empty()) {
+    memo_bits_ = kInitialPrefillMemoBits;
+    other_memos_.resize(std::size_t{1} << memo_bits_);
+  }
+  std::unique_ptr<Memo>* slot = &other_memos_[prefill_memo_slot(shape, memo_bits_)];
+  if (!*slot && 2 * (memos_made_ + 1) > other_memos_.size() && memo_bits_ < kPrefillMemoBits) {
+    grow_prefill_memos();
+    slot = &other_memos_[prefill_memo_slot(shape, memo_bits_)];
+  }
+  if (!*slot) {
+    *slot = std::make_unique<Memo>();
+    ++memos_made_;
+  }
+  return **slot;
+}
+
+void IterationTimer::grow_prefill_memos() {
+  // Each memo moves to its shape's slot in a table twice the size; of two that land together the
+  // later stays (a memo only saves work: the step's time is the same without it).
+  std::vector<std::unique_ptr<Memo>> old;
+  old.swap(other_memos_);
+  memo_bits_ += 1;
+  other_memos_.resize(std::size_t{1} << memo_bits_);
+  memos_made_ = 0;
+  for (auto& m : old) {
+    if (!m || !m->valid) continue;
+    std::unique_ptr<Memo>& to = other_memos_[prefill_memo_slot(m->shape, memo_bits_)];
+    memos_made_ += !to;
+    to = std::move(m);
+  }
 }
 
 StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {

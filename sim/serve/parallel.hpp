@@ -83,6 +83,9 @@ class IterationTimer {
   std::vector<KernelTime> scratch_times_;
   std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
   std::vector<std::unique_ptr<Memo>> other_memos_;  // shapes with a prefill: direct-mapped by token count
+  unsigned memo_bits_ = 0;       // other_memos_ has 2^memo_bits_ slots (grow_prefill_memos)
+  std::size_t memos_made_ = 0;   // of them holding a memo
+  void grow_prefill_memos();
   // The decode run: its shape, launch and host sequences, and its memo once the first step found it
   // (no other shape is timed until the run ends, so the memo stays where it is).
   BatchShape run_shape_;

@@ -21,6 +21,7 @@ std::size_t least_outstanding(const std::vector<ReplicaLoad>& loads) {
 
 class RoundRobin final : public Router {
  public:
+  bool reads_loads() const override { return false; }
   std::size_t route(const std::vector<ReplicaLoad>& loads, std::int64_t) override { return next_++ % loads.size(); }
 
  private:

@@ -30,6 +30,9 @@ class Router {
   // Whether route() reads ReplicaLoad::kv_demand_blocks (a walk over each replica's waiting
   // queue per arrival, so the event loop fills it only for a router that asks).
   virtual bool reads_kv_demand() const { return false; }
+  // Whether route() reads the loads at all (round robin reads only their count): the event loop
+  // skips the O(replicas) load summary per arrival for a router that does not.
+  virtual bool reads_loads() const { return true; }
 };
 
 struct RouterEntry : RegistryEntry {

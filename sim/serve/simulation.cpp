@@ -335,6 +335,10 @@ class EventLoop {
 
   std::uint32_t route(Pool& pool, std::int64_t prefix_id) {
     if (pool.members.size() == 1) return pool.members.front();
+    if (!pool.router->reads_loads()) {
+      loads_.resize(pool.members.size());  // only the count is read
+      return pool.members[pool.router->route(loads_, prefix_id)];
+    }
     loads_.clear();
     for (const std::uint32_t i : pool.members) loads_.push_back(replicas_[i]->load(with_kv_demand_));
     return pool.members[pool.router->route(loads_, prefix_id)];

@@ -118,7 +118,9 @@ TEST_CASE("the kernel-time cache returns exactly what estimate() computes") {
   const Scenario s = scenario_from(base_scenario());
   KernelTimeCache cache(s.hw, s.precision.weights);
   std::vector<Op> ops;
+  std::uint64_t round_hits[2] = {0, 0}, round_lookups[2] = {0, 0};
   for (int round = 0; round < 2; ++round) {
+    const std::uint64_t hits_before = cache.hits();
     for (std::int64_t batch : {1, 7, 64, 256}) {
       BatchShape shape;
       for (std::int64_t i = 0; i < batch; ++i) shape.add_decode(100 + 13 * i);
@@ -128,10 +130,17 @@ TEST_CASE("the kernel-time cache returns exactly what estimate() computes") {
         CHECK(a.time_s == b.time_s);
         CHECK(a.roofline_s == b.roofline_s);
         CHECK(a.bound == b.bound);
+        ++round_lookups[round];
       }
     }
+    round_hits[round] = cache.hits() - hits_before;
   }
-  CHECK(cache.hits() >= cache.misses());  // the second round hits
+  // The second round finds most of the first round's kernels. The table starts at 64 slots and
+  // doubles as it is written (direct-mapped: a key sharing its slot with another evicts it, about
+  // one in eight at the quarter load where it doubles), so not all.
+  std::printf("kernel-time cache: second round %llu hits of %llu lookups\n", static_cast<unsigned long long>(round_hits[1]),
+              static_cast<unsigned long long>(round_lookups[1]));
+  CHECK(static_cast<double>(round_hits[1]) >= 0.7 * static_cast<double>(round_lookups[1]));
 }
 
 // Prefix caching (on by default in vLLM V1). The fast path registers the blocks nobody else can
