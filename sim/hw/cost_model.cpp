@@ -280,7 +280,7 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
     case GemmKernel::w8a8: {
       // The engine's kernel where this GPU has its table (torch._scaled_mm, torch._int_mm, ...),
       // else the profile's table of the format (cuBLASLt, which stands in for vLLM's CUTLASS).
-      if (const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant)) {
+      if (const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant); k && !k->frac.empty()) {
         return calibrated_kernel(op, hw, hw.peak_flops(*w8a8_dtype(op.quant)), k->frac, k->launches, kind);
       }
       KernelTime t = roofline(op, op.bytes, hw, *w8a8_dtype(op.quant), 0.0);
@@ -288,9 +288,8 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
       return t;
     }
     case GemmKernel::weight_only_fused: {
-      if (const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant)) {
-        return calibrated_weight_only(op, hw, base, k->frac, k->launches, kind);
-      }
+      const auto* published = hw.quant_kernel_table(op.quant_kernel, op.quant);
+      if (published && !published->frac.empty()) return calibrated_weight_only(op, hw, base, published->frac, published->launches, kind);
       const int bits = weight_bits(op.quant, base);
       // Calibrated (H200: GEMV kernels measured up to M = 16): past the measured M the roofline
       // fraction at the largest one holds, as for the dense tables. Why not the analytic model
@@ -311,10 +310,19 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
         }
         return fused;
       }
-      // Each 16-row tile of M dequantizes the whole weight again in registers.
-      const double tiles = std::ceil(static_cast<double>(op.m) / 16.0);
+      // Each tile of M rows (16; Marlin 64, Machete 128) dequantizes the whole weight again in
+      // registers.
+      const double tiles = std::ceil(static_cast<double>(op.m) / dequant_tile_rows(op.quant_kernel));
       const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
       KernelTime t = roofline(op, op.bytes, hw, base, weights * tiles / hw.dequant_weights_per_s(bits));
+      if (published) {
+        // A published kernel benchmark: the weights stream at that fraction of the rate this model
+        // gives (measured speedup over the ideal byte ratio at small M).
+        t.memory_s /= published->memory_frac_vs_dense;
+        const double busy = std::max(t.compute_s, t.memory_s);
+        t.time_s = busy + t.overhead_s;
+        t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+      }
       t.gemm = kind;
       return t;
     }

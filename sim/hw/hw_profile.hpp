@@ -135,17 +135,26 @@ struct HwProfile {
   // FLOPs at the peak it computes at (the 8-bit peak for w8a8 kernels, the 16-bit one for
   // weight-only), with `launches` kernels per call each paying the fixed overhead (torch._int_mm
   // with its scale epilogue in torch ops: 4). Empty: the kernel has no table here.
+  // A kernel we cannot run on the device (Marlin) may instead carry a published kernel benchmark
+  // as `memory_frac_vs_dense`: the weight-streaming rate of the fused analytic model relative to
+  // the profile's 16-bit GEMM at the same shape (published speedup over the ideal byte ratio).
   struct QuantKernelTable {
     GemmTable frac;
+    double memory_frac_vs_dense = 0.0;  // 0: not given
     int launches = 1;
     std::string source;
+    bool empty() const { return frac.empty() && memory_frac_vs_dense <= 0.0; }
   };
   std::array<std::array<QuantKernelTable, kNumQuantFormats>, kNumQuantKernels> quant_kernel_tables;
+  // Kernel k's entry for scheme q; Machete without one takes Marlin's (no published small-M
+  // Machete timing on this GPU; pytorch/FBGEMM PR #3259 measured Marlin faster than Machete up to
+  // batch 32 on H100, so Marlin's rate is the upper bound).
   const QuantKernelTable* quant_kernel_table(QuantKernel k, QuantScheme q) const {
     const auto f = quant_format(q);
     if (k == QuantKernel::auto_ || !f) return nullptr;
     const QuantKernelTable& t = quant_kernel_tables[static_cast<std::size_t>(k)][*f];
-    return t.frac.empty() ? nullptr : &t;
+    if (!t.empty()) return &t;
+    return k == QuantKernel::machete ? quant_kernel_table(QuantKernel::marlin, q) : nullptr;
   }
 
   // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).

@@ -158,7 +158,7 @@ HwProfile::AttentionKernelTables parse_attention_tables(JsonReader& f) {
 
 // calibration.quant_kernels: {"KERNEL": {"FORMAT": {"m", "shapes", "launches", "source"}}}, the
 // measured quantized GEMM kernels an engine profile can name (QuantKernel), per weight/activation
-// format.
+// format; or {"memory_frac_vs_dense", "source"} for a kernel timed by a published benchmark.
 void parse_quant_kernel_tables(JsonReader kernels, HwProfile& hw) {
   for (const auto& [name, formats] : kernels.json().items()) {
     const auto k = parse_quant_kernel(name);
@@ -170,7 +170,13 @@ void parse_quant_kernel_tables(JsonReader kernels, HwProfile& hw) {
       HwProfile::QuantKernelTable& table = hw.quant_kernel_tables[static_cast<std::size_t>(*k)][f];
       table.launches = static_cast<int>(t->integer_in_or("launches", 1, 16, 1));
       table.source = t->string_or("source", "");
-      table.frac = parse_gemm_columns(*t);
+      if (t->has("memory_frac_vs_dense")) {
+        // A published benchmark of a kernel not measured here: one rate, no table.
+        table.memory_frac_vs_dense = t->number_in("memory_frac_vs_dense", 0.01, 1.0);
+        t->finish();
+      } else {
+        table.frac = parse_gemm_columns(*t);
+      }
     }
     by_format.finish();
   }

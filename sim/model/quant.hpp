@@ -164,6 +164,16 @@ inline bool fused_at_every_m(QuantKernel k) {
          k == QuantKernel::trtllm_weight_only;
 }
 
+// Rows of M a fused weight-only kernel computes per pass over the weights (each pass dequantizes
+// the whole weight again in registers): Marlin runs M in tiles of up to 64 rows ("for batchsizes >
+// 64, it will just run the batch 64 kernel repeatedly", its author in IST-DASLab/marlin issue #2),
+// Machete (CUTLASS, Hopper wgmma) in tiles of 128; others (GEMV-style) 16.
+inline double dequant_tile_rows(QuantKernel k) {
+  if (k == QuantKernel::marlin) return 64.0;
+  if (k == QuantKernel::machete) return 128.0;
+  return 16.0;
+}
+
 // The weight/activation format a kernel table of the hardware profile is kept under
 // (calibration.quant_kernels.KERNEL.FORMAT): fp8, int8, w4a16 (GPTQ and AWQ), w8a16; none for FP4.
 inline constexpr std::size_t kNumQuantFormats = 4;

@@ -154,3 +154,28 @@ TEST_CASE("calibration.quant_kernels: a measured kernel table times the ops that
   doc["tables"]["calibration"]["quant_kernels"] = {{"tinygemm", {{"w3a16", nlohmann::json::object()}}}};
   CHECK_THROWS_AS(parse_hw_profile(doc, path), InputError);
 }
+
+TEST_CASE("h100-sxm Marlin from its published benchmark: the derivation reproduces the published speed-ups") {
+  // inclusionAI/humming PR #2 (H100, n = k = 8192 channelwise): marlin over torch fp16 at M = 1, 2, 4.
+  const HwProfile h = hw("h100-sxm");
+  const double w4[] = {4.98 / 2.30, 10.02 / 4.63, 19.85 / 9.26}, w8[] = {3.46 / 2.30, 6.87 / 4.63, 13.75 / 9.26};
+  const std::int64_t ms[] = {1, 2, 4};
+  for (std::size_t i = 0; i < 3; ++i) {
+    Precision p{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+    const double dense = estimate(make_gemm_op("g", 1, ms[i], 8192, 8192, p), h, Dtype::bf16).time_s;
+    for (const auto& scheme : {std::pair{QuantScheme::w4a16_gptq, w4[i]}, std::pair{QuantScheme::w8a16, w8[i]}}) {
+      const QuantScheme q = scheme.first;  // not structured bindings: doctest's INFO captures them (clang 14)
+      const double published = scheme.second;
+      p.quant = q;
+      p.group_size = 8192;  // channelwise, as the benchmark
+      Op op = make_gemm_op("g", 1, ms[i], 8192, 8192, p);
+      op.quant_kernel = QuantKernel::marlin;
+      const double speedup = dense / estimate(op, h, Dtype::bf16).time_s;
+      INFO("M " << ms[i] << " " << quant_name(q) << ": servesim " << speedup << "x, published " << published << "x");
+      CHECK(std::abs(speedup / published - 1.0) < 0.02);
+      // Machete has no entry on this GPU: it takes Marlin's.
+      op.quant_kernel = QuantKernel::machete;
+      CHECK(estimate(op, h, Dtype::bf16).time_s == doctest::Approx(dense / speedup).epsilon(1e-9));
+    }
+  }
+}
