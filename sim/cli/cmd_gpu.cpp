@@ -60,7 +60,9 @@ int cmd_quant_table(const std::vector<std::string>& args) {
     apply_quant_name(name, sq.precision, "servesim quant-table", "--quant");
     if (auto d8 = w8a8_dtype(sq.precision.quant)) sq.emulated = !sq.hw.supports(*d8);
     const std::int64_t cap = max_batch(sq, context + 1);
-    nlohmann::json row = {{"scheme", name}, {"emulated", sq.emulated}, {"max_batch", cap},
+    // The GEMM kernel the engine runs for this scheme on this GPU (its profile's quant_kernels).
+    const QuantKernel kernel = sq.engine ? sq.engine->kernels.quant_kernels[static_cast<std::size_t>(sq.precision.quant)] : QuantKernel::auto_;
+    nlohmann::json row = {{"scheme", name}, {"emulated", sq.emulated}, {"max_batch", cap}, {"kernel", quant_kernel_name(kernel)},
                           {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size)},
                           {"points", nlohmann::json::array()}};
     long long crossover = 0;
@@ -87,7 +89,7 @@ int cmd_quant_table(const std::vector<std::string>& args) {
               q.model.name.c_str(), q.hw.name.c_str(), context, schemes[0].c_str());
   std::printf("%-12s %9s", "scheme", "max_batch");
   for (long long b : batches) std::printf(" %14lld", b);
-  std::printf("  crossover\n");
+  std::printf("  crossover  kernel\n");
   for (const auto& row : out["schemes"]) {
     std::printf("%-12s %9lld", (row["scheme"].get<std::string>() + (row["emulated"].get<bool>() ? "*" : "")).c_str(),
                 row["max_batch"].get<long long>());
@@ -97,9 +99,12 @@ int cmd_quant_table(const std::vector<std::string>& args) {
                     pt["speedup_vs_16bit"].get<double>());
       std::printf(" %14s", cell);
     }
-    std::printf("  %lld\n", row["crossover_batch"].get<long long>());
+    const std::string kernel = row["scheme"] == schemes[0] ? "" : row["kernel"].get<std::string>();
+    std::printf("  %9lld  %s\n", row["crossover_batch"].get<long long>(), kernel.c_str());
   }
   std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
+  std::printf("kernel: the engine's GEMM kernel for the scheme on this GPU (%s's quant_kernels; auto: servesim's generic choice, "
+              "docs/gpu-physics.md)\n", q.engine ? q.engine->name.c_str() : "no engine");
   return kExitOk;
 }
 
