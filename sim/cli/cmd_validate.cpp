@@ -25,7 +25,9 @@
 #include "sim/validate/independent_set.hpp"
 #include "sim/analysis/work_estimate.hpp"
 #include "sim/validate/against.hpp"
+#include "sim/validate/bounds.hpp"
 #include "sim/validate/published_set.hpp"
+#include "sim/validate/quant_set.hpp"
 #include "sim/validate/vllm_runs.hpp"
 
 namespace servesim::cli {
@@ -239,6 +241,70 @@ int print_independent_json(const ValidationResult& res, const std::vector<std::s
   return crossed;
 }
 
+// The bound of a quantization table line (a scheme over all its rows), or null.
+const ValidationBound* quant_bound(const std::vector<ValidationBound>& bounds, const QuantGroupError& g) {
+  for (const ValidationBound& b : bounds) {
+    if (b.engine == g.scheme && b.phase == g.regime) return &b;
+  }
+  return nullptr;
+}
+
+// The quantization table (quant_set.hpp, development rows): every row with --rows, then per scheme
+// over all its rows (the bounded line, data/validation/bounds.json table "quant") and per batch
+// regime. Returns how many bounds are crossed.
+int print_quant(const std::vector<QuantRowResult>& rows, bool every_row) {
+  if (every_row) {
+    for (const auto& r : rows) {
+      std::printf("%-36s %-16s %-14s %-11s batch %-4lld ratio published %5.2f predicted %5.2f %+7.1f%%  %s\n", r.id.c_str(),
+                  r.engine.c_str(), r.gpu.c_str(), r.scheme.c_str(), static_cast<long long>(r.batch), r.published_ratio,
+                  r.predicted_ratio, 100 * r.error, r.note.c_str());
+    }
+    std::printf("\n");
+  }
+  const std::vector<ValidationBound> bounds = bound_table("quant");
+  std::printf("quantized / 16-bit ratio (development data, data/validation/quant_published.json)\n");
+  std::printf("%-12s %-7s %4s %8s %8s  %s\n", "scheme", "batch", "n", "median", "worst", "bound (med/worst)");
+  int crossed = 0;
+  for (const QuantGroupError& g : quant_group_errors(rows)) {
+    char bound[40] = "";
+    if (const ValidationBound* b = quant_bound(bounds, g)) {
+      const bool holds = g.median <= b->median && g.worst <= b->worst;
+      crossed += holds ? 0 : 1;
+      std::snprintf(bound, sizeof bound, "%.0f%% / %.0f%% %s", 100 * b->median, 100 * b->worst, holds ? "ok" : "OUT");
+    }
+    std::printf("%-12s %-7s %4zu %7.1f%% %7.1f%%  %s\n", g.scheme.c_str(), g.regime.c_str(), g.n, 100 * g.median, 100 * g.worst, bound);
+  }
+  return crossed;
+}
+
+int run_quant(const std::string& file, bool json, bool every_row) {
+  const auto rows = run_quant_rows(load_json_file(file), file);
+  if (!json) {
+    const int crossed = print_quant(rows, every_row);
+    std::printf("%s: %zu rows, %d of the stated bounds crossed\n", crossed ? "FAIL" : "ok", rows.size(), crossed);
+    return crossed > 0 ? kExitBoundCrossed : kExitOk;
+  }
+  nlohmann::json out = {{"file", file}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()}};
+  for (const auto& r : rows) {
+    out["rows"].push_back({{"id", r.id}, {"source", r.source}, {"engine", r.engine}, {"model", r.model}, {"gpu", r.gpu},
+                           {"scheme", r.scheme}, {"metric", r.metric}, {"batch", r.batch}, {"regime", r.regime},
+                           {"published_ratio", r.published_ratio}, {"predicted_ratio", r.predicted_ratio}, {"error_frac", r.error}});
+  }
+  const std::vector<ValidationBound> bounds = bound_table("quant");
+  int crossed = 0;
+  for (const QuantGroupError& g : quant_group_errors(rows)) {
+    nlohmann::json j = {{"scheme", g.scheme}, {"regime", g.regime}, {"n", g.n}, {"median_abs_error", g.median}, {"worst_abs_error", g.worst}};
+    if (const ValidationBound* b = quant_bound(bounds, g)) {
+      j["bound"] = {{"median", b->median}, {"worst", b->worst}};
+      j["holds"] = g.median <= b->median && g.worst <= b->worst;
+      crossed += j["holds"].get<bool>() ? 0 : 1;
+    }
+    out["summary"].push_back(j);
+  }
+  std::cout << out.dump(2) << "\n";
+  return crossed > 0 ? kExitBoundCrossed : kExitOk;
+}
+
 // The independent H200 set: kernels, steps, engines or all three.
 int run_independent(const cxxopts::ParseResult& p, const std::string& suite) {
   const std::vector<std::string> files =
@@ -257,7 +323,12 @@ int run_independent(const cxxopts::ParseResult& p, const std::string& suite) {
                   r.phase.c_str(), r.model.c_str(), r.point.c_str(), r.measured, r.predicted, 100 * r.error());
     }
   }
-  const int crossed = print_independent(res, true, hw.name);
+  int crossed = print_independent(res, true, hw.name);
+  if (suite == "independent") {
+    // The whole default run also prints the quantization table (--suite quant alone).
+    std::printf("\n");
+    crossed += print_quant(run_quant_rows(load_json_file(default_quant_rows_file()), default_quant_rows_file()), false);
+  }
   std::printf("%s: %d of the stated bounds crossed (measurements: %zu files, %zu rows)\n", crossed ? "FAIL" : "ok", crossed,
               files.size(), res.rows.size());
   return crossed > 0 ? kExitBoundCrossed : kExitOk;
@@ -367,7 +438,7 @@ int run_against(const std::string& file, const AgainstOptions& options, bool jso
 int cmd_validate(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim validate",
                         "servesim's error on measurements its fits did not see; exit 3 when a stated bound is crossed");
-  opts.add_options()("suite", "kernels, steps, engines, independent (all three), public, published or vllm-runs", cxxopts::value<std::string>()->default_value("independent"))(
+  opts.add_options()("suite", "kernels, steps, engines, independent (all three, then the quantization table), public, published, vllm-runs or quant", cxxopts::value<std::string>()->default_value("independent"))(
       "data", "independent run files, comma-separated (default: calibrate/results/h200/independent/run_*.json)",
       cxxopts::value<std::string>())("hw", "hardware profile the independent set was measured on",
                                       cxxopts::value<std::string>()->default_value("h200-sxm"))(
@@ -378,6 +449,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       "published", "published engine rows for --suite published (default: tests/validation/published_engines.json)",
       cxxopts::value<std::string>())(
       "only", "--suite published / vllm-runs: only rows (runs) whose id contains this", cxxopts::value<std::string>()->default_value(""))(
+      "quant-rows", "published quantized-vs-16-bit rows for --suite quant (default: data/validation/quant_published.json)",
+      cxxopts::value<std::string>())(
       "runs", "real vLLM runs for --suite vllm-runs (default: data/validation/vllm_v1_runs.json)", cxxopts::value<std::string>())(
       "profile", "--suite vllm-runs: the engine profile to replay the runs on", cxxopts::value<std::string>()->default_value("vllm"))(
       "rows", "print every row, not only the summary")("json", "print JSON")(
@@ -423,6 +496,10 @@ int cmd_validate(const std::vector<std::string>& args) {
     options.only = p["only"].as<std::string>();
     return run_vllm_runs(p.count("runs") ? p["runs"].as<std::string>() : default_vllm_runs_file(), options, p.count("json") > 0);
   }
+  if (suite == "quant") {
+    return run_quant(p.count("quant-rows") ? p["quant-rows"].as<std::string>() : default_quant_rows_file(), p.count("json") > 0,
+                     p.count("rows") > 0);
+  }
   if (suite == "published") {
     PublishedOptions options;
     options.max_requests = max_requests.read(p, "servesim validate");
@@ -431,7 +508,7 @@ int cmd_validate(const std::vector<std::string>& args) {
                          p.count("json") > 0, p.count("rows") > 0);
   }
   if (suite != "kernels" && suite != "steps" && suite != "engines" && suite != "independent") {
-    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public, published or vllm-runs, got '" + suite + "'");
+    throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public, published, vllm-runs or quant, got '" + suite + "'");
   }
   return run_independent(p, suite);
 }

@@ -1,0 +1,105 @@
+// The quantization validation table; see quant_set.hpp.
+#include "sim/validate/quant_set.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "sim/analysis/step_query.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/median.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
+#include "sim/io/hw_io.hpp"
+#include "sim/io/json_reader.hpp"
+#include "sim/io/model_io.hpp"
+
+namespace servesim {
+
+namespace {
+
+// The row's metric for one precision, through the step model (servesim step's arithmetic):
+//   static_batch_throughput  a static batch started together: one prefill of the whole batch,
+//                            then output - 1 decode steps with growing context; output tokens / time
+//   decode_tokens_per_s      one sequence's decode steps over the generated tokens: tokens / time
+double row_metric(const StepQuery& q, const std::string& metric, std::int64_t batch, std::int64_t in, std::int64_t out) {
+  double t = 0.0;
+  if (metric == "static_batch_throughput") t += time_prefill(q, batch, in, 0).step.time_s;
+  for (std::int64_t i = metric == "static_batch_throughput" ? 1 : 0; i < out; ++i) t += time_decode(q, batch, in + i, false).step.time_s;
+  return static_cast<double>(batch * out) / t;
+}
+
+QuantRowResult run_row(JsonReader r) {
+  QuantRowResult res;
+  res.id = r.string("id");
+  res.source = r.string("source");
+  res.engine = r.string("engine");
+  res.model = r.string("model");
+  res.gpu = r.string("gpu");
+  res.scheme = r.string("scheme");
+  res.metric = r.string("metric");
+  if (res.metric != "static_batch_throughput" && res.metric != "decode_tokens_per_s") {
+    r.fail("metric", "must be static_batch_throughput or decode_tokens_per_s, got '" + res.metric + "'");
+  }
+  res.batch = r.integer_in("batch", 1, 4096);
+  const std::int64_t in = r.integer_in("input_tokens", 1, 1 << 20), out = r.integer_in("output_tokens", 1, 1 << 20);
+  res.published_ratio = r.number_in("published_ratio", 0.01, 100.0);
+  res.note = r.string_or("note", "");
+  StepQuery q;
+  q.model = load_model(resolve_data_ref("models", res.model, r.file(), r.path_of("model")));
+  q.hw = load_hw_profile(resolve_data_ref("hwprofiles", res.gpu, r.file(), r.path_of("gpu")));
+  q.engine = load_engine_profile(res.engine, r.file(), r.path_of("engine"));
+  resolve_for_gpu(*q.engine, q.hw);
+  q.parallel.tensor_parallel_size = r.integer_in_or("tp", 1, 64, 1);
+  q.precision = Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+  const std::int64_t group = r.integer_in_or("group_size", 1, 65536, 128);
+  r.finish();
+  const double base = row_metric(q, res.metric, res.batch, in, out);
+  apply_quant_name(res.scheme, q.precision, r.file(), r.path_of("scheme"));
+  q.precision.group_size = group;
+  if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
+  res.predicted_ratio = row_metric(q, res.metric, res.batch, in, out) / base;
+  res.error = res.predicted_ratio / res.published_ratio - 1.0;
+  res.regime = quant_batch_regime(res.batch);
+  return res;
+}
+
+}  // namespace
+
+std::string quant_batch_regime(std::int64_t batch) {
+  if (batch <= 4) return "1-4";
+  if (batch >= 8 && batch <= 16) return "8-16";
+  if (batch >= 64) return ">=64";
+  return "other";
+}
+
+std::vector<QuantRowResult> run_quant_rows(const nlohmann::json& doc, const std::string& file) {
+  JsonReader top(doc, file, "");
+  top.accept("schema");
+  top.accept("about");
+  top.accept("sources");
+  const auto& rows = top.raw("rows");
+  if (!rows.is_array() || rows.empty()) top.fail("rows", "must be a non-empty array of rows");
+  top.finish();
+  std::vector<QuantRowResult> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) out.push_back(run_row(JsonReader(rows[i], file, "rows[" + std::to_string(i) + "]")));
+  return out;
+}
+
+std::vector<QuantGroupError> quant_group_errors(const std::vector<QuantRowResult>& rows) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> groups;  // (scheme, regime) -> |error|
+  for (const QuantRowResult& r : rows) {
+    groups[{r.scheme, "all"}].push_back(std::abs(r.error));
+    if (r.regime != "other") groups[{r.scheme, r.regime}].push_back(std::abs(r.error));
+  }
+  std::vector<QuantGroupError> out;
+  for (const auto& [key, e] : groups) out.push_back({key.first, key.second, e.size(), median(e), *std::max_element(e.begin(), e.end())});
+  return out;
+}
+
+std::string default_quant_rows_file() {
+  return (std::filesystem::path(data_dir()) / "data" / "validation" / "quant_published.json").string();
+}
+
+}  // namespace servesim
