@@ -7,6 +7,7 @@
 #include "sim/io/describe.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/parallel.hpp"
+#include "sim/serve/speculative_step.hpp"
 
 namespace servesim {
 
@@ -99,6 +100,12 @@ TimedStep time_decode(const StepQuery& q, std::int64_t batch, std::int64_t conte
   BatchShape shape;
   for (std::int64_t i = 0; i < batch; ++i) shape.add_decode(context);
   return time_shape(q, shape, force_eager, batch);
+}
+
+TimedStep time_verify(const StepQuery& q, std::int64_t batch, std::int64_t context, std::int64_t k) {
+  BatchShape shape;
+  for (std::int64_t i = 0; i < batch; ++i) shape.add_decode(context);
+  return time_shape(q, speculative_verify_shape(shape, k), false, batch);
 }
 
 TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prompt, std::int64_t context) {

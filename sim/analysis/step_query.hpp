@@ -60,6 +60,10 @@ struct TimedStep {
 // One decode step of `batch` sequences with `context` tokens each in the KV cache.
 TimedStep time_decode(const StepQuery& q, std::int64_t batch, std::int64_t context, bool force_eager);
 TimedStep time_prefill(const StepQuery& q, std::int64_t batch, std::int64_t prompt, std::int64_t context);
+// One speculative verify pass: `batch` sequences with `context` tokens cached, each scoring its
+// last token and k draft tokens (k + 1 query tokens, causal among themselves, all scored by the
+// LM head). k = 0 is time_decode.
+TimedStep time_verify(const StepQuery& q, std::int64_t batch, std::int64_t context, std::int64_t k);
 // InputError naming `cmd`'s flag when one replica cannot run the step: the weights do not fit in
 // GPU memory (--hw), or `batch` sequences of `tokens_per_seq` need more KV cache than is left
 // after them (--batch). Same memory accounting as `run` (gpu_memory_utilization 0.9).

@@ -1,5 +1,6 @@
 // `servesim list models|hardware|policies|routers|cost-models|engines|metrics|keys`: what is
-// bundled and selectable by name (`policies` lists the routers and cost models too), the report
+// bundled and selectable by name (`policies` lists the routers, cost models and speculative
+// decoding's drafters too), the report
 // metrics sweep --metrics and compare --threshold take, and the scenario-key reference
 // (docs/scenario-keys.md).
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "sim/io/model_io.hpp"
 #include "sim/io/report_metrics.hpp"
 #include "sim/io/scenario_io.hpp"
+#include "sim/model/speculative.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/router.hpp"
 #include "sim/serve/step_cost.hpp"
@@ -48,6 +50,9 @@ int cmd_list(const std::vector<std::string>& args) {
     }
     if (what != "routers") {
       for (const auto& m : step_cost_models()) all.push_back(&m);
+    }
+    if (what == "policies") {
+      for (const auto& m : speculative_methods()) all.push_back(&m);
     }
     for (const RegistryEntry* p : all) {
       std::cout << p->name << ": " << p->description << "\n";

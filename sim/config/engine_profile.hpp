@@ -143,7 +143,8 @@ inline void apply_cuda_graphs(LaunchConfig& launch, const std::vector<std::int64
     const std::int64_t tokens = shape.total_tokens();
     const std::int64_t padded = graph_batch_size(captured_sizes, tokens);
     if (padded == 0) launch.cuda_graphs = false;
-    for (std::int64_t i = tokens; i < padded; ++i) shape.add_decode(0);
+    // Each padded slot is an empty decode (of decode_query_tokens tokens in a verify pass).
+    for (std::int64_t i = tokens; i < padded; i += shape.decode_query_tokens) shape.add_decode(0);
   }
 }
 

@@ -186,6 +186,29 @@ inline const char* kv_reservation_name(KvReservation r) {
 }
 inline const char* preemption_mode_name(PreemptionMode m) { return m == PreemptionMode::swap ? "swap" : "recompute"; }
 
+// Speculative decoding (vLLM's speculative_config): each step a drafter proposes
+// num_speculative_tokens (k) tokens per decoding sequence, the target verifies them in one pass
+// over k + 1 query tokens per sequence, and each draft is accepted with probability
+// acceptance_rate (alpha) when the ones before it were (model/speculative.hpp). The method names
+// an entry of speculative_methods(); the parser resolves the drafter's architecture from it.
+struct SpeculativeConfig {
+  std::string method;  // "": off
+  std::int64_t num_speculative_tokens = 0;
+  double acceptance_rate = 0.0;
+  std::string draft_model_ref;  // draft_model: the card named by engine.speculative.draft_model
+  // Resolved from the method (parse_scenario): the drafter's architecture, whether it shares the
+  // target's embedding and LM head (a head: its own weights are its layer and a 2H -> H fc), and
+  // whether it is quantized as the target (else it runs in the 16-bit base dtype).
+  ModelSpec drafter;
+  bool shares_embeddings = false;
+  bool target_precision = false;
+  bool enabled() const { return !method.empty(); }
+  Precision precision(const Precision& target) const {
+    if (target_precision) return target;
+    return Precision{target.weights, target.activations, target.kv_cache, QuantScheme::none, target.group_size};
+  }
+};
+
 struct EngineConfig {
   // The engine a scenario (or `servesim step`) runs when it names none: vLLM V1, what people
   // serve with; `generic` is servesim's former unnamed default.
@@ -211,6 +234,7 @@ struct EngineConfig {
   double runtime_overhead_bytes = 1.0 * (1ull << 30);  // CUDA context, cuBLAS workspace, graphs
   LaunchConfig launch;
   SchedulerConfig scheduler;
+  SpeculativeConfig speculative;
   EngineProfile profile;  // kernels per layer, captured batch sizes, cold start (engine.profile)
   double frontend_latency_s = 0.0;  // the server's latency outside the steps (EngineProfile's, or the key)
   // Whether the scenario file set the two limits itself (otherwise the engine's per-GPU defaults,

@@ -163,6 +163,17 @@ std::vector<ScenarioKey> build() {
       scheduler("expected_output_tokens", &SchedulerConfig::expected_output_tokens, kTokens,
                 "output length assumed per request at admission (LightLLM: max_new_tokens)"),
 
+      // Speculative decoding (speculative_methods(), model/speculative.hpp).
+      object("engine.speculative", "none (off)",
+             "speculative decoding (vLLM speculative_config): a drafter proposes k tokens per sequence, the target verifies them in one pass"),
+      text("engine.speculative.method", "required", "the drafter (servesim list policies)"),
+      key("engine.speculative.num_speculative_tokens", T::integer, "required", closed(1.0, 16.0),
+          "draft tokens per sequence per step (k); the verify pass computes k + 1 tokens per sequence"),
+      key("engine.speculative.acceptance_rate", T::number, "the method's (servesim list policies)", closed(0.0, 0.99),
+          "probability a draft token is accepted when the ones before it were (alpha): (1 - alpha^(k+1)) / (1 - alpha) tokens per "
+          "step on average, drawn per sequence and step from the scenario's seed"),
+      text("engine.speculative.draft_model", "required", "the draft model: bundled model name or path (same vocabulary as the target)"),
+
       // SLO.
       object("slo", "p99, 99.9% success, no latency target", "targets every request class meets (a class's own slo overrides)"),
       key("<slo>.ttft_s", T::number, number_text(slo.ttft_s) + " (none)", kTime, "time to first token target"),

@@ -232,6 +232,20 @@ std::string slo_class_lines(const nlohmann::json& r) {
   }
   return out;
 }
+
+// Speculative decoding, when it is on: the drafter and what its verify passes gave.
+std::string speculative_line(const nlohmann::json& r) {
+  if (!r.contains("speculative")) return "";
+  const auto& sp = r["scenario"]["engine"]["speculative"];
+  const auto& s = r["speculative"];
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  speculate  %s (%s), k %lld, acceptance %.2f: %.2f tokens per verify pass (model %.2f), %.1f%% of drafts accepted\n",
+                sp["method"].get<std::string>().c_str(), sp["drafter"].get<std::string>().c_str(),
+                sp["num_speculative_tokens"].get<long long>(), sp["acceptance_rate"].get<double>(), s["tokens_per_step"].get<double>(),
+                s["expected_tokens_per_step"].get<double>(), 100.0 * s["draft_acceptance_frac"].get<double>());
+  return line;
+}
 }  // namespace
 
 void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
@@ -284,6 +298,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                 b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * b["padding_waste_frac"].get<double>(),
                 100.0 * g["busy_frac"].get<double>(), 100.0 * g["hbm_bw_util_frac"].get<double>());
   os << line;
+  os << speculative_line(r);
   const auto& c = r["cluster"];
   if (c["gpus"].get<long long>() > 1) {
     std::snprintf(line, sizeof line, "  cluster    %lld replicas on %lld GPUs, router %s\n", c["replicas"].get<long long>(),

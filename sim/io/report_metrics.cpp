@@ -12,6 +12,7 @@
 #include "sim/metrics/log_histogram.hpp"
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/metrics/slo.hpp"
+#include "sim/model/speculative.hpp"
 #include "sim/serve/cold_start.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/simulation.hpp"
@@ -183,6 +184,33 @@ std::vector<ReportFigure> batch_gpu_memory_figures() {
   };
 }
 
+bool speculating(Src x) { return x.scenario.engine.speculative.enabled(); }
+
+// Speculative decoding (engine.speculative): written only when it is on.
+std::vector<ReportFigure> speculative_figures() {
+  const char* when = "speculative decoding (engine.speculative)";
+  return {
+      {"speculative.verified_sequences", "decoding sequences verified (one verify pass each per step)",
+       [](Src x) -> Json { return x.metrics.spec_verified_seqs; }, when, speculating},
+      {"speculative.draft_tokens", "draft tokens proposed (k per verified sequence)",
+       [](Src x) -> Json { return x.metrics.spec_draft_tokens; }, when, speculating},
+      {"speculative.accepted_tokens", "draft tokens accepted", [](Src x) -> Json { return x.metrics.spec_accepted_tokens; }, when,
+       speculating},
+      {"speculative.draft_acceptance_frac", "draft tokens accepted / proposed (vLLM's draft acceptance rate)",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.spec_accepted_tokens), as_double(x.metrics.spec_draft_tokens)); }, when,
+       speculating},
+      {"speculative.tokens_per_step", "tokens a verify pass gave a sequence, mean (accepted drafts + 1, capped at its output)",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.spec_emitted_tokens), as_double(x.metrics.spec_verified_seqs)); }, when,
+       speculating},
+      {"speculative.expected_tokens_per_step", "(1 - alpha^(k+1)) / (1 - alpha): the acceptance model's mean, uncapped",
+       [](Src x) -> Json {
+         const SpeculativeConfig& sp = x.scenario.engine.speculative;
+         return speculative_tokens_per_step(sp.acceptance_rate, sp.num_speculative_tokens);
+       },
+       when, speculating},
+  };
+}
+
 bool disaggregated(Src x) { return x.scenario.disaggregation.enabled; }
 
 // Written once, at the top level (FigureScope::fleet).
@@ -224,7 +252,7 @@ std::vector<ReportFigure> fleet_figures() {
 
 std::vector<ReportFigure> build_figures() {
   std::vector<ReportFigure> out;
-  for (auto section : {field_figures, request_figures, kv_cache_figures, batch_gpu_memory_figures}) {
+  for (auto section : {field_figures, request_figures, kv_cache_figures, batch_gpu_memory_figures, speculative_figures}) {
     for (ReportFigure& f : section()) out.push_back(std::move(f));
   }
   for (ReportFigure& f : fleet_figures()) {

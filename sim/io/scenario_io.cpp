@@ -14,6 +14,7 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/key_reader.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/model/speculative.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
@@ -378,6 +379,24 @@ void parse_cold_start(KeyReader c, ColdStartConfig& cs) {
   c.finish();
 }
 
+// The drafter's keys; its architecture is resolved with the target's (resolve_references).
+SpeculativeConfig parse_speculative(KeyReader r) {
+  SpeculativeConfig c;
+  c.method = r.string("method");
+  const SpeculativeMethodEntry* m = speculative_methods().find(c.method);
+  if (!m) r.fail("method", speculative_methods().unknown(c.method));
+  c.num_speculative_tokens = r.integer("num_speculative_tokens");
+  if (m->default_acceptance_rate < 0.0 && !r.has("acceptance_rate")) {
+    r.fail("acceptance_rate", "required with method " + c.method + ": how often a draft model's tokens are accepted depends on the pair");
+  }
+  c.acceptance_rate = r.number("acceptance_rate", m->default_acceptance_rate);
+  if (m->needs_draft_card) c.draft_model_ref = r.string("draft_model");
+  c.shares_embeddings = m->shares_embeddings;
+  c.target_precision = m->target_precision;
+  r.finish([](const std::string& path) { return speculative_methods().readers_of(path); });
+  return c;
+}
+
 EngineConfig parse_engine(KeyReader r) {
   EngineConfig e;
   e.launch.host_overhead_per_step_s = EngineConfig::kDefaultHostOverheadPerStepS;
@@ -422,6 +441,10 @@ EngineConfig parse_engine(KeyReader r) {
   e.preemption_mode = r.string("preemption_mode", "recompute") == "swap" ? PreemptionMode::swap : PreemptionMode::recompute;
   e.swap_space_bytes = r.number("swap_space_bytes", e.swap_space_bytes);
   if (auto s = r.object_if("scheduler")) e.scheduler = parse_scheduler(*s);
+  if (auto s = r.object_if("speculative")) e.speculative = parse_speculative(*s);
+  if (e.speculative.enabled() && e.num_scheduler_steps > 1) {
+    r.fail("speculative", "does not combine with multi-step scheduling (engine.num_scheduler_steps > 1)");
+  }
   if (e.num_scheduler_steps > 1 && !make_scheduler(e.scheduler)->supports_multi_step()) {
     // vLLM 0.6.0 refused multi-step with chunked prefill ("Chunked prefill is not supported with
     // multi-step (--num-scheduler-steps > 1)", vllm/engine/arg_utils.py; reported against 0.6.0 in
@@ -484,6 +507,26 @@ Scenario read_scenario_keys(const nlohmann::json& doc, const std::string& file) 
   return s;
 }
 
+// The drafter of engine.speculative: a draft model's card (same vocabulary as the target, split as
+// the target over the decoding replicas' tensor-parallel GPUs), or a head built from the target.
+void resolve_drafter(Scenario& s) {
+  SpeculativeConfig& sp = s.engine.speculative;
+  const SpeculativeMethodEntry& method = *speculative_methods().find(sp.method);
+  ModelSpec card;
+  if (method.needs_draft_card) {
+    card = load_model(resolve_data_ref("models", sp.draft_model_ref, s.file, "engine.speculative.draft_model"));
+    if (card.vocab_size != s.model.vocab_size) {
+      throw InputError(s.file, "engine.speculative.draft_model",
+                       card.name + "'s vocabulary (" + std::to_string(card.vocab_size) + " tokens) differs from " + s.model.name + "'s (" +
+                           std::to_string(s.model.vocab_size) + "): the target verifies the draft's token ids");
+    }
+  }
+  sp.drafter = method.drafter(s.model, card);
+  const std::int64_t tp = s.disaggregation.enabled ? s.disaggregation.decode.tensor_parallel_size : s.parallel.tensor_parallel_size;
+  const std::string why = parallel_config_error(sp.drafter, tp, 1);
+  if (!why.empty()) throw InputError(s.file, method.needs_draft_card ? "engine.speculative.draft_model" : "engine.speculative.method", why);
+}
+
 // The model and hardware the scenario names, and what they allow: the dtype, the parallel layout.
 void resolve_references(Scenario& s) {
   const std::string& file = s.file;
@@ -504,6 +547,7 @@ void resolve_references(Scenario& s) {
   } else {
     check_parallel("parallel", s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
   }
+  if (s.engine.speculative.enabled()) resolve_drafter(s);
   if (s.parallel.expert_parallel_size > 1) {
     const std::string why = expert_parallel_error(s.model, s.parallel.expert_parallel_size);
     if (!why.empty()) throw InputError(file, "parallel.expert_parallel_size", why);
@@ -731,6 +775,14 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   // Only when multi-step is on, so single-step reports keep their bytes.
   if (e.num_scheduler_steps != 1) j["engine"]["num_scheduler_steps"] = e.num_scheduler_steps;
   if (e.frontend_latency_s > 0.0) j["engine"]["frontend_latency_s"] = e.frontend_latency_s;
+  if (e.speculative.enabled()) {  // only when on, so other reports keep their bytes
+    nlohmann::json& sp = j["engine"]["speculative"];
+    sp = {{"method", e.speculative.method},
+          {"num_speculative_tokens", e.speculative.num_speculative_tokens},
+          {"acceptance_rate", e.speculative.acceptance_rate},
+          {"drafter", e.speculative.drafter.name}};
+    if (!e.speculative.draft_model_ref.empty()) sp["draft_model"] = e.speculative.draft_model_ref;
+  }
   if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
     j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;
@@ -766,6 +818,7 @@ RegisteredKeys registered_keys() {
   add("engine.scheduler.impl", scheduler_policies());
   add("router.impl", routers());
   add("cost_model.impl", step_cost_models());
+  add("engine.speculative.method", speculative_methods());
   return registered;
 }
 

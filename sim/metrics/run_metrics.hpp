@@ -120,6 +120,11 @@ struct ClassMetrics {
   X(double, launch_wait_s, sum, "", "") /* GPU idle inside steps waiting for kernel launches */                         \
   X(std::int64_t, kernels, sum, "", "") /* kernels launched */                                                          \
   X(std::int64_t, sampled_tokens, sum, "", "") /* tokens produced by iterations (decode + first tokens) */              \
+  /* Speculative decoding: decodes verified, draft tokens proposed and accepted, tokens the verify passes emitted. */  \
+  X(std::int64_t, spec_verified_seqs, sum, "", "")                                                                      \
+  X(std::int64_t, spec_draft_tokens, sum, "", "")                                                                       \
+  X(std::int64_t, spec_accepted_tokens, sum, "", "")                                                                    \
+  X(std::int64_t, spec_emitted_tokens, sum, "", "")                                                                     \
   X(LogHistogram, hbm_bw_util_frac, histogram, "gpu.hbm_bw_util_frac_per_iteration", "HBM bandwidth used per iteration") \
   /* KV usage, as a time integral of used blocks for the time-weighted mean. */                                         \
   X(std::int64_t, kv_capacity_blocks, sum, "kv_cache.capacity_blocks", "allocation units of KV cache, all replicas")    \

@@ -48,7 +48,7 @@ void BatchShape::add_prefill(std::int64_t new_tokens, std::int64_t context_token
 
 void BatchShape::add_decode(std::int64_t context_tokens) {
   decode_seqs += 1;
-  decode_kv_tokens += static_cast<double>(context_tokens + 1);
+  decode_kv_tokens += static_cast<double>(context_tokens + decode_query_tokens);
 }
 
 namespace {
@@ -188,10 +188,12 @@ void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b
     const double sliding = static_cast<double>(m.sliding_window.layers);
     const double windowed = seqs * std::min(b.decode_kv_tokens / seqs, static_cast<double>(m.sliding_window.tokens));
     const double kv = ((L - sliding) * b.decode_kv_tokens + sliding * windowed) / L;
-    return set_attention_work(attn, m, b.decode_seqs, b.decode_seqs, kv, kv, p, plan);
+    const double q = static_cast<double>(b.decode_query_tokens);
+    return set_attention_work(attn, m, b.decode_seqs, b.decode_tokens(), kv, q == 1.0 ? kv : q * kv, p, plan);
   }
-  // One query token per sequence, against its whole cache.
-  set_attention_work(attn, m, b.decode_seqs, b.decode_seqs, b.decode_kv_tokens, b.decode_kv_tokens, p, plan);
+  // One query token per sequence (k + 1 in a verify pass), against its whole cache.
+  const double pairs = b.decode_query_tokens == 1 ? b.decode_kv_tokens : b.decode_attn_pairs();
+  set_attention_work(attn, m, b.decode_seqs, b.decode_tokens(), b.decode_kv_tokens, pairs, p, plan);
 }
 
 Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelPlan& plan) {
@@ -286,10 +288,12 @@ void set_mla_decode_work(Op& attn, const ModelSpec& m, const BatchShape& b, cons
   const double H = static_cast<double>(m.num_attention_heads), r = static_cast<double>(m.mla.kv_lora_rank);
   const double nope = static_cast<double>(m.mla.qk_nope_head_dim), v = static_cast<double>(m.mla.v_head_dim);
   const double latent = static_cast<double>(m.mla.kv_cache_width());
-  const double seqs = static_cast<double>(b.decode_seqs), kv = b.decode_kv_tokens;
+  // Query rows: one per decode sequence, k + 1 in a verify pass (each scores its causal pairs).
+  const double seqs = static_cast<double>(b.decode_tokens()), kv = b.decode_kv_tokens;
+  const double pairs = b.decode_query_tokens == 1 ? kv : b.decode_attn_pairs();
   const double ab = dtype_bytes(p.activations);
   const int kernels = plan.attention_kernels;
-  attn.flops = (2.0 * seqs * H * r * (nope + v) + 2.0 * H * (latent + r) * kv) / kernels;
+  attn.flops = (2.0 * seqs * H * r * (nope + v) + 2.0 * H * (latent + r) * pairs) / kernels;
   attn.bytes = (kv * latent * dtype_bytes(p.kv_cache) + H * r * (nope + v) * dtype_bytes(p.weights) +
                 seqs * H * (nope + v + latent + r) * ab) /
                kernels;

@@ -90,11 +90,23 @@ struct BatchShape {
   double prefill_kv_tokens = 0.0;       // sum over chunks of c + n (KV tokens each chunk reads)
   std::int64_t prefill_sampled = 0;     // chunks that finish their prompt and sample a token
   std::int64_t decode_seqs = 0;         // sequences producing one token each
-  double decode_kv_tokens = 0.0;        // sum over decode sequences of context length (incl. new token)
+  double decode_kv_tokens = 0.0;        // sum over decode sequences of context length (incl. new tokens)
+  // Query tokens of each decoding sequence: 1, or k + 1 in a speculative verify pass (the last
+  // token and k draft tokens, each attending causally to the cache and the ones before it, each
+  // scored by the LM head).
+  std::int64_t decode_query_tokens = 1;
 
-  std::int64_t total_tokens() const { return prefill_tokens + decode_seqs; }
-  std::int64_t sampled_seqs() const { return prefill_sampled + decode_seqs; }
+  std::int64_t decode_tokens() const { return decode_seqs * decode_query_tokens; }
+  std::int64_t total_tokens() const { return prefill_tokens + decode_tokens(); }
+  // Rows of logits: one per prefill chunk that samples, one per decode query token.
+  std::int64_t sampled_seqs() const { return prefill_sampled + decode_tokens(); }
   std::int64_t total_seqs() const { return prefill_seqs + decode_seqs; }
+  // Causal query-key pairs of the decode queries: each sequence's j-th query (j = 1..q) sees its
+  // context less the q - j queries after it.
+  double decode_attn_pairs() const {
+    const double q = static_cast<double>(decode_query_tokens);
+    return q * decode_kv_tokens - static_cast<double>(decode_seqs) * q * (q - 1.0) / 2.0;
+  }
 
   // Adds a prefill chunk of `new_tokens` after `context_tokens` already in the KV cache.
   void add_prefill(std::int64_t new_tokens, std::int64_t context_tokens, bool samples);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/core/error.hpp"
+#include "sim/model/speculative.hpp"
 #include "sim/serve/parallel.hpp"
 
 namespace servesim {
@@ -30,6 +31,21 @@ std::string no_fit_message(const ModelSpec& m, const HwProfile& hw, const Engine
      << gb(p.runtime_bytes) << " leaves KV cache for " << p.kv_blocks * p.kv_unit_tokens << " tokens, fewer than max_model_len "
      << e.max_model_len;
   return os.str();
+}
+
+// The speculative drafter on each GPU of the group (split over tp as the target): its weights (a
+// head's without the embedding and LM head it shares with the target, plus its replicated fc)
+// and its own KV cache, which vLLM allocates per token beside the target's in the same blocks.
+void add_drafter(const SpeculativeConfig& sp, const Precision& target, std::int64_t tp, std::int64_t ep, MemoryPlan& p) {
+  const ModelSpec d = sp.drafter.sharded(tp, ep);
+  const Precision dp = sp.precision(target);
+  double w = d.weight_bytes(dp.weights, dp.quant, dp.group_size);
+  if (sp.shares_embeddings) {
+    const double shared = d.embedding_params() * (d.tied_embeddings ? 1.0 : 2.0);
+    w += (speculative_fc_params(sp.drafter) - shared) * dtype_bytes(dp.weights);
+  }
+  p.weight_bytes += w;
+  p.kv_bytes_per_token += d.kv_bytes_per_token(dp.kv_cache);
 }
 }  // namespace
 
@@ -76,11 +92,12 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
                          static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
   }
   p.runtime_bytes = e.runtime_overhead_bytes;
-  p.kv_bytes = p.budget_bytes - p.weight_bytes - p.activation_bytes - p.runtime_bytes;
   const ModelSpec stage = m.stage(static_cast<std::int64_t>(stage_layers));
   p.kv_bytes_per_token = stage.has_sliding_window() && e.max_model_len > 0
                              ? stage.kv_bytes(e.max_model_len, precision.kv_cache) / static_cast<double>(e.max_model_len)
                              : stage.kv_bytes_per_token(precision.kv_cache);
+  if (e.speculative.enabled()) add_drafter(e.speculative, precision, tp, ep, p);
+  p.kv_bytes = p.budget_bytes - p.weight_bytes - p.activation_bytes - p.runtime_bytes;
   p.kv_unit_tokens = e.kv_reservation == KvReservation::token ? 1 : e.block_size;
   const double block_bytes = p.kv_block_bytes();
   p.kv_blocks = p.kv_bytes > 0.0 ? static_cast<std::int64_t>(std::floor(p.kv_bytes / block_bytes)) : 0;

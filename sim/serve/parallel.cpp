@@ -54,6 +54,7 @@ BatchShape micro_batch(const BatchShape& b, std::int64_t m) {
   s.prefill_sampled = up(b.prefill_sampled);
   s.decode_seqs = up(b.decode_seqs);
   s.decode_kv_tokens = b.decode_kv_tokens / md;
+  s.decode_query_tokens = b.decode_query_tokens;
   return s;
 }
 
@@ -123,7 +124,8 @@ namespace {
 // attention both present or both absent.
 bool same_but_context(const BatchShape& a, const BatchShape& b) {
   return a.total_tokens() == b.total_tokens() && a.sampled_seqs() == b.sampled_seqs() &&
-         (a.prefill_seqs > 0) == (b.prefill_seqs > 0) && (a.decode_seqs > 0) == (b.decode_seqs > 0);
+         (a.prefill_seqs > 0) == (b.prefill_seqs > 0) && (a.decode_seqs > 0) == (b.decode_seqs > 0) &&
+         a.decode_query_tokens == b.decode_query_tokens;
 }
 // Memos of shapes with a prefill, direct-mapped by a hash of what same_but_context compares.
 // A memo is one StepPieces (about 1.3 KB, no heap): at most ~22 MB when every slot is used

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sim/model/speculative.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/workload/workload.hpp"
 
@@ -23,7 +24,8 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
       spec_(spec),
       state_(scenario.engine, spec.memory.kv_blocks, spec.memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
-      fleet_kv_(fleet_kv) {
+      fleet_kv_(fleet_kv),
+      acceptance_rng_(scenario.seed, "speculative-acceptance/" + std::to_string(spec.index)) {
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
   metrics_.classes.resize(scenario.workload.classes.size());
@@ -172,7 +174,7 @@ namespace {
 bool same_shape(const BatchShape& a, const BatchShape& b) {
   return a.prefill_seqs == b.prefill_seqs && a.prefill_tokens == b.prefill_tokens && a.prefill_attn_pairs == b.prefill_attn_pairs &&
          a.prefill_kv_tokens == b.prefill_kv_tokens && a.prefill_sampled == b.prefill_sampled && a.decode_seqs == b.decode_seqs &&
-         a.decode_kv_tokens == b.decode_kv_tokens;
+         a.decode_kv_tokens == b.decode_kv_tokens && a.decode_query_tokens == b.decode_query_tokens;
 }
 }  // namespace
 
@@ -204,6 +206,28 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   return record_iteration(now, step, swap_s);
 }
 
+void Replica::speculate() {
+  const SpeculativeConfig& sp = scenario_.engine.speculative;
+  if (plan_.all_running_decode) {  // every running sequence decodes: listed, each gets its own count
+    for (std::size_t j = 0; j < plan_.all_running_seqs; ++j) plan_.items.push_back({static_cast<std::uint32_t>(j), 1, false});
+    plan_.all_running_decode = false;
+  }
+  for (PlannedItem& item : plan_.items) {
+    if (item.prefill) continue;
+    const Sequence& seq = state_.running[item.running_index];
+    const Request& r = state_.requests[seq.request];
+    const std::int64_t accepted = speculative_accepted(sp.acceptance_rate, sp.num_speculative_tokens, acceptance_rng_.uniform());
+    std::int64_t tokens = std::min<std::int64_t>(accepted + 1, r.output_tokens - r.generated_tokens);
+    while (tokens > 1 && !state_.grow(item.running_index, seq.computed_tokens + tokens)) --tokens;
+    item.new_tokens = tokens;
+    metrics_.spec_verified_seqs += 1;
+    metrics_.spec_draft_tokens += sp.num_speculative_tokens;
+    metrics_.spec_accepted_tokens += accepted;
+    metrics_.spec_emitted_tokens += tokens;
+    metrics_.sampled_tokens += tokens - 1;  // the step's shape counts one per decode
+  }
+}
+
 // Other instances on this GPU running iterations now (gpu_share_->busy, this one counted) stretch
 // this step of plan_.shape (contention model).
 inline void Replica::stretch_by_contention(StepTime& step) {
@@ -228,6 +252,7 @@ inline void Replica::run_policy(TimeNs now) {
   state_.admit_migrated();
   scheduler_->schedule(state_, plan_);
   metrics_.preemptions += state_.preemptions - preemptions_before;
+  if (scenario_.engine.speculative.enabled()) speculate();
 }
 
 inline bool Replica::account_plan(TimeNs now) {
@@ -552,9 +577,10 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
       seq.computed_tokens += item.new_tokens;
       if (!seq.prefilled()) continue;
       Request& r = state_.requests[seq.request];
-      if (plan_.decode_steps > 1) {
-        // A multi-step window's tokens reach the client together at its end; a sequence that
-        // finished mid-window ran (and cost) every step, its extra tokens are dropped.
+      if (!item.prefill && item.new_tokens > 1) {
+        // A multi-step window's tokens, or a verify pass's accepted ones, reach the client
+        // together at its end; a sequence that finished mid-window ran (and cost) every step,
+        // its extra tokens are dropped.
         const std::int64_t tokens = std::min<std::int64_t>(item.new_tokens, r.output_tokens - r.generated_tokens);
         for (std::int64_t t = 1; t < tokens; ++t) emit_token(r, now);
       }

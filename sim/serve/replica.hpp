@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/core/rng.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/metrics/run_metrics.hpp"
 #include "sim/metrics/run_observer.hpp"
@@ -110,9 +111,10 @@ class Replica {
   void set_checks(bool reference_path, bool check_every_iteration) {
     cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path);
     state_.late_registration = !reference_path;
-    // Multi-step windows (engine.num_scheduler_steps > 1) take the per-item path: no decode
-    // window, so no lazy tokens and no quiet decode runs (quiet_decode needs lazy_computed).
-    use_decode_window_ = !reference_path && scenario_.engine.num_scheduler_steps == 1;
+    // Multi-step windows (engine.num_scheduler_steps > 1) and speculative decoding (each sequence
+    // advances by its own accepted tokens) take the per-item path: no decode window, so no lazy
+    // tokens and no quiet decode runs (quiet_decode needs lazy_computed).
+    use_decode_window_ = !reference_path && scenario_.engine.num_scheduler_steps == 1 && !scenario_.engine.speculative.enabled();
     state_.lazy_kv = use_decode_window_ && spec_.role != ReplicaRole::prefill && state_.plain_paged();
     state_.lazy_computed = state_.lazy_kv && !scheduler_->reads_running_tokens();
     check_every_iteration_ = check_every_iteration;
@@ -125,6 +127,13 @@ class Replica {
   void run_policy(TimeNs now);
   bool account_plan(TimeNs now);
   TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s);
+  // Speculative decoding (engine.speculative): each planned decode becomes a verify pass whose
+  // accepted drafts are drawn now (truncated geometric in the acceptance rate, from this
+  // replica's stream), so the item commits 1 + accepted tokens (at most the request's remaining
+  // output) and its KV reservation grows by them; a block the accepted tokens need and cannot get
+  // costs them. The plan's shape stays the scheduler's: the step cost model prices the verify
+  // pass and the drafter from it (serve/speculative_step.hpp).
+  void speculate();
   // start_iteration for a multi-step decode window (plan_.decode_steps > 1): prices and records
   // each of its steps, every sequence's context one token longer than in the step before;
   // returns the window's duration.
@@ -163,6 +172,7 @@ class Replica {
   StepTime priced_step_;
   bool have_priced_ = false;
   bool use_decode_window_ = true;
+  RngStream acceptance_rng_;  // speculative decoding's accepted drafts, drawn in plan order
   GpuShare* gpu_share_ = nullptr;
   bool check_every_iteration_ = false;
   std::vector<std::uint32_t> completed_;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sim/serve/parallel.hpp"
+#include "sim/serve/speculative_step.hpp"
 
 namespace servesim {
 
@@ -271,6 +272,8 @@ std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& s, const Par
   const StepCostEntry* e = step_cost_models().find(s.cost_model.impl);
   if (!e) throw std::logic_error(step_cost_models().unknown(s.cost_model.impl));  // the parser rejects unknown names first
   std::unique_ptr<StepCostModel> model = e->make(s, parallel, reference_path);
+  // Speculative decoding: the model prices the target's verify pass, the wrapper adds the drafter.
+  if (s.engine.speculative.enabled()) model = make_speculative_step_cost(std::move(model), s, parallel);
   // On the reference path too: the exact-vs-fast tests compare the event loop's paths, not the pricing.
   if (s.cost_model.interpolate_decode) model = std::make_unique<InterpolatedDecodeCost>(std::move(model));
   return model;

@@ -26,15 +26,16 @@ std::set<std::string> fleet_paths(const nlohmann::json& report) {
 }  // namespace
 
 TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the writer produces") {
-  // Plain, tensor-parallel, two instances per GPU, disaggregated with an SLO: every conditional
-  // section.
-  std::vector<nlohmann::json> docs(4, test::base_scenario());
+  // Plain, tensor-parallel, two instances per GPU, disaggregated with an SLO, speculative
+  // decoding: every conditional section.
+  std::vector<nlohmann::json> docs(5, test::base_scenario());
   docs[1]["parallel"] = {{"tensor_parallel_size", 2}};
   docs[2]["parallel"] = {{"instances_per_gpu", 2}};
   docs[2]["workload"]["arrival"]["rate_per_s"] = 20.0;
   docs[3]["parallel"] = {{"tensor_parallel_size", 2}};
   docs[3]["disaggregation"] = {{"prefill", {{"replicas", 1}}}, {"decode", {{"replicas", 1}}}};
   docs[3]["slo"] = {{"ttft_s", 5.0}};  // slo.met is written only with a latency target
+  docs[4]["engine"]["speculative"] = {{"method", "eagle"}, {"num_speculative_tokens", 3}};
   std::set<std::string> registered;
   for (const auto& m : report_metrics()) registered.insert(m.path);
   std::set<std::string> seen;
