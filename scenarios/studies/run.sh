@@ -14,4 +14,5 @@ $B sweep $S/06_long_context.json --grid model=mistral-7b,qwen2-7b,$S/models/llam
 $B saturate $S/08_saturation_heads.json --slo ttft=1s,tpot=100ms,p=0.99 --md $D/08_saturation_32_heads.md > /dev/null
 $B saturate $S/08_saturation_heads.json --set model=$S/models/llama-2-7b-64h/config.json --slo ttft=1s,tpot=100ms,p=0.99 --md $D/08_saturation_64_heads.md > /dev/null
 $B sweep $S/09_hardware_matrix.json --grid hardware=a100-80gb-sxm,h100-sxm,l40s,h200-sxm --metrics throughput.output_tokens_per_s,throughput.requests_per_s,latency.ttft_s.p50,latency.ttft_s.p99,latency.tpot_s.p50,kv_cache.peak_used_frac,gpu.busy_frac --md $D/09_hardware_matrix.md > /dev/null
+python3 scripts/speculative_study.py $B > $D/10_speculative.md
 echo "studies written to $D/"

@@ -166,7 +166,8 @@ std::vector<ScenarioKey> build() {
       // Speculative decoding (speculative_methods(), model/speculative.hpp).
       object("engine.speculative", "none (off)",
              "speculative decoding (vLLM speculative_config): a drafter proposes k tokens per sequence, the target verifies them in one pass"),
-      text("engine.speculative.method", "required", "the drafter (servesim list policies)"),
+      text("engine.speculative.method", "required",
+           "the drafter (servesim list policies); none: speculation off, the other keys read and ignored (a sweep's baseline)"),
       key("engine.speculative.num_speculative_tokens", T::integer, "required", closed(1.0, 16.0),
           "draft tokens per sequence per step (k); the verify pass computes k + 1 tokens per sequence"),
       key("engine.speculative.acceptance_rate", T::number, "the method's (servesim list policies)", closed(0.0, 0.99),

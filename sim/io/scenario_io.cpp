@@ -383,6 +383,13 @@ void parse_cold_start(KeyReader c, ColdStartConfig& cs) {
 SpeculativeConfig parse_speculative(KeyReader r) {
   SpeculativeConfig c;
   c.method = r.string("method");
+  if (c.method == "none") {  // off, so `sweep --grid engine.speculative.method=none,eagle` has its baseline
+    for (const char* key : {"num_speculative_tokens", "acceptance_rate", "draft_model"}) {
+      if (r.has(key)) r.raw(key);
+    }
+    r.finish();
+    return SpeculativeConfig{};
+  }
   const SpeculativeMethodEntry* m = speculative_methods().find(c.method);
   if (!m) r.fail("method", speculative_methods().unknown(c.method));
   c.num_speculative_tokens = r.integer("num_speculative_tokens");

@@ -144,6 +144,10 @@ TEST_CASE("speculative: a draft model needs its acceptance rate and the target's
   doc = speculative_doc("eagle", 3);
   doc["engine"]["speculative"]["draft_model"] = "llama-68m";
   CHECK(contains(parse_error(doc), "engine.speculative.draft_model: only read with impl draft_model"));
+  doc = speculative_doc("none", 3);  // off: the baseline of a sweep over methods
+  doc["engine"]["speculative"]["draft_model"] = "llama-3.2-1b";
+  CHECK(parse_error(doc) == "");
+  CHECK_FALSE(scenario_from(doc).engine.speculative.enabled());
   doc = speculative_doc("medusa", 3);
   CHECK(contains(parse_error(doc), "engine.speculative.method: unknown speculative method 'medusa' (draft_model, eagle, mtp)"));
   doc = speculative_doc("eagle", 0);
