@@ -10,6 +10,7 @@
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/model/speculative.hpp"
+#include "sim/validate/bounds.hpp"
 
 namespace servesim {
 
@@ -104,34 +105,8 @@ ValidationResult validate_speculative(const nlohmann::json& doc, const std::stri
   return out;
 }
 
-// Set before the rows were first predicted (2026-12-06), from what the measurements show and the
-// decode steps' errors on the independent H100 set (median 1.1%, worst 5.9%):
-// - verify: the measured passes are not monotone in k at context 2048 (batch 128: k = 1 is 16%
-//   faster than k = 0, k = 3 12% faster than k = 2): the PyTorch attention path the script picked
-//   (an explicit mask, its G x q query rows tiled) runs some query counts faster than others,
-//   which a cost per query token cannot follow. Median 8%, worst 35%.
-// - verify / decode: the same, without the decode step's own error: median 8%, worst 35%.
-// - draft decode and eagle head: small shapes (hidden 768 and 2048, one layer) whose GEMMs are
-//   outside or at the edge of the fitted tables, and steps of a few kernels where the graph
-//   launch and the dependent-kernel gap weigh most: median 15%, worst 40%.
-// Loosened after the first run (measured: verify 12.0% / 31.6%, verify / decode 4.4% / 32.4%,
-// draft decode 20.7% / 48.2%, eagle head 11.2% / 19.9%): verify median 8% -> 13%, draft decode
-// 15% / 40% -> 22% / 50%. Why: the harness's own plain decode step (its k = 0 rows) is slower
-// than the independent set's decoder that the torch-cudagraph profile is fitted to, at the same
-// shapes (llama-3-8b batch 1, context 512: 8.65 vs 7.76 ms; batch 128, context 2048: 29.8 vs
-// 20.7 ms): its attention runs through an explicit-mask SDPA path (calibrate/specdec picks the
-// fastest path that passes its check for q up to 8), not the decode kernel measure.py times. Every
-// absolute row is low by that (verify -3% to -26%; the 16-layer, head-dim-64 llama-3.2-1b most,
-// -12% to -48%, growing with context); the ratio to the harness's own decode step, what
-// speculation adds, holds at 4.4%. Nothing was refitted.
-std::vector<ValidationBound> speculative_bounds() {
-  return {
-      {"step", "torch-cudagraph", "verify", 0.13, 0.35},
-      {"step", "torch-cudagraph", "verify / decode", 0.08, 0.35},
-      {"step", "torch-cudagraph", "draft decode", 0.22, 0.50},
-      {"step", "torch-cudagraph", "eagle head", 0.15, 0.40},
-  };
-}
+// data/validation/bounds.json's table speculative/h100-sxm (each bound's why and history there).
+std::vector<ValidationBound> speculative_bounds() { return bound_table("speculative/h100-sxm"); }
 
 std::string default_specdec_file() {
   return (std::filesystem::path(data_dir()) / "calibrate" / "results" / "h100" / "specdec.json").string();

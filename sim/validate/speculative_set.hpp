@@ -27,7 +27,8 @@ namespace servesim {
 ValidationResult validate_speculative(const nlohmann::json& specdec, const std::string& file, const IndependentSet& set,
                                       const HwProfile& hw);
 
-// The bounds on those rows, set before their first run (tests/validation/test_speculative_h100.cpp).
+// The bounds on those rows (data/validation/bounds.json, table speculative/h100-sxm), set before
+// their first run; tests/validation/test_speculative_h100.cpp checks them.
 std::vector<ValidationBound> speculative_bounds();
 
 // calibrate/results/h100/specdec.json in the data tree.
