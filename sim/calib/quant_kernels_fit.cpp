@@ -13,9 +13,10 @@ namespace servesim {
 
 namespace {
 
-// A timed kernel of measure_quant.py's gemm section: its key in each point, the kernel it is,
+// A timed kernel of measure_quant.py: its section, its key in each point, the kernel it is,
 // the scheme its op is priced as (format), and the kernels one call launches.
 struct MeasuredKernel {
+  const char* section;
   const char* key;
   QuantKernel kernel;
   QuantScheme scheme;
@@ -26,14 +27,17 @@ struct MeasuredKernel {
 // .to(bf16): 3 more kernels), int8_dequant_s, which is what a plain PyTorch W8A8 layer runs.
 // W4A16: tinygemm's group-128 layout priced as GPTQ's (scales and zero points per group).
 constexpr MeasuredKernel kGemmKernels[] = {
-    {"fp8_tensor_s", QuantKernel::torch_scaled_mm, QuantScheme::fp8, 1,
+    {"gemm", "fp8_tensor_s", QuantKernel::torch_scaled_mm, QuantScheme::fp8, 1,
      "torch._scaled_mm, fp8 e4m3, one scale per tensor, use_fast_accum=True, bf16 out"},
-    {"fp8_row_s", QuantKernel::torch_scaled_mm_rowwise, QuantScheme::fp8, 1,
+    {"gemm", "fp8_row_s", QuantKernel::torch_scaled_mm_rowwise, QuantScheme::fp8, 1,
      "torch._scaled_mm, fp8 e4m3, per-token x per-channel scales, use_fast_accum=True, bf16 out"},
-    {"int8_dequant_s", QuantKernel::torch_int_mm, QuantScheme::int8, 4,
+    {"gemm", "int8_dequant_s", QuantKernel::torch_int_mm, QuantScheme::int8, 4,
      "torch._int_mm (int8 -> int32, M <= 16 run padded to 32) then the scales in torch ops (3 kernels)"},
-    {"w4a16_tinygemm_s", QuantKernel::tinygemm, QuantScheme::w4a16_gptq, 1,
+    {"gemm", "w4a16_tinygemm_s", QuantKernel::tinygemm, QuantScheme::w4a16_gptq, 1,
      "torch._weight_int4pack_mm (tinygemm), group 128, bf16 activations"},
+    {"fp8_block", "fp8_block_s", QuantKernel::torch_scaled_mm_blockwise, QuantScheme::fp8_block, 1,
+     "torch._scaled_mm, fp8 e4m3 with block-wise scales (1x128 activation groups, 128x128 weight blocks; fast accumulation "
+     "refused on this path; M < 16 run padded to 16), bf16 out; activation quantization not included"},
 };
 
 double number(const nlohmann::json& rec, const char* key, const std::string& file, const std::string& where) {
@@ -81,21 +85,25 @@ QuantKernelFit fit_quant_kernels(const nlohmann::json& doc, const std::string& f
   const auto sections = doc.find("sections");
   if (sections == doc.end() || !sections->contains("gemm")) throw InputError(file, "sections.gemm", "missing");
   const nlohmann::json& gemm = (*sections)["gemm"];
-  const auto points = gemm.find("points");
-  if (points == gemm.end() || !points->is_array() || points->empty()) throw InputError(file, "sections.gemm.points", "missing or empty");
   QuantKernelFit fit;
   fit.date = text(gemm, "date_utc");
   fit.gpu = gemm.contains("gpu") ? text(gemm["gpu"], "name") : "";
 
-  // (kernel index, n, k) -> (m, time) over M.
+  // (kernel index, n, k) -> (m, time) over M, from each kernel's section (one without points: not measured).
   std::map<std::tuple<std::size_t, double, double>, std::vector<std::pair<double, double>>> curves;
-  for (std::size_t i = 0; i < points->size(); ++i) {
-    const nlohmann::json& p = (*points)[i];
-    const std::string where = "sections.gemm.points[" + std::to_string(i) + "]";
-    const double m = number(p, "m", file, where), n = number(p, "n", file, where), k = number(p, "k", file, where);
-    for (std::size_t j = 0; j < std::size(kGemmKernels); ++j) {
-      if (!p.contains(kGemmKernels[j].key)) continue;  // not timed at this point (an error or not applicable)
-      curves[{j, n, k}].emplace_back(m, number(p, kGemmKernels[j].key, file, where));
+  for (const char* name : {"gemm", "fp8_block"}) {
+    if (!sections->contains(name)) continue;
+    const auto points = (*sections)[name].find("points");
+    const std::string at = std::string("sections.") + name + ".points";
+    if (points == (*sections)[name].end() || !points->is_array() || points->empty()) throw InputError(file, at, "missing or empty");
+    for (std::size_t i = 0; i < points->size(); ++i) {
+      const nlohmann::json& p = (*points)[i];
+      const std::string where = at + "[" + std::to_string(i) + "]";
+      const double m = number(p, "m", file, where), n = number(p, "n", file, where), k = number(p, "k", file, where);
+      for (std::size_t j = 0; j < std::size(kGemmKernels); ++j) {
+        if (name != std::string(kGemmKernels[j].section) || !p.contains(kGemmKernels[j].key)) continue;  // not timed here
+        curves[{j, n, k}].emplace_back(m, number(p, kGemmKernels[j].key, file, where));
+      }
     }
   }
 

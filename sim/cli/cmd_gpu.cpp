@@ -49,7 +49,7 @@ int cmd_quant_table(const std::vector<std::string>& args) {
   StepQuery q = load_query(p, "servesim quant-table");
   const long long context = kTableContext.read(p, "servesim quant-table");
   check_model_context(q, context, "servesim quant-table");
-  const std::vector<std::string> schemes = {dtype_name(q.precision.weights), "fp8", "int8", "w8a16", "w4a16-gptq", "w4a16-awq", "nvfp4", "mxfp4"};
+  const std::vector<std::string> schemes = {dtype_name(q.precision.weights), "fp8", "fp8-block", "int8", "w8a16", "w4a16-gptq", "w4a16-awq", "nvfp4", "mxfp4"};
   const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context},
                         {"engine", q.engine ? q.engine->name : "none"}, {"schemes", nlohmann::json::array()}};

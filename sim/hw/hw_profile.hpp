@@ -146,15 +146,20 @@ struct HwProfile {
     bool empty() const { return frac.empty() && memory_frac_vs_dense <= 0.0; }
   };
   std::array<std::array<QuantKernelTable, kNumQuantFormats>, kNumQuantKernels> quant_kernel_tables;
-  // Kernel k's entry for scheme q; Machete without one takes Marlin's (no published small-M
-  // Machete timing on this GPU; pytorch/FBGEMM PR #3259 measured Marlin faster than Machete up to
-  // batch 32 on H100, so Marlin's rate is the upper bound).
+  // Kernel k's entry for scheme q, or a stand-in's: Machete without one takes Marlin's (no
+  // published small-M Machete timing on this GPU; pytorch/FBGEMM PR #3259 measured Marlin faster
+  // than Machete up to batch 32 on H100, so Marlin's rate is the upper bound).
   const QuantKernelTable* quant_kernel_table(QuantKernel k, QuantScheme q) const {
     const auto f = quant_format(q);
     if (k == QuantKernel::auto_ || !f) return nullptr;
     const QuantKernelTable& t = quant_kernel_tables[static_cast<std::size_t>(k)][*f];
     if (!t.empty()) return &t;
-    return k == QuantKernel::machete ? quant_kernel_table(QuantKernel::marlin, q) : nullptr;
+    if (k == QuantKernel::machete) return quant_kernel_table(QuantKernel::marlin, q);
+    // vLLM's CUTLASS block-wise fp8 kernel without a table: the block-wise fp8 kernel measured on
+    // this GPU (torch._scaled_mm's), not the per-tensor table (vLLM PR #11868 times CUTLASS
+    // block-wise 1.3-2.6x slower than CUTLASS per-tensor at M 1-16).
+    if (k == QuantKernel::cutlass_scaled_mm && q == QuantScheme::fp8_block) return quant_kernel_table(QuantKernel::torch_scaled_mm_blockwise, q);
+    return nullptr;
   }
 
   // Slowdown when two kernels share the GPU, each against running alone (1 = no interference).

@@ -15,10 +15,12 @@ namespace servesim {
 // tensor-core GEMM in that format). w8a16/w4a16_*: weight-only, activations stay 16-bit.
 // nvfp4/mxfp4: w4a4 on Blackwell's FP4 tensor cores (weights and activations in E2M1 with block
 // scales: NVFP4 one FP8 E4M3 scale per 16 values plus a per-tensor FP32 scale; MXFP4, the OCP
-// microscaling format, one E8M0 scale per 32).
-enum class QuantScheme { none, fp8, int8, w8a16, w4a16_gptq, w4a16_awq, nvfp4, mxfp4 };
+// microscaling format, one E8M0 scale per 32). fp8_block: w8a8 fp8 with block-wise scales
+// (DeepSeek-V3's recipe: one fp32 scale per 128x128 weight block and per 1x128 activation group,
+// quantized per token at run time).
+enum class QuantScheme { none, fp8, int8, w8a16, w4a16_gptq, w4a16_awq, nvfp4, mxfp4, fp8_block };
 
-inline constexpr std::size_t kNumQuantSchemes = 8;
+inline constexpr std::size_t kNumQuantSchemes = 9;
 
 inline const char* quant_name(QuantScheme q) {
   switch (q) {
@@ -30,17 +32,19 @@ inline const char* quant_name(QuantScheme q) {
     case QuantScheme::w4a16_awq: return "w4a16-awq";
     case QuantScheme::nvfp4: return "nvfp4";
     case QuantScheme::mxfp4: return "mxfp4";
+    case QuantScheme::fp8_block: return "fp8-block";
   }
   return "?";
 }
 
 // The names `quantization.method`, --quant and plan take; "fp4" is NVFP4 (NVIDIA's format).
 // ("none" also parses: no quantization.)
-inline constexpr const char* kQuantNames = "fp8, int8, w8a16, w4a16-gptq, w4a16-awq, nvfp4 (or fp4), mxfp4";
+inline constexpr const char* kQuantNames = "fp8, fp8-block, int8, w8a16, w4a16-gptq, w4a16-awq, nvfp4 (or fp4), mxfp4";
 inline std::optional<QuantScheme> parse_quant(std::string_view s) {
   if (s == "fp4") return QuantScheme::nvfp4;
   for (QuantScheme q : {QuantScheme::none, QuantScheme::fp8, QuantScheme::int8, QuantScheme::w8a16,
-                        QuantScheme::w4a16_gptq, QuantScheme::w4a16_awq, QuantScheme::nvfp4, QuantScheme::mxfp4}) {
+                        QuantScheme::w4a16_gptq, QuantScheme::w4a16_awq, QuantScheme::nvfp4, QuantScheme::mxfp4,
+                        QuantScheme::fp8_block}) {
     if (s == quant_name(q)) return q;
   }
   return std::nullopt;
@@ -53,6 +57,7 @@ inline int weight_bits(QuantScheme q, Dtype base) {
   switch (q) {
     case QuantScheme::none: return static_cast<int>(8 * dtype_bytes(base));
     case QuantScheme::fp8:
+    case QuantScheme::fp8_block:
     case QuantScheme::int8:
     case QuantScheme::w8a16: return 8;
     case QuantScheme::w4a16_gptq:
@@ -65,7 +70,7 @@ inline int weight_bits(QuantScheme q, Dtype base) {
 // The format a GEMM that quantizes weights and activations (w8a8, and FP4's w4a4) computes in
 // (the GPU must have tensor cores for it, else emulated).
 inline std::optional<Dtype> w8a8_dtype(QuantScheme q) {
-  if (q == QuantScheme::fp8) return Dtype::fp8;
+  if (q == QuantScheme::fp8 || q == QuantScheme::fp8_block) return Dtype::fp8;
   if (q == QuantScheme::int8) return Dtype::int8;
   if (q == QuantScheme::nvfp4 || q == QuantScheme::mxfp4) return Dtype::fp4;
   return std::nullopt;
@@ -74,6 +79,7 @@ inline std::optional<Dtype> w8a8_dtype(QuantScheme q) {
 inline double quant_input_bytes(QuantScheme q) {
   if (q == QuantScheme::nvfp4) return 0.5 + 1.0 / 16.0;
   if (q == QuantScheme::mxfp4) return 0.5 + 1.0 / 32.0;
+  if (q == QuantScheme::fp8_block) return 1.0 + 4.0 / 128.0;  // an fp32 scale per 1x128 group
   return 1.0;
 }
 
@@ -82,6 +88,7 @@ inline double quant_input_bytes(QuantScheme q) {
 // scale and a 4-bit zero point per group of `group_size` input rows (AutoGPTQ/AutoAWQ layouts).
 inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_size) {
   if (q == QuantScheme::nvfp4 || q == QuantScheme::mxfp4) return quant_input_bytes(q);  // same block format
+  if (q == QuantScheme::fp8_block) return 1.0 + 4.0 / (128.0 * 128.0);  // an fp32 scale per 128x128 block
   const int bits = weight_bits(q, base);
   double bytes = bits / 8.0;
   if (bits == 4) bytes += (2.0 + 0.5) / static_cast<double>(group_size);
@@ -100,6 +107,7 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
 //                       the profile's 8-bit (cuBLASLt) table
 //   torch_scaled_mm     torch._scaled_mm, fp8, one scale per tensor (cuBLASLt underneath)
 //   torch_scaled_mm_rowwise  the same with per-token x per-channel scales
+//   torch_scaled_mm_blockwise  the same with block-wise scales (fp8-block: 1x128 x 128x128)
 //   torch_int_mm        torch._int_mm (int8 -> int32) and the scales applied by torch ops after it
 //   marlin, machete     mixed-input tensor-core kernels that run every M (vLLM's gptq_marlin /
 //                       awq_marlin; Machete on Hopper): without a table, the analytic fused model
@@ -110,9 +118,9 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
 //                       GEMM above), every M
 enum class QuantKernel : std::uint8_t {
   auto_, cublaslt, cutlass_scaled_mm, torch_scaled_mm, torch_scaled_mm_rowwise, torch_int_mm,
-  marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only
+  marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only, torch_scaled_mm_blockwise
 };
-inline constexpr std::size_t kNumQuantKernels = 12;
+inline constexpr std::size_t kNumQuantKernels = 13;
 
 inline const char* quant_kernel_name(QuantKernel k) {
   switch (k) {
@@ -128,6 +136,7 @@ inline const char* quant_kernel_name(QuantKernel k) {
     case QuantKernel::exllama: return "exllama";
     case QuantKernel::awq_gemm: return "awq_gemm";
     case QuantKernel::trtllm_weight_only: return "trtllm_weight_only";
+    case QuantKernel::torch_scaled_mm_blockwise: return "torch_scaled_mm_blockwise";
   }
   return "?";
 }
@@ -143,8 +152,9 @@ inline std::optional<QuantKernel> parse_quant_kernel(std::string_view s) {
 inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
   switch (k) {
     case QuantKernel::auto_: return true;
-    case QuantKernel::cublaslt:
-    case QuantKernel::cutlass_scaled_mm: return q == QuantScheme::fp8 || q == QuantScheme::int8;
+    case QuantKernel::cublaslt: return q == QuantScheme::fp8 || q == QuantScheme::int8;
+    case QuantKernel::cutlass_scaled_mm: return q == QuantScheme::fp8 || q == QuantScheme::int8 || q == QuantScheme::fp8_block;
+    case QuantKernel::torch_scaled_mm_blockwise: return q == QuantScheme::fp8_block;
     case QuantKernel::torch_scaled_mm:
     case QuantKernel::torch_scaled_mm_rowwise: return q == QuantScheme::fp8;
     case QuantKernel::torch_int_mm: return q == QuantScheme::int8;
@@ -176,8 +186,8 @@ inline double dequant_tile_rows(QuantKernel k) {
 
 // The weight/activation format a kernel table of the hardware profile is kept under
 // (calibration.quant_kernels.KERNEL.FORMAT): fp8, int8, w4a16 (GPTQ and AWQ), w8a16; none for FP4.
-inline constexpr std::size_t kNumQuantFormats = 4;
-inline constexpr const char* kQuantFormatNames[kNumQuantFormats] = {"fp8", "int8", "w4a16", "w8a16"};
+inline constexpr std::size_t kNumQuantFormats = 5;
+inline constexpr const char* kQuantFormatNames[kNumQuantFormats] = {"fp8", "int8", "w4a16", "w8a16", "fp8-block"};
 inline std::optional<std::size_t> quant_format(QuantScheme q) {
   switch (q) {
     case QuantScheme::fp8: return 0;
@@ -185,6 +195,7 @@ inline std::optional<std::size_t> quant_format(QuantScheme q) {
     case QuantScheme::w4a16_gptq:
     case QuantScheme::w4a16_awq: return 2;
     case QuantScheme::w8a16: return 3;
+    case QuantScheme::fp8_block: return 4;
     default: return std::nullopt;
   }
 }

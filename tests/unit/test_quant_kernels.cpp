@@ -10,6 +10,7 @@
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/io/scenario_io.hpp"
 #include "tests/support.hpp"
 
 using namespace servesim;
@@ -178,4 +179,21 @@ TEST_CASE("h100-sxm Marlin from its published benchmark: the derivation reproduc
       CHECK(estimate(op, h, Dtype::bf16).time_s == doctest::Approx(dense / speedup).epsilon(1e-9));
     }
   }
+}
+
+TEST_CASE("block-wise fp8: scale bytes, the measured block-wise kernel, vLLM's CUTLASS one standing on it") {
+  CHECK(quant_weight_bytes(QuantScheme::fp8_block, Dtype::bf16, 128) == doctest::Approx(1.0 + 4.0 / 16384.0));
+  CHECK(quant_input_bytes(QuantScheme::fp8_block) == doctest::Approx(1.0 + 4.0 / 128.0));
+  CHECK(parse_quant("fp8-block") == QuantScheme::fp8_block);
+  const HwProfile h = hw("h100-sxm");
+  const Op measured = quant_gemm(64, 6144, 4096, QuantScheme::fp8_block, QuantKernel::torch_scaled_mm_blockwise);
+  const Op cutlass = quant_gemm(64, 6144, 4096, QuantScheme::fp8_block, QuantKernel::cutlass_scaled_mm);
+  const Op generic = quant_gemm(64, 6144, 4096, QuantScheme::fp8_block, QuantKernel::auto_);
+  CHECK(estimate(measured, h, Dtype::bf16).gemm == GemmKernel::w8a8);
+  CHECK(estimate(cutlass, h, Dtype::bf16).time_s == estimate(measured, h, Dtype::bf16).time_s);
+  CHECK(estimate(generic, h, Dtype::bf16).time_s != estimate(measured, h, Dtype::bf16).time_s);  // the per-tensor table
+  // A bundled scenario runs it under vLLM, whose profile names CUTLASS on Hopper.
+  const Scenario s = load_scenario(resolve_data_ref("scenarios", "quantized", "", ""), {});
+  CHECK(s.precision.quant == QuantScheme::fp8_block);
+  CHECK(s.engine.profile.kernels.quant_kernels[static_cast<std::size_t>(QuantScheme::fp8_block)] == QuantKernel::cutlass_scaled_mm);
 }
