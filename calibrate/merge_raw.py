@@ -21,6 +21,9 @@ RECORD_KEYS = {
                    "rel_err": NUM},
     "attention_decode": {"batch": int, "context": int, "block_size": int, "num_q_heads": int, "num_kv_heads": int,
                          "head_dim": int, "time_s": NUM, "kv_bytes": int},
+    "attention_decode_kv": {"kv_dtype": str, "conversion": str, "unroll": int, "batch": int, "context": int, "block_size": int, "num_q_heads": int,
+                            "num_kv_heads": int, "head_dim": int, "time_s": NUM, "kv_bytes": int,
+                            "time_over_bf16": NUM},
     "attention_prefill": {"batch": int, "seq_len": int, "num_q_heads": int, "num_kv_heads": int, "head_dim": int,
                           "causal": bool, "impl": str, "time_s": NUM, "flops": NUM},
     "contention": {"case": str, "alone_s": list, "together_s": list},
@@ -30,9 +33,11 @@ RECORD_KEYS = {
 ENUMS = {("bandwidth", "op"): {"read", "write", "copy"}, ("gemm", "dtype"): {"bf16", "fp16", "fp8", "int8"},
          ("quant_gemm", "dtype"): {"w4a16", "w8a16"}, ("quant_gemm", "path"): {"gemv", "dequant_gemm"},
          ("contention", "case"): {"copy_copy", "gemm_copy"}, ("host_copy", "direction"): {"h2d", "d2h"},
-         ("elementwise", "op"): {"add", "rmsnorm", "silu_mul", "rope"}, ("attention_prefill", "impl"): {"torch_sdpa"}}
+         ("elementwise", "op"): {"add", "rmsnorm", "silu_mul", "rope"}, ("attention_prefill", "impl"): {"torch_sdpa"},
+         ("attention_decode_kv", "kv_dtype"): {"bf16", "fp8_e4m3", "int8", "int4"},
+         ("attention_decode_kv", "conversion"): {"shift", "bits", "cvt"}}
 LAUNCH_KEYS = ["eager_launch_s", "eager_gpu_gap_s", "graph_node_s", "graph_launch_s", "launch_sync_s"]
-ORDER = ["bandwidth", "gemm", "quant_gemm", "attention_decode", "attention_prefill", "launch", "contention",
+ORDER = ["bandwidth", "gemm", "quant_gemm", "attention_decode", "attention_decode_kv", "attention_prefill", "launch", "contention",
          "host_copy", "elementwise"]
 
 

@@ -28,7 +28,7 @@ export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
 
-CUDA_ALL="gpu launch bandwidth host_copy elementwise attention_decode quant_gemm gemm contention"
+CUDA_ALL="gpu launch bandwidth host_copy elementwise attention_decode attention_decode_kv quant_gemm gemm contention"
 SECTIONS=${CAL_SECTIONS:-$CUDA_ALL}
 CUDA_SECTIONS=""
 for s in $SECTIONS; do [[ " $CUDA_ALL " == *" $s "* ]] && CUDA_SECTIONS+="$s "; done
@@ -57,7 +57,7 @@ DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null
 # ---- CUDA sections: one process each, so a crash or hang loses only that section.
 # Order: cheap and independent first; GEMM last among the CUDA ones (largest).
 declare -A LIMIT=([gpu]=60 [launch]=60 [bandwidth]=120 [host_copy]=120 [elementwise]=120
-                  [attention_decode]=150 [quant_gemm]=180 [gemm]=300 [contention]=60)
+                  [attention_decode]=150 [attention_decode_kv]=150 [quant_gemm]=180 [gemm]=300 [contention]=60)
 FAILED=()
 for s in $CUDA_SECTIONS; do
   stamp "section $s"

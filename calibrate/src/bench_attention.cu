@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -23,9 +24,10 @@ struct DecodeBufs {
 // Splits a sequence only when the grid would otherwise leave SMs idle (kernels.cuh).
 static int choose_part(int B, int hkv, int max_ctx) { return choose_part(B, hkv, max_ctx, device().sm_count); }
 
-static void launch_decode(const __nv_bfloat16* q, const __nv_bfloat16* kc, const __nv_bfloat16* vc, const int* bt,
-                          int max_blocks, const int* seq_lens, int B, int hq, int hkv, int bs, int max_ctx, int part,
-                          __nv_bfloat16* out, DecodeBufs& w, cudaStream_t s) {
+template <class KV = KvBf16>
+static void launch_decode(const __nv_bfloat16* q, const void* kc, const void* vc, const int* bt, int max_blocks,
+                          const int* seq_lens, int B, int hq, int hkv, int bs, int max_ctx, int part,
+                          __nv_bfloat16* out, DecodeBufs& w, cudaStream_t s, KvScales kvs = {}) {
   const int max_parts = (max_ctx + part - 1) / part;
   if ((size_t)B * hq * max_parts > w.cap_parts_total) {
     std::fprintf(stderr, "decode workspace too small\n");
@@ -35,8 +37,8 @@ static void launch_decode(const __nv_bfloat16* q, const __nv_bfloat16* kc, const
     std::fprintf(stderr, "only 4 query heads per kv head are instantiated\n");
     std::exit(1);
   }
-  launch_paged_decode(q, (long long)hq * kHeadDim, kc, vc, bt, max_blocks, seq_lens, B, hq, hkv, bs, max_parts, part, out,
-                      w.m, w.l, w.o, s);
+  launch_paged_decode<KV>(q, (long long)hq * kHeadDim, kc, vc, bt, max_blocks, seq_lens, B, hq, hkv, bs, max_parts, part,
+                          out, w.m, w.l, w.o, s, kvs);
 }
 
 // Random block table: each sequence's blocks are a random permutation of [first, first + B*nb).
@@ -198,6 +200,305 @@ void run_attention_decode(const Args& a) {
   CK(cudaStreamDestroy(s));
   for (void* p : {(void*)kc, (void*)vc, (void*)q, (void*)out, (void*)w.m, (void*)w.l, (void*)w.o}) CK(cudaFree(p));
   write_section(a.out, "attention_decode", json_array(rec));
+}
+
+
+// ---------------------------------------------------------------- quantized KV caches
+// The same paged decode kernel reading an fp8, int8 or int4 KV cache (kernels.cuh's KvFp8, KvInt8,
+// KvInt4) against bf16, on the same shapes: what a quantized KV cache saves in bytes and costs in
+// dequantization per decode step (servesim's kv_cache_dtype: bytes per element plus a per-format
+// ALU term). Section attention_decode_kv.
+
+namespace {
+
+// Format name and conversion variant of each kernel instantiation.
+template <class KV> struct KvInfo;
+template <> struct KvInfo<KvBf16> { static constexpr const char* name = "bf16"; static constexpr const char* conv = "shift"; };
+template <> struct KvInfo<KvFp8> { static constexpr const char* name = "fp8_e4m3"; static constexpr const char* conv = "bits"; };
+template <> struct KvInfo<KvInt8> { static constexpr const char* name = "int8"; static constexpr const char* conv = "bits"; };
+template <> struct KvInfo<KvInt4> { static constexpr const char* name = "int4"; static constexpr const char* conv = "bits"; };
+template <> struct KvInfo<KvFp8Cvt> { static constexpr const char* name = "fp8_e4m3"; static constexpr const char* conv = "cvt"; };
+template <> struct KvInfo<KvInt8Cvt> { static constexpr const char* name = "int8"; static constexpr const char* conv = "cvt"; };
+template <> struct KvInfo<KvInt4Cvt> { static constexpr const char* name = "int4"; static constexpr const char* conv = "cvt"; };
+template <class KV, int N> struct KvInfo<KvUnroll<KV, N>> : KvInfo<KV> {};
+template <class KV> const char* kv_name() { return KvInfo<KV>::name; }
+
+// Host copy of a quantized cache: the bytes the kernel reads, the per-slot (scale, zero) pairs, and
+// the values those bytes stand for (the reference computes from these, so the check measures the
+// kernel, not the quantization error).
+struct HostKv {
+  std::vector<unsigned char> bytes;
+  std::vector<__half2> scales;  // per slot (token x kv head); empty for bf16 / fp8
+  std::vector<float> deq;       // slots x D
+  float tensor_scale = 1.f;
+};
+
+template <class KV>
+HostKv quantize_host(const std::vector<float>& x, size_t slots) {
+  const int D = kHeadDim;
+  HostKv h;
+  h.bytes.assign(slots * D * KV::kBits / 8, 0);
+  h.deq.resize(slots * D);
+  if constexpr (KV::kBits == 16) {
+    auto* o = reinterpret_cast<__nv_bfloat16*>(h.bytes.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      o[i] = __float2bfloat16(x[i]);
+      h.deq[i] = __bfloat162float(o[i]);
+    }
+  } else if constexpr (!KV::kTokenScale) {  // fp8, one scale per tensor
+    float amax = 0.f;
+    for (float v : x) amax = std::max(amax, std::fabs(v));
+    h.tensor_scale = amax / 448.f;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const __nv_fp8_e4m3 e(x[i] / h.tensor_scale);
+      h.bytes[i] = e.__x;
+      h.deq[i] = float(e) * h.tensor_scale;
+    }
+  } else {  // int8 / int4: asymmetric per slot, q * scale + zero
+    const int levels = (1 << KV::kBits) - 1, qmin = KV::kBits == 8 ? -128 : 0;
+    h.scales.resize(slots);
+    for (size_t sl = 0; sl < slots; ++sl) {
+      const float* v = &x[sl * D];
+      const float lo = *std::min_element(v, v + D), hi = *std::max_element(v, v + D);
+      const __half sc = __float2half(std::max(hi - lo, 1e-6f) / levels), z = __float2half(lo - qmin * __half2float(sc));
+      h.scales[sl] = __halves2half2(sc, z);
+      const float scf = __half2float(sc), zf = __half2float(z);
+      for (int d = 0; d < D; ++d) {
+        const int qv = std::min(qmin + levels, std::max(qmin, (int)std::lround((v[d] - zf) / scf)));
+        const size_t i = sl * D + d;
+        if (KV::kBits == 8) h.bytes[i] = (unsigned char)(signed char)qv;
+        else h.bytes[i / 2] |= (unsigned char)(qv << (4 * (i % 2)));
+        h.deq[i] = std::fma((float)qv, scf, zf);
+      }
+    }
+  }
+  return h;
+}
+
+struct DeviceKv {
+  void *k = nullptr, *v = nullptr;
+  __half2 *ks = nullptr, *vs = nullptr;
+  KvScales scales() const { return KvScales{ks, vs, 1.f, 1.f}; }
+};
+
+// Correctness of one format: random K/V quantized on the host, decoded on the device, compared with
+// a double-precision reference over the dequantized values. Returns the relative L2 error.
+template <class KV>
+double check_decode_kv(DecodeBufs& w, cudaStream_t s, int bs, int part) {
+  const int hq = 32, hkv = 8, D = kHeadDim;
+  const std::vector<int> lens = {1000, 1500, 37};
+  const int B = (int)lens.size(), max_ctx = 1500, nb = (max_ctx + bs - 1) / bs;
+  std::mt19937 rng(4321 + bs + part);
+  const std::vector<int> table = make_table(B, nb, 0, rng);
+  const size_t slots = (size_t)B * nb * hkv * bs;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> kx(slots * D), vx(slots * D), qx((size_t)B * hq * D);
+  for (auto* vec : {&kx, &vx, &qx})
+    for (float& f : *vec) f = u(rng);
+  const HostKv hk = quantize_host<KV>(kx, slots), hv = quantize_host<KV>(vx, slots);
+  std::vector<__nv_bfloat16> qb(qx.size()), ob(qx.size());
+  for (size_t i = 0; i < qx.size(); ++i) {
+    qb[i] = __float2bfloat16(qx[i]);
+    qx[i] = __bfloat162float(qb[i]);
+  }
+  void *dk, *dv;
+  __half2 *dks = nullptr, *dvs = nullptr;
+  int *d_table, *d_lens;
+  __nv_bfloat16 *d_q, *d_out;
+  CK(cudaMalloc(&dk, hk.bytes.size()));
+  CK(cudaMalloc(&dv, hv.bytes.size()));
+  CK(cudaMemcpy(dk, hk.bytes.data(), hk.bytes.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, hv.bytes.data(), hv.bytes.size(), cudaMemcpyHostToDevice));
+  if (!hk.scales.empty()) {
+    CK(cudaMalloc(&dks, slots * sizeof(__half2)));
+    CK(cudaMalloc(&dvs, slots * sizeof(__half2)));
+    CK(cudaMemcpy(dks, hk.scales.data(), slots * sizeof(__half2), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dvs, hv.scales.data(), slots * sizeof(__half2), cudaMemcpyHostToDevice));
+  }
+  CK(cudaMalloc(&d_table, table.size() * 4));
+  CK(cudaMalloc(&d_lens, B * 4));
+  CK(cudaMalloc(&d_q, qb.size() * 2));
+  CK(cudaMalloc(&d_out, ob.size() * 2));
+  CK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d_q, qb.data(), qb.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemset(d_out, 0xFF, ob.size() * 2));  // NaN poison
+  const KvScales kvs{dks, dvs, hk.tensor_scale, hv.tensor_scale};
+  launch_decode<KV>(d_q, dk, dv, d_table, nb, d_lens, B, hq, hkv, bs, max_ctx, part, d_out, w, s, kvs);
+  CK_LAUNCH();
+  CK(cudaStreamSynchronize(s));
+  CK(cudaMemcpy(ob.data(), d_out, ob.size() * 2, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < hq; ++h) {
+      const int kvh = h / (hq / hkv);
+      auto slot = [&](int t) { return ((size_t)table[(size_t)b * nb + t / bs] * hkv + kvh) * bs + t % bs; };
+      std::vector<double> sc(lens[b]);
+      double mx = -1e300, l = 0;
+      for (int t = 0; t < lens[b]; ++t) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += (double)qx[((size_t)b * hq + h) * D + d] * hk.deq[slot(t) * D + d];
+        sc[t] = dot / std::sqrt((double)D);
+        mx = std::max(mx, sc[t]);
+      }
+      for (auto& x : sc) {
+        x = std::exp(x - mx);
+        l += x;
+      }
+      for (int d = 0; d < D; ++d) {
+        double o = 0;
+        for (int t = 0; t < lens[b]; ++t) o += sc[t] * hv.deq[slot(t) * D + d];
+        o /= l;
+        const double got = __bfloat162float(ob[((size_t)b * hq + h) * D + d]);
+        if (!std::isfinite(got)) return INFINITY;
+        num += (got - o) * (got - o);
+        den += o * o;
+      }
+    }
+  for (void* p : {dk, dv, (void*)dks, (void*)dvs, (void*)d_table, (void*)d_lens, (void*)d_q, (void*)d_out}) CK(cudaFree(p));
+  return std::sqrt(num / den);
+}
+
+// Times one format over the grid; bf16_time (batch, context) -> seconds, filled by the bf16 pass,
+// gives each quantized point its ratio to bf16 on the same shapes in the same process.
+template <class KV>
+void time_format(const std::vector<int>& batches, const std::vector<int>& contexts, int bs, size_t pool_tokens,
+                 const __nv_bfloat16* q, __nv_bfloat16* out, DecodeBufs& w, cudaStream_t s,
+                 std::map<std::pair<int, int>, double>& bf16_time, std::vector<std::string>& rec, std::mt19937& rng) {
+  const int hq = 32, hkv = 8, D = kHeadDim;
+  const size_t slot_bytes = (size_t)D * KV::kBits / 8 + (KV::kTokenScale ? sizeof(__half2) : 0);
+  DeviceKv kv;
+  const size_t slots = pool_tokens * hkv;
+  CK(cudaMalloc(&kv.k, slots * D * KV::kBits / 8));
+  CK(cudaMalloc(&kv.v, slots * D * KV::kBits / 8));
+  if constexpr (KV::kBits == 16) {
+    fill_uniform_bf16((__nv_bfloat16*)kv.k, slots * D, -1.f, 1.f, 71);
+    fill_uniform_bf16((__nv_bfloat16*)kv.v, slots * D, -1.f, 1.f, 72);
+  } else if constexpr (!KV::kTokenScale) {
+    fill_uniform_fp8e4m3(kv.k, slots * D, -1.f, 1.f, 71);
+    fill_uniform_fp8e4m3(kv.v, slots * D, -1.f, 1.f, 72);
+  } else {
+    fill_random_bits(kv.k, slots * D * KV::kBits / 8, 71);
+    fill_random_bits(kv.v, slots * D * KV::kBits / 8, 72);
+    CK(cudaMalloc(&kv.ks, slots * sizeof(__half2)));
+    CK(cudaMalloc(&kv.vs, slots * sizeof(__half2)));
+    fill_uniform_f16((__half*)kv.ks, 2 * slots, 0.01f, 0.02f, 73);
+    fill_uniform_f16((__half*)kv.vs, 2 * slots, 0.01f, 0.02f, 74);
+  }
+  CK(cudaDeviceSynchronize());
+  for (int B : batches)
+    for (int C : contexts) {
+      const int nb = (C + bs - 1) / bs;
+      const size_t need = (size_t)B * nb, pool_blocks = pool_tokens / bs;
+      const size_t kv_bytes = (size_t)B * C * hkv * slot_bytes * 2;
+      const int nrot = std::max(1, std::min<int>(rotation_count(kv_bytes), (int)(pool_blocks / need)));
+      std::vector<int> tables;
+      for (int r = 0; r < nrot; ++r) {
+        auto t = make_table(B, nb, (int)(r * need), rng);
+        tables.insert(tables.end(), t.begin(), t.end());
+      }
+      std::vector<int> lens(B, C);
+      int *d_tables, *d_lens;
+      CK(cudaMalloc(&d_tables, tables.size() * 4));
+      CK(cudaMalloc(&d_lens, B * 4));
+      CK(cudaMemcpy(d_tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+      const int part = choose_part(B, hkv, C);
+      const TimeResult t = time_op(
+          s,
+          [&](cudaStream_t st, int r) {
+            launch_decode<KV>(q, kv.k, kv.v, d_tables + (size_t)r * need, nb, d_lens, B, hq, hkv, bs, C, part, out, w,
+                              st, kv.scales());
+          },
+          nrot);
+      CK(cudaFree(d_tables));
+      CK(cudaFree(d_lens));
+      if (KV::kBits == 16) bf16_time[{B, C}] = t.per_op_s;
+      const double ratio = t.per_op_s / bf16_time[{B, C}];
+      rec.push_back(JObj().add("kv_dtype", std::string(kv_name<KV>())).add("conversion", KvInfo<KV>::conv)
+                        .add("unroll", KV::kUnroll).add("batch", B).add("context", C)
+                        .add("block_size", bs).add("num_q_heads", hq).add("num_kv_heads", hkv).add("head_dim", D)
+                        .add("time_s", t.per_op_s).add("kv_bytes", kv_bytes).add("time_over_bf16", ratio).str());
+      std::printf("%-9s %-5s %2d %5d %6d %11.2f %12zu %8.1f %8.3f\n", kv_name<KV>(), KvInfo<KV>::conv, KV::kUnroll, B,
+                  C, t.per_op_s * 1e6, kv_bytes,
+                  kv_bytes / t.per_op_s / 1e9, ratio);
+      std::fflush(stdout);
+    }
+  for (void* p : {kv.k, kv.v, (void*)kv.ks, (void*)kv.vs}) CK(cudaFree(p));
+}
+
+}  // namespace
+
+void run_attention_decode_kv(const Args& a) {
+  const int hq = 32, hkv = 8, D = kHeadDim, bs = 16;
+  std::vector<int> batches = {1, 16, 64, 256}, contexts = {512, 2048, 8192};
+  if (a.quick) {
+    batches = {1, 64};
+    contexts = {512, 8192};
+  }
+  size_t pool_tokens = 0;
+  for (int B : batches)
+    for (int C : contexts) pool_tokens = std::max(pool_tokens, (size_t)B * C);
+  pool_tokens = round_up(std::max(pool_tokens, (size_t)(2 * kRotateBytes / (hkv * D * 2))), 64);
+  const int maxB = *std::max_element(batches.begin(), batches.end());
+  __nv_bfloat16 *q, *out;
+  CK(cudaMalloc(&q, (size_t)maxB * hq * D * 2));
+  CK(cudaMalloc(&out, (size_t)maxB * hq * D * 2));
+  fill_uniform_bf16(q, (size_t)maxB * hq * D, -1.f, 1.f, 63);
+  DecodeBufs w;
+  for (int B : batches)
+    for (int C : contexts) {
+      const int part = choose_part(B, hkv, C);
+      w.cap_parts_total = std::max(w.cap_parts_total, (size_t)B * hq * ((C + part - 1) / part));
+    }
+  w.cap_parts_total = std::max(w.cap_parts_total, (size_t)3 * hq * (1500 / 64 + 1));
+  CK(cudaMalloc(&w.m, w.cap_parts_total * 4));
+  CK(cudaMalloc(&w.l, w.cap_parts_total * 4));
+  CK(cudaMalloc(&w.o, w.cap_parts_total * D * 4));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  bool ok = true;
+  auto check = [&](const char* name, double err) {
+    // bf16 output rounding bounds what any format can reach (~4e-3 relative).
+    std::printf("check paged decode kv=%s: rel_err %.3g %s\n", name, err, err < 1e-2 ? "PASS" : "FAIL");
+    ok = ok && err < 1e-2;
+  };
+  for (int part : {64, 512}) {
+    check("bf16", check_decode_kv<KvBf16>(w, s, bs, part));
+    check("fp8_e4m3", check_decode_kv<KvFp8>(w, s, bs, part));
+    check("int8", check_decode_kv<KvInt8>(w, s, bs, part));
+    check("int4", check_decode_kv<KvInt4>(w, s, bs, part));
+    check("fp8_e4m3 cvt", check_decode_kv<KvFp8Cvt>(w, s, bs, part));
+    check("int8 cvt", check_decode_kv<KvInt8Cvt>(w, s, bs, part));
+    check("int4 cvt", check_decode_kv<KvInt4Cvt>(w, s, bs, part));
+  }
+  std::vector<std::string> rec;
+  std::map<std::pair<int, int>, double> bf16_time;
+  std::mt19937 rng(77);
+  std::printf("%-9s %-5s %2s %5s %6s %11s %12s %8s %8s\n", "kv", "conv", "un", "batch", "ctx", "time_us", "kv_bytes", "GB/s",
+              "vs_bf16");
+  // Every quantized format in both conversions and at 4 and 8 tokens in flight per lane group: the
+  // fastest of the four is the kernel's figure for that format (servesim calibrate reads the minimum).
+  auto both_unrolls = [&](auto tag) {
+    using KV = decltype(tag);
+    time_format<KvUnroll<KV, 4>>(batches, contexts, bs, pool_tokens, q, out, w, s, bf16_time, rec, rng);
+    time_format<KvUnroll<KV, 8>>(batches, contexts, bs, pool_tokens, q, out, w, s, bf16_time, rec, rng);
+  };
+  time_format<KvBf16>(batches, contexts, bs, pool_tokens, q, out, w, s, bf16_time, rec, rng);
+  both_unrolls(KvFp8{});
+  both_unrolls(KvFp8Cvt{});
+  both_unrolls(KvInt8{});
+  both_unrolls(KvInt8Cvt{});
+  both_unrolls(KvInt4{});
+  both_unrolls(KvInt4Cvt{});
+  CK(cudaStreamDestroy(s));
+  for (void* p : {(void*)q, (void*)out, (void*)w.m, (void*)w.l, (void*)w.o}) CK(cudaFree(p));
+  write_section(a.out, "attention_decode_kv", json_array(rec));
+  if (!ok) {
+    std::fprintf(stderr, "attention_decode_kv: a correctness check failed\n");
+    std::exit(1);
+  }
 }
 
 }  // namespace cal

@@ -10,6 +10,8 @@
 
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 #include <cstddef>
@@ -181,18 +183,133 @@ __device__ __forceinline__ void unpack16(const uint4& a, const uint4& b, float* 
   }
 }
 
+// KV-cache element formats of the paged decode kernel. Each lane reads 16 consecutive dims of one
+// token's K or V and turns them into floats. bf16 is the engines' default; the quantized formats
+// measure what an 8- or 4-bit KV cache saves in bytes and costs in dequantization:
+//   fp8   e4m3 with one scale per tensor (vLLM's kv_cache_dtype=fp8): 16 B per lane;
+//   int8  with an fp16 (scale, zero) pair per token and kv head (LMDeploy's quant_policy=8): 16 B;
+//   int4  two per byte, the same per-token (scale, zero) (LMDeploy quant_policy=4, QServe KV4): 8 B.
+// Conversions use integer bit tricks, as production kernels do (FasterTransformer / LMDeploy's
+// int8 and uint4 converters): the hardware int->float and fp8->half->float conversions run at a
+// fraction of the FMA rate on Hopper, and with them this kernel measured int8 and int4 1.5x SLOWER
+// than bf16 at batch 256 (the commit that added them says more). kUnroll keeps 128 B per lane in
+// flight in every format (int4: 16 tokens x 8 B).
+struct KvRaw {
+  uint4 a, b;
+};
+// 2^23 + v as a float's bits -> v exactly (v < 2^23): the magic-number int->float conversion.
+__device__ __forceinline__ float magic_to_float(unsigned bits23) { return __uint_as_float(0x4B000000u | bits23) - 8388608.f; }
+
+struct KvBf16 {
+  static constexpr int kBits = 16, kUnroll = cal::kUnroll;
+  static constexpr bool kTokenScale = false;
+  __device__ static void load(const unsigned char* p, KvRaw& r) {
+    r.a = reinterpret_cast<const uint4*>(p)[0];
+    r.b = reinterpret_cast<const uint4*>(p)[1];
+  }
+  __device__ static void unpack(const KvRaw& r, float, float, float* f) { unpack16(r.a, r.b, f); }
+};
+struct KvFp8 {
+  static constexpr int kBits = 8, kUnroll = 8;
+  static constexpr bool kTokenScale = false;
+  __device__ static void load(const unsigned char* p, KvRaw& r) { r.a = *reinterpret_cast<const uint4*>(p); }
+  // e4m3 -> fp32 by moving the sign, exponent and mantissa bits into place (exponent bias 7 -> 127
+  // is a factor 2^120, folded into the scale). Exact for normals and subnormals; NaN is not kept.
+  __device__ static void unpack(const KvRaw& r, float scale, float, float* f) {
+    const float s = scale * 1.329227995784916e36f;  // 2^120
+    const unsigned w[4] = {r.a.x, r.a.y, r.a.z, r.a.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const unsigned x = (w[i / 4] >> (8 * (i % 4))) & 0xFFu;
+      f[i] = __uint_as_float(((x & 0x80u) << 24) | ((x & 0x7Fu) << 20)) * s;
+    }
+  }
+};
+struct KvInt8 {
+  static constexpr int kBits = 8, kUnroll = 8;
+  static constexpr bool kTokenScale = true;
+  __device__ static void load(const unsigned char* p, KvRaw& r) { r.a = *reinterpret_cast<const uint4*>(p); }
+  // x + 128 as the low byte of 2^23's mantissa (byte_perm), then (v - 128) * scale + zero.
+  __device__ static void unpack(const KvRaw& r, float scale, float zero, float* f) {
+    const unsigned w[4] = {r.a.x ^ 0x80808080u, r.a.y ^ 0x80808080u, r.a.z ^ 0x80808080u, r.a.w ^ 0x80808080u};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const float v = __uint_as_float(__byte_perm(w[i / 4], 0x4B000000u, 0x7440u + (i % 4))) - 8388736.f;
+      f[i] = fmaf(v, scale, zero);
+    }
+  }
+};
+struct KvInt4 {
+  static constexpr int kBits = 4, kUnroll = 16;
+  static constexpr bool kTokenScale = true;
+  __device__ static void load(const unsigned char* p, KvRaw& r) {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    r.a.x = v.x;
+    r.a.y = v.y;
+  }
+  __device__ static void unpack(const KvRaw& r, float scale, float zero, float* f) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const unsigned w = i < 8 ? r.a.x : r.a.y;
+      f[i] = fmaf(magic_to_float((w >> (4 * (i % 8))) & 0xFu), scale, zero);
+    }
+  }
+};
+
+// The same formats with the hardware conversions (cvt fp8x2 -> f16x2 -> f32, I2F), for comparing
+// the two ways to dequantize; and any format with another unroll depth (tokens in flight per lane).
+struct KvFp8Cvt : KvFp8 {
+  __device__ static void unpack(const KvRaw& r, float scale, float, float* f) {
+    const __nv_fp8x2_storage_t* x = reinterpret_cast<const __nv_fp8x2_storage_t*>(&r.a);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float2 v = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(x[i], __NV_E4M3)));
+      f[2 * i] = v.x * scale;
+      f[2 * i + 1] = v.y * scale;
+    }
+  }
+};
+struct KvInt8Cvt : KvInt8 {
+  __device__ static void unpack(const KvRaw& r, float scale, float zero, float* f) {
+    const signed char* x = reinterpret_cast<const signed char*>(&r.a);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) f[i] = fmaf((float)x[i], scale, zero);
+  }
+};
+struct KvInt4Cvt : KvInt4 {
+  __device__ static void unpack(const KvRaw& r, float scale, float zero, float* f) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const unsigned w = i < 8 ? r.a.x : r.a.y;
+      f[i] = fmaf((float)((w >> (4 * (i % 8))) & 0xFu), scale, zero);
+    }
+  }
+};
+template <class KV, int kUnrollTokens>
+struct KvUnroll : KV {
+  static constexpr int kUnroll = kUnrollTokens;
+};
+
+// Dequantization scales of a quantized KV cache: per tensor (fp8) or, for the integer formats,
+// an fp16 (scale, zero) per token and kv head laid out like the cache without head_dim.
+struct KvScales {
+  const __half2* k = nullptr;
+  const __half2* v = nullptr;
+  float k_tensor = 1.f, v_tensor = 1.f;
+};
+
 // One CTA per (partition of <= part_size tokens, kv head, sequence); it serves the G query heads
 // that share the kv head, so each K/V byte is read once. Lanes work in groups of 8 per token
-// (16 dims each, two 16-byte loads); 4 warps x 4 groups x kUnroll tokens per step.
-// K cache / V cache layout: [num_blocks, num_kv_heads, block_size, head_dim]. q: [B, hq, D] with
-// sequences q_stride elements apart (hq*D when contiguous); out: [B, hq, D] contiguous.
-template <int G>
+// (16 dims each: two 16-byte loads in bf16); 4 warps x 4 groups x kUnroll tokens per step.
+// K cache / V cache layout: [num_blocks, num_kv_heads, block_size, head_dim] elements of KV. q:
+// [B, hq, D] with sequences q_stride elements apart (hq*D when contiguous); out: [B, hq, D].
+template <int G, class KV = KvBf16>
 __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kc, const __nv_bfloat16* __restrict__ vc,
+    const __nv_bfloat16* __restrict__ q, const void* __restrict__ kc_v, const void* __restrict__ vc_v,
     const int* __restrict__ block_table, int max_blocks, const int* __restrict__ seq_lens, int hkv, int bs, int part_size,
     long long q_stride, float scale, __nv_bfloat16* __restrict__ out, float* __restrict__ part_m, float* __restrict__ part_l,
-    float* __restrict__ part_o, int max_parts) {
-  constexpr int D = kHeadDim, WARPS = kAttnThreads / 32;
+    float* __restrict__ part_o, int max_parts, KvScales kvs) {
+  constexpr int D = kHeadDim, WARPS = kAttnThreads / 32, U = KV::kUnroll;
   const int p = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int len = seq_lens[b];
   const int start = p * part_size;
@@ -207,9 +324,14 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
   __shared__ float s_max[G], s_sum[G];
 
   const int* bt = block_table + (size_t)b * max_blocks;
-  auto tok = [&](const __nv_bfloat16* base, int t) {
+  const unsigned char* kc = static_cast<const unsigned char*>(kc_v);
+  const unsigned char* vc = static_cast<const unsigned char*>(vc_v);
+  // Reads this lane's 16 dims of token t (and its scale pair when the format has one).
+  auto load_tok = [&](const unsigned char* base, const __half2* scales, int t, KvRaw& r, float2& sz) {
     const int blk = bt[t / bs], off = t % bs;
-    return reinterpret_cast<const uint4*>(base + (((size_t)blk * hkv + kvh) * bs + off) * D + sl * 16);
+    const size_t slot = ((size_t)blk * hkv + kvh) * bs + off;
+    KV::load(base + (slot * D + sl * 16) * KV::kBits / 8, r);
+    if constexpr (KV::kTokenScale) sz = __half22float2(scales[slot]);
   };
 
   // Phase 1: scores q.k * scale for this partition.
@@ -222,25 +344,23 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
 #pragma unroll
       for (int j = 0; j < 16; ++j) qf[g][j] *= scale;
     }
-    for (int i0 = 0; i0 < n; i0 += 16 * kUnroll) {
-      // All kUnroll tokens' loads are issued before any use: 4 x 32 B per lane in flight.
-      uint4 kv[kUnroll][2];
-      bool valid[kUnroll];
+    for (int i0 = 0; i0 < n; i0 += 16 * U) {
+      // All U tokens' loads are issued before any use: 128 B per lane in flight in every format.
+      KvRaw kv[U];
+      float2 ksz[U];
+      bool valid[U];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         const int i = i0 + u * 16 + warp * 4 + tg;
         valid[u] = i < n;
-        kv[u][0] = kv[u][1] = make_uint4(0, 0, 0, 0);
-        if (valid[u]) {
-          const uint4* p = tok(kc, start + i);
-          kv[u][0] = p[0];
-          kv[u][1] = p[1];
-        }
+        kv[u].a = kv[u].b = make_uint4(0, 0, 0, 0);
+        ksz[u] = make_float2(kvs.k_tensor, 0.f);
+        if (valid[u]) load_tok(kc, kvs.k, start + i, kv[u], ksz[u]);
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         float kf[16];
-        unpack16(kv[u][0], kv[u][1], kf);
+        KV::unpack(kv[u], ksz[u].x, ksz[u].y, kf);
         float dg[G];
 #pragma unroll
         for (int g = 0; g < G; ++g) {
@@ -286,24 +406,22 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int j = 0; j < 16; ++j) acc[g][j] = 0.f;
-  for (int i0 = 0; i0 < n; i0 += 16 * kUnroll) {
-    uint4 vv[kUnroll][2];
-    bool valid[kUnroll];
+  for (int i0 = 0; i0 < n; i0 += 16 * U) {
+    KvRaw vv[U];
+    float2 vsz[U];
+    bool valid[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int i = i0 + u * 16 + warp * 4 + tg;
       valid[u] = i < n;
-      vv[u][0] = vv[u][1] = make_uint4(0, 0, 0, 0);
-      if (valid[u]) {
-        const uint4* p = tok(vc, start + i);
-        vv[u][0] = p[0];
-        vv[u][1] = p[1];
-      }
+      vv[u].a = vv[u].b = make_uint4(0, 0, 0, 0);
+      vsz[u] = make_float2(kvs.v_tensor, 0.f);
+      if (valid[u]) load_tok(vc, kvs.v, start + i, vv[u], vsz[u]);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       float xv[16];
-      unpack16(vv[u][0], vv[u][1], xv);
+      KV::unpack(vv[u], vsz[u].x, vsz[u].y, xv);
       const int i = i0 + u * 16 + warp * 4 + tg;
 #pragma unroll
       for (int g = 0; g < G; ++g) {
@@ -373,15 +491,16 @@ inline int choose_part(int B, int hkv, int max_ctx, int sm_count) {
 
 // Launches the decode attention (and, when split, the reduce). The caller checks that
 // hq / hkv == 4 (the only instantiation) and that the workspace holds B * hq * max_parts partitions
-// (part_o: times kHeadDim floats). max_parts = ceil(max_ctx / part).
-inline void launch_paged_decode(const __nv_bfloat16* q, long long q_stride, const __nv_bfloat16* kc,
-                                const __nv_bfloat16* vc, const int* bt, int max_blocks, const int* seq_lens, int B,
-                                int hq, int hkv, int bs, int max_parts, int part, __nv_bfloat16* out, float* part_m,
-                                float* part_l, float* part_o, cudaStream_t s) {
+// (part_o: times kHeadDim floats). max_parts = ceil(max_ctx / part). kc / vc hold elements of KV.
+template <class KV = KvBf16>
+inline void launch_paged_decode(const __nv_bfloat16* q, long long q_stride, const void* kc, const void* vc,
+                                const int* bt, int max_blocks, const int* seq_lens, int B, int hq, int hkv, int bs,
+                                int max_parts, int part, __nv_bfloat16* out, float* part_m, float* part_l,
+                                float* part_o, cudaStream_t s, KvScales kvs = {}) {
   dim3 grid(max_parts, hkv, B);
   const float scale = 1.f / std::sqrt((float)kHeadDim);
-  k_paged_decode<4><<<grid, kAttnThreads, 0, s>>>(q, kc, vc, bt, max_blocks, seq_lens, hkv, bs, part, q_stride, scale,
-                                                   out, part_m, part_l, part_o, max_parts);
+  k_paged_decode<4, KV><<<grid, kAttnThreads, 0, s>>>(q, kc, vc, bt, max_blocks, seq_lens, hkv, bs, part, q_stride,
+                                                       scale, out, part_m, part_l, part_o, max_parts, kvs);
   if (max_parts > 1)
     k_decode_reduce<<<dim3(hq, B), kHeadDim, 0, s>>>(part_m, part_l, part_o, seq_lens, part, hq, max_parts, out);
 }

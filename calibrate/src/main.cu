@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
       {"host_copy", run_host_copy},    {"elementwise", run_elementwise},
       {"gemm", run_gemm},              {"contention", run_contention},
       {"quant_gemm", run_quant_gemm},  {"attention_decode", run_attention_decode},
+      {"attention_decode_kv", run_attention_decode_kv},
       {"launch", run_launch},
   };
   std::string section;
