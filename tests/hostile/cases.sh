@@ -419,6 +419,11 @@ case_msg_calibrate_names_the_input_row() {
   raw_with raw.json '0,/"alone_s": \[/s//"alone_s": [0, /' '"alone_s": \[0, '
   expect 2 "raw.json: contention[0].alone_s: [0] must be in (0, 1000], got 0" -- calibrate fit raw.json --name h200-sxm -o out/h.json
 }
+case_msg_calibrate_kv_section_checked() {
+  # The optional attention_decode_kv section (quantized KV caches) is checked like the others.
+  raw_with raw.json '0,/"contention": \[/s//"attention_decode_kv": [{"kv_dtype": "int3"}], "contention": [/' '"int3"'
+  expect 2 "raw.json: attention_decode_kv[0].kv_dtype: must be one of bf16, fp8_e4m3, int8, int4, got 'int3'" -- calibrate fit raw.json --name h200-sxm -o out/h.json
+}
 
 # --- benchmark result files (validate --against, calibrate engine: validate/bench_result.cpp)
 # vllm_result FILE [KEY_VALUES]: a vllm bench serve --save-result file, KEY_VALUES ("k": v, ...) over the defaults
