@@ -3,7 +3,8 @@
 # (<= 1 s wall) and --hw all over 4 TP sizes and 2 quantizations (<= 3 s), RUNS times each
 # (default 5), with each run's wall and CPU seconds, then the median. Each case's answer (the
 # chosen row and every option's stable rate) is written to $OUT/NAME.json, so two builds'
-# answers can be compared: bench/plan_compare.py OLD/NAME.json NEW/NAME.json.
+# answers can be compared: bench/plan_compare.py OLD/NAME.json NEW/NAME.json. The commands run as a
+# user types them, without --no-work-limit: the work estimate must let them run.
 # Usage: bench/plan.sh [OUT_DIR]   (SERVESIM=path/to/servesim, BENCH_CPU=0, RUNS=5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ for name in readme all; do
   walls=() cpus=()
   for ((run = 0; run < RUNS; run++)); do
     t=$(mktemp)
-    /usr/bin/time -f "%e %U %S" -o "$t" taskset -c "$CPU" "$BIN" "${cmd[@]}" --json --no-work-limit >"$OUT/$name.json" 2>/dev/null
+    /usr/bin/time -f "%e %U %S" -o "$t" taskset -c "$CPU" "$BIN" "${cmd[@]}" --json >"$OUT/$name.json" 2>/dev/null
     read -r wall user sys <"$t"
     rm -f "$t"
     cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN {printf "%.2f", u + s}')

@@ -78,6 +78,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     SaturateOptions so = o.saturate;
     so.progress = nullptr;  // the plan reports per option
     so.split = nullptr;     // the options are what processes share
+    so.decide_early = true;  // the options run in parallel, a probe's replications one by one
     const SaturateResult sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s, 1); }, seed, so);
     row.stable_qps_per_replica = sat.stable_qps;
     row.saturation_batch_size = sat.saturation_batch_size;

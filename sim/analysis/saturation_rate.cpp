@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "sim/analysis/run_jobs.hpp"
@@ -68,14 +69,20 @@ const JobCodec<ReplicationOutcome> replication_codec = {
       return o;
     }};
 
-SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, const SaturateOptions& o) {
+// Replications [from, to) of a probe at `rate`, in order.
+std::vector<ReplicationOutcome> replications(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, int from, int to,
+                                             const SaturateOptions& o) {
   std::vector<Scenario> runs;
-  for (int i = 0; i < o.replications; ++i) runs.push_back(make(rate, replication_seed(base_seed, i)));
-  const auto results = run_jobs<ReplicationOutcome>(
+  for (int i = from; i < to; ++i) runs.push_back(make(rate, replication_seed(base_seed, i)));
+  return run_jobs<ReplicationOutcome>(
       runs.size(), [&](std::size_t i) { return replicate(runs[i]); }, o.parallel, o.split, replication_codec);
+}
+
+// A probe's figures from the replications it ran (means over them).
+SaturateProbe summarize(double rate, const std::vector<ReplicationOutcome>& results) {
   SaturateProbe p;
   p.rate_per_s = rate;
-  p.runs = o.replications;
+  p.runs = static_cast<int>(results.size());
   for (const ReplicationOutcome& r : results) {
     if (r.met) ++p.passed;
     p.goodput_requests_per_s += r.goodput_requests_per_s / p.runs;
@@ -90,6 +97,22 @@ SaturateProbe probe(const RateScenarioFactory& make, std::uint64_t base_seed, do
   p.mean_output_tokens = results[0].mean_output_tokens;
   p.kv_capacity_tokens = results[0].kv_capacity_tokens;
   return p;
+}
+
+// The replications of a probe: all R at once, or (decide_early) one at a time until a majority of
+// R is decided: passed > R / 2, or too few left to reach it.
+std::vector<ReplicationOutcome> probe_outcomes(const RateScenarioFactory& make, std::uint64_t base_seed, double rate,
+                                               const SaturateOptions& o) {
+  if (!o.decide_early) return replications(make, base_seed, rate, 0, o.replications, o);
+  std::vector<ReplicationOutcome> out;
+  int passed = 0;
+  for (int i = 0; i < o.replications; ++i) {
+    out.push_back(replications(make, base_seed, rate, i, i + 1, o).front());
+    if (out.back().met) ++passed;
+    const int left = o.replications - i - 1;
+    if (2 * passed > o.replications || 2 * (passed + left) <= o.replications) break;
+  }
+  return out;
 }
 bool passes(const SaturateProbe& p) { return 2 * p.passed > p.runs; }
 constexpr double kBracketingProbesGuess = 4.0;  // the bracket's end is unknown until it is found
@@ -137,6 +160,13 @@ int expected_probes(const SaturateOptions& o) {
   return static_cast<int>(std::min<double>(o.max_probes, kBracketingProbesGuess + bisection_probes(2.0, o.rel_tolerance)));
 }
 
+int expected_runs(const SaturateOptions& o) {
+  const int probes = expected_probes(o);
+  if (!o.decide_early) return probes * o.replications;
+  const int majority = o.replications / 2 + 1;
+  return probes * majority + (o.replications - majority);
+}
+
 double SaturateProgress::fraction() const {
   double remaining = kBracketingProbesGuess;
   if (lo > 0.0 && hi > 0.0) remaining = bisection_probes(hi / lo, rel_tolerance);
@@ -144,20 +174,28 @@ double SaturateProgress::fraction() const {
   return done / (done + std::max(1.0, remaining));
 }
 
-SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& o) {
+namespace {
+// One search's state: its probes (and each one's replications), the bracket [lo, hi] (0: not
+// found yet), the best passing probe and the probes left.
+struct Search {
+  const RateScenarioFactory& make;
+  std::uint64_t base_seed;
+  const SaturateOptions& o;
   SaturateResult out;
-  int budget = o.max_probes;
+  std::vector<std::vector<ReplicationOutcome>> outcomes;  // per probe, in out.probes' order
+  int budget;
   double lo = 0.0, hi = 0.0;
-  auto run = [&](double rate) {
+  SaturateProbe best;
+
+  SaturateProbe run(double rate) {
     if (o.progress) o.progress({static_cast<int>(out.probes.size()), rate, lo, hi, o.rel_tolerance});
-    out.probes.push_back(probe(make, base_seed, rate, o));
+    outcomes.push_back(probe_outcomes(make, base_seed, rate, o));
+    out.probes.push_back(summarize(rate, outcomes.back()));
     --budget;
     return out.probes.back();
-  };
-  // 1. Bracket: double up from a passing rate, or halve down from a failing one.
-  SaturateProbe best;
-  const SaturateProbe first = run(o.start_rate_per_s);
-  if (passes(first)) {
+  }
+  // Double up from a passing rate until one fails.
+  void double_up(const SaturateProbe& first) {
     lo = first.rate_per_s;
     best = first;
     while (budget > 0) {
@@ -170,10 +208,22 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
       best = p;
       if (lo > 1e6) break;
     }
-  } else {
+  }
+  // Halve down from a failing rate until one passes or the floor (min_rate_per_s) is reached;
+  // floor_first_below_per_s probes the halving's last rate before going below it.
+  void halve_down(const SaturateProbe& first) {
     hi = first.rate_per_s;
+    std::optional<SaturateProbe> floor;
     while (budget > 0 && hi / 2.0 >= o.min_rate_per_s) {
-      const SaturateProbe p = run(hi / 2.0);
+      if (!floor && hi / 2.0 < o.floor_first_below_per_s) {
+        double rate = hi;  // exactly the halving's rate: halving is exact in binary
+        while (rate / 2.0 >= o.min_rate_per_s) rate /= 2.0;
+        if (rate < hi / 2.0) {
+          floor = run(rate);
+          if (!passes(*floor)) break;
+        }
+      }
+      const SaturateProbe p = floor && hi / 2.0 == floor->rate_per_s ? *floor : run(hi / 2.0);
       if (passes(p)) {
         lo = p.rate_per_s;
         best = p;
@@ -182,7 +232,45 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
       hi = p.rate_per_s;
     }
   }
-  if (lo > 0.0 && hi == 0.0) {
+  // Bisect geometrically inside [lo, hi] to the tolerance.
+  void bisect() {
+    while (lo > 0.0 && hi > 0.0 && hi / lo - 1.0 > o.rel_tolerance && budget > 0) {
+      const double mid = std::sqrt(lo * hi);
+      const SaturateProbe p = run(mid);
+      if (passes(p)) {
+        lo = mid;
+        best = p;
+      } else {
+        hi = mid;
+      }
+    }
+  }
+  // decide_early: the stable rate's probe runs its remaining replications, so that its means (the
+  // batch and goodput at the stable rate) are over all R, as without it.
+  void complete_best() {
+    if (best.runs == 0 || best.runs >= o.replications) return;
+    const auto at = static_cast<std::size_t>(
+        std::find_if(out.probes.begin(), out.probes.end(), [&](const SaturateProbe& p) { return p.rate_per_s == best.rate_per_s; }) -
+        out.probes.begin());
+    const std::vector<ReplicationOutcome> rest = replications(make, base_seed, best.rate_per_s, best.runs, o.replications, o);
+    outcomes[at].insert(outcomes[at].end(), rest.begin(), rest.end());
+    out.probes[at] = summarize(best.rate_per_s, outcomes[at]);
+    best = out.probes[at];
+  }
+};
+}  // namespace
+
+SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& o) {
+  Search search{make, base_seed, o, {}, {}, o.max_probes, 0.0, 0.0, {}};
+  // 1. Bracket: double up from a passing rate, or halve down from a failing one.
+  const SaturateProbe first = search.run(o.start_rate_per_s);
+  if (passes(first)) {
+    search.double_up(first);
+  } else {
+    search.halve_down(first);
+  }
+  const double lo = search.lo;
+  if (lo > 0.0 && search.hi == 0.0) {
     // No rate failed: the workload ends before a queue can build (too few requests, or too short
     // a duration), so any "stable QPS" would only be where the search stopped.
     char rate[32];
@@ -193,32 +281,26 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
                          "workload.num_requests (or duration_s)");
   }
   // 2. Bisect geometrically inside [lo, hi].
-  while (lo > 0.0 && hi > 0.0 && hi / lo - 1.0 > o.rel_tolerance && budget > 0) {
-    const double mid = std::sqrt(lo * hi);
-    const SaturateProbe p = run(mid);
-    if (passes(p)) {
-      lo = mid;
-      best = p;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo == 0.0) {
+  search.bisect();
+  SaturateResult& out = search.out;
+  if (search.lo == 0.0) {
     const SaturateProbe& lowest = out.probes.back();
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.3g", lowest.rate_per_s);
     out.unmet = std::string("no rate meets the SLO: even at ") + rate + " req/s, the lowest probed, " + lowest.miss;
   }
+  search.complete_best();
+  const SaturateProbe& best = search.best;
   out.identical_replications = o.replications > 1;
   for (const SaturateProbe& p : out.probes) out.identical_replications = out.identical_replications && p.identical;
-  out.stable_qps = lo;
-  out.first_failing_qps = hi;
+  out.stable_qps = search.lo;
+  out.first_failing_qps = search.hi;
   out.batch_at_stable_qps = best.mean_batch;
   out.goodput_at_stable_qps = best.goodput_requests_per_s;
   out.mean_output_tokens_at_stable_qps = best.mean_output_tokens;
   const SaturateProbe& ref = best.runs > 0 ? best : out.probes.front();
   saturation_batch(make(ref.rate_per_s, base_seed), ref.mean_context_tokens, ref.kv_capacity_tokens, out);
-  return out;
+  return std::move(search.out);
 }
 
 }  // namespace servesim

@@ -38,6 +38,16 @@ struct SaturateOptions {
   // valid there: its arrivals within the simulated-time limit).
   double min_rate_per_s = 1e-4;
   bool parallel = true;
+  // Replications run one after another and a probe stops once its majority is decided (two of
+  // three agree); the probe that ends as the stable rate then runs the rest, so its means are over
+  // all R. The same search and answer as R at every probe, with about a third fewer runs (plan:
+  // its options are what run in parallel). A probe's `runs` is the replications it ran.
+  bool decide_early = false;
+  // When the halving down from a failing start would probe below this rate (0: never), it first
+  // probes the lowest rate the halving can reach: if that fails too, no rate meets the SLO
+  // (latency does not fall as the rate rises), known in one probe instead of the rest of the
+  // halving (the slowest runs: one request at a time); if it passes, the halving goes on.
+  double floor_first_below_per_s = 0.0;
   std::function<void(const SaturateProgress&)> progress;  // optional; called before each probe
   // Optional: a probe's replications spread over processes (--mpi); every process takes the same
   // path through the search, since each gets every replication's outcome.
@@ -90,6 +100,10 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
 // while bracketing as SaturateProgress::fraction, then bisection from a factor-2 bracket to the
 // tolerance (11 at 1%; measured 9 to 15 on scenarios/plan-chat.json across GPUs).
 int expected_probes(const SaturateOptions& options);
+// Simulations a search is expected to run: expected_probes, each R replications, or with
+// decide_early a majority of R (the replications agree but near the stable rate) and the rest of
+// R once, for the stable rate's probe.
+int expected_runs(const SaturateOptions& options);
 
 // saturation_batch_size and max_batch_size for a scenario at a mean context.
 void saturation_batch(const Scenario& s, double mean_context_tokens, std::int64_t kv_capacity_tokens, SaturateResult& out);

@@ -15,9 +15,12 @@ namespace {
 
 // Measured on scenarios/default.json (Release build, one core): an all_at_once run of 1e6
 // requests peaks 157 MB above a 1-request run and simulates 4.5e7 sequence-steps/s. Each
-// simulation's scenario (its hardware profile and tables) costs about 1 MB and 5 to 12 ms of
-// CPU to build: a sweep of 500 seeds of a 1-request scenario took 4.6 s user on h200-sxm and
-// 6.1 s on a100-80gb-sxm (GEMM tables), holding 0.1 and 1.2 MB per scenario.
+// simulation's scenario (its hardware profile and tables) costs about 1 MB and 1 to 2 ms of CPU
+// to build since hardware profiles are cached (WorkBudget::setup_sequence_steps, 1e5, leans
+// high): a sweep of 500 seeds of a 1-request llama-2-70b TP 4 scenario took 0.40 s user + sys on
+// h100-sxm and 0.80 s on a100-80gb-sxm (GEMM tables; 0.44 s of it system time for the 600 MB of
+// 500 scenarios held at once), holding 0.15 and 1.2 MB per scenario (2026-12-06; 4.6 s and 6.1 s
+// before the cache).
 constexpr double kBytesPerRequest = 200.0;
 constexpr double kBytesPerScenario = 1e6;
 // Assumed output length of trace rows (not read ahead of the run).

@@ -31,10 +31,10 @@ struct WorkBudget {
   double max_sequence_steps = 1e9;
   double max_bytes = 8e9;
   // What one simulation costs beyond its requests, in sequence-steps: building its scenario (the
-  // default: about 11 ms, see work_estimate.cpp), or 2e4 for a simulation of a scenario built once
+  // default: about 2 ms, see work_estimate.cpp), or 2e4 for a simulation of a scenario built once
   // and copied (calibrate engine: 0.40 ms per copy and simulate of a 1-request llama-3.1-8b
   // scenario on h100-sxm, Release, one core).
-  double setup_sequence_steps = 5e5;
+  double setup_sequence_steps = 1e5;
 };
 
 // Help text of the override flag, `--no-work-limit`, of every command that checks its work.

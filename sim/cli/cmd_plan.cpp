@@ -373,15 +373,17 @@ std::vector<PlanOption> plan_options(const std::vector<std::string>& hws, const 
   return options;
 }
 
-// Every option runs a search (its expected probes, each R replications) and one run of its
-// replicas at the target rate (counted as one: the replica count is known only after the search,
-// and is one or two for most rows); the options run in parallel, one probe each.
+// Every option runs a search (expected_runs: its expected probes, each deciding its majority of
+// R replications) and one run of its replicas at the target rate (as one run: the replicas share
+// the workload's requests); the options run in parallel, one probe each.
 // With --mpi or --shard, the options of the busiest process (the same on every rank).
 void check_plan_work(const Scenario& assumed, std::size_t options, const Distribution& dist, const SaturateOptions& s) {
   const auto reps = static_cast<std::size_t>(s.replications);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t here = dist.split ? dist.split->busiest_share(options) : options;
-  check_work(assumed, here * (reps * static_cast<std::size_t>(expected_probes(s)) + 1), WorkBudget{}, "servesim plan",
+  SaturateOptions as_run = s;
+  as_run.decide_early = true;  // plan() runs every search so
+  check_work(assumed, here * (static_cast<std::size_t>(expected_runs(as_run)) + 1), WorkBudget{}, "servesim plan",
              "--hw, --quant, --tp, --ep (" + std::to_string(options) + " options), --replications or the --workload's num_requests",
              "--no-work-limit", std::min(here, cores) * reps);
 }
@@ -441,7 +443,15 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.saturate.rel_tolerance = kTolerance.read(p, "servesim plan");
   o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
   const Scenario base = src.load({"model=\"" + model + "\""});
-  o.saturate.start_rate_per_s = std::max(0.05, rate / 8.0);
+  // The search's rates are max(0.05, rate / 8) x 2^k (the probes of the search as it started
+  // there): it starts at the grid's rate nearest the target from below, where most options' stable
+  // rates lie within a few doublings either way, and the slow low-rate probes (one request at a
+  // time) run only for options that need more than 8 replicas. Below that, an option is first
+  // probed at the lowest rate, so one that no rate serves is known in one more probe.
+  const double grid_per_s = std::max(0.05, rate / 8.0);
+  o.saturate.start_rate_per_s = grid_per_s;
+  while (o.saturate.start_rate_per_s * 2.0 <= rate) o.saturate.start_rate_per_s *= 2.0;
+  o.saturate.floor_first_below_per_s = grid_per_s;
   o.saturate.min_rate_per_s = lowest_probe_rate(base);
   const Scenario assumed = src.load({"model=\"" + model + "\"", rate_assignment(rate)});
   if (!p.count("no-work-limit")) check_plan_work(assumed, options.size(), dist, o.saturate);

@@ -1,0 +1,129 @@
+// The search's two economies (SaturateOptions::decide_early, floor_first_below_per_s) give the
+// same answer as the plain search with fewer simulations: the same stable rate, bracket, figures at
+// the stable rate and probed rates; and the same one-line reason when no rate meets the SLO.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include "sim/analysis/saturation_rate.hpp"
+#include "../support.hpp"
+
+using namespace servesim;
+
+namespace {
+// A small chat-like workload on the test scenario's replica, with the given SLO.
+struct Counted {
+  nlohmann::json doc;
+  SloConfig slo;
+  int* simulations;
+  Scenario operator()(double rate, std::uint64_t seed) const {
+    nlohmann::json d = doc;
+    d["workload"]["arrival"]["rate_per_s"] = rate;
+    d["seed"] = seed;
+    Scenario s = test::scenario_from(d);
+    for (auto& c : s.workload.classes) c.slo = slo;
+    ++*simulations;  // each built scenario is one replication's run
+    return s;
+  }
+};
+
+nlohmann::json workload(int n) {
+  auto doc = test::base_scenario();
+  doc["workload"]["num_requests"] = n;
+  doc["workload"]["arrival"] = {{"impl", "poisson"}, {"rate_per_s", 1.0}};
+  doc["workload"]["prompt_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 300}, {"sigma", 0.8}, {"min_tokens", 16}, {"max_tokens", 1500}};
+  doc["workload"]["output_tokens"] = {{"impl", "lognormal"}, {"mean_tokens", 60}, {"sigma", 0.7}, {"min_tokens", 4}, {"max_tokens", 400}};
+  return doc;
+}
+
+// TTFT 500 ms and TPOT 30 ms at p90: met at low rates, missed past a few tens of req/s.
+SloConfig chat_slo() {
+  SloConfig slo;
+  slo.ttft_s = 0.5;
+  slo.tpot_s = 0.03;
+  slo.percentile = 0.9;
+  return slo;
+}
+
+SaturateResult search(const nlohmann::json& doc, const SloConfig& slo, SaturateOptions o, int& simulations) {
+  simulations = 0;
+  o.parallel = false;
+  const Counted make{doc, slo, &simulations};
+  // saturate builds one more scenario for the saturation batch; counted like the runs, on both sides.
+  return saturate(make, 11, o);
+}
+}  // namespace
+
+TEST_CASE("decide_early: the same search and figures as every replication at every probe, fewer runs") {
+  const auto doc = workload(150);
+  const SloConfig slo = chat_slo();
+  SaturateOptions o;
+  o.replications = 3;
+  o.rel_tolerance = 0.05;
+  o.start_rate_per_s = 1.0;
+  int plain_runs = 0, early_runs = 0;
+  const SaturateResult plain = search(doc, slo, o, plain_runs);
+  o.decide_early = true;
+  const SaturateResult early = search(doc, slo, o, early_runs);
+  std::printf("decide_early: stable %.4g req/s in %zu probes; %d runs -> %d\n", early.stable_qps, early.probes.size(), plain_runs,
+              early_runs);
+  REQUIRE(plain.stable_qps > 0.0);
+  CHECK(early.stable_qps == plain.stable_qps);
+  CHECK(early.first_failing_qps == plain.first_failing_qps);
+  CHECK(early.batch_at_stable_qps == plain.batch_at_stable_qps);
+  CHECK(early.goodput_at_stable_qps == plain.goodput_at_stable_qps);
+  CHECK(early.mean_output_tokens_at_stable_qps == plain.mean_output_tokens_at_stable_qps);
+  CHECK(early.saturation_batch_size == plain.saturation_batch_size);
+  REQUIRE(early.probes.size() == plain.probes.size());
+  for (std::size_t i = 0; i < plain.probes.size(); ++i) {
+    CHECK(early.probes[i].rate_per_s == plain.probes[i].rate_per_s);
+    CHECK(early.probes[i].runs <= 3);
+    CHECK(early.probes[i].runs >= 2);
+  }
+  CHECK(early_runs < plain_runs);
+  CHECK(expected_runs(o) < expected_probes(o) * o.replications);
+}
+
+TEST_CASE("floor_first_below: an SLO no rate meets is found at the halving's lowest rate in one probe, same reason") {
+  auto doc = workload(40);
+  SloConfig slo;
+  slo.ttft_s = 1e-4;  // below one prefill alone
+  slo.percentile = 0.9;
+  SaturateOptions o;
+  o.replications = 1;
+  o.start_rate_per_s = 4.0;
+  o.min_rate_per_s = 0.01;
+  int plain_runs = 0, floor_runs = 0;
+  const SaturateResult plain = search(doc, slo, o, plain_runs);
+  o.floor_first_below_per_s = 2.5;  // the first halving (to 2 req/s) already goes below it
+  const SaturateResult floor = search(doc, slo, o, floor_runs);
+  std::printf("floor_first: %zu probes -> %zu: %s\n", plain.probes.size(), floor.probes.size(), floor.unmet.c_str());
+  CHECK(plain.stable_qps == 0.0);
+  CHECK(floor.stable_qps == 0.0);
+  CHECK_FALSE(plain.unmet.empty());
+  CHECK(floor.unmet == plain.unmet);  // the same lowest rate, the same miss
+  CHECK(floor.probes.size() == 2);
+  CHECK(floor.probes.back().rate_per_s == plain.probes.back().rate_per_s);
+  CHECK(floor_runs < plain_runs);
+}
+
+TEST_CASE("floor_first_below: a rate that passes below the threshold is found as without it") {
+  const auto doc = workload(150);
+  const SloConfig slo = chat_slo();
+  SaturateOptions o;
+  o.replications = 1;
+  o.rel_tolerance = 0.05;
+  o.start_rate_per_s = 4096.0;  // far above: the halving goes below the threshold before passing
+  int plain_runs = 0, floor_runs = 0;
+  const SaturateResult plain = search(doc, slo, o, plain_runs);
+  REQUIRE(plain.stable_qps > 0.0);
+  REQUIRE(plain.stable_qps < 2048.0);
+  o.floor_first_below_per_s = 2048.0;
+  const SaturateResult floor = search(doc, slo, o, floor_runs);
+  std::printf("floor_first (passing floor): stable %.4g req/s; %zu probes -> %zu\n", floor.stable_qps, plain.probes.size(),
+              floor.probes.size());
+  CHECK(floor.stable_qps == plain.stable_qps);
+  CHECK(floor.first_failing_qps == plain.first_failing_qps);
+  CHECK(floor.batch_at_stable_qps == plain.batch_at_stable_qps);
+  CHECK(floor.probes.size() == plain.probes.size() + 1);  // the floor's probe, once
+}
