@@ -42,9 +42,11 @@ const std::vector<std::string>& default_metrics() {
 
 void add_replication_columns(Table& t, std::size_t row, const std::vector<Metrics>& reps) {
   if (reps.size() < 2) return;
+  bool identical = true;  // every figure the same in every replication (NaN: absent in all)
   for (const auto& name : replicated_metrics()) {
     std::vector<double> xs;
     for (const auto& r : reps) xs.push_back(metric(r, name));
+    for (const double x : xs) identical = identical && (x == xs.front() || (std::isnan(x) && std::isnan(xs.front())));
     const Interval iv = interval(xs);
     t.set(row, name + ".mean", iv.mean);
     t.set(row, name + ".ci95", iv.ci95_half);
@@ -52,6 +54,7 @@ void add_replication_columns(Table& t, std::size_t row, const std::vector<Metric
     t.set(row, name + ".min", iv.min);
     t.set(row, name + ".max", iv.max);
   }
+  t.set(row, "identical_replications", identical);
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // `servesim sweep SCENARIO.json --grid key=v1,v2 [--grid ...] [--replications N] [--metrics a,b]
 //  [--serial] [--json] [--csv FILE] [--md FILE] [--mpi | --shard K/N]`: every combination of the grid,
 // one row each.
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 #include "sim/analysis/sweep.hpp"
@@ -16,6 +18,25 @@ namespace servesim::cli {
 
 namespace {
 const IntegerFlag kReplications{"replications", "seeds per combination (adds mean and 95% CI of P95/P99)", {1, 1000}, "1"};
+}  // namespace
+
+namespace {
+// Under the table: rows whose replications gave identical figures, whose interval of 0 says the
+// scenario draws nothing from the seed (a trace fixes arrivals and lengths), not that the
+// estimate is exact (the same word as run --replications' summary line).
+void note_identical_replications(const Table& t, int replications) {
+  const auto col = std::find(t.columns.begin(), t.columns.end(), "identical_replications");
+  if (col == t.columns.end()) return;
+  const auto at = static_cast<std::size_t>(col - t.columns.begin());
+  std::size_t identical = 0;
+  for (const auto& row : t.rows) {
+    if (at < row.size() && std::holds_alternative<bool>(row[at]) && std::get<bool>(row[at])) ++identical;
+  }
+  if (identical == 0) return;
+  std::printf("identical_replications: in %zu of %zu rows the %d seeds gave identical runs: nothing in the scenario is drawn "
+              "from the seed (a trace fixes arrivals and lengths), so their ci95 of 0 is not a measured precision\n",
+              identical, t.rows.size(), replications);
+}
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
@@ -78,6 +99,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   bar.finish();
   if (!dist.writes_output()) return kExitOk;
   emit_table(p, t, "# sweep\n\n`servesim sweep " + join_args(dist.args) + "`");
+  if (!p.count("json")) note_identical_replications(t, o.replications);
   return kExitOk;
 }
 

@@ -167,3 +167,27 @@ TEST_CASE("sweep/saturate/roofline/plan CLIs: --json parses, bad flags exit 2") 
   CHECK(test::run_cli("plan --model llama-2-7b --rate 1").exit_code == 2);  // no --slo
   CHECK(test::run_cli("run " + scen + " --out /tmp/x --load-profile 'rps=0'").exit_code == 2);
 }
+
+TEST_CASE("sweep --replications says when the seeds cannot differ (a trace), so a ci95 of 0 is not read as precision") {
+  std::string rows;
+  for (int i = 0; i < 30; ++i) rows += "{\"arrival_s\": " + std::to_string(0.3 * i) + ", \"prompt_tokens\": 200, \"output_tokens\": 20}\n";
+  auto doc = test::base_scenario();
+  doc["workload"] = {{"trace", {{"path", test::write_temp("sweep_reps_trace.jsonl", rows)}, {"format", "jsonl"}}},
+                     {"arrival", {{"impl", "trace"}}},
+                     {"prompt_tokens", {{"impl", "trace"}}},
+                     {"output_tokens", {{"impl", "trace"}}}};
+  const std::string trace = test::write_temp("sweep_reps_trace.json", doc.dump());
+  const auto text = test::run_cli("sweep " + trace + " --grid engine.max_num_seqs=4,16 --replications 3 2>/dev/null");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.output.find("identical_replications: in 2 of 2 rows the 3 seeds gave identical runs") != std::string::npos);
+  const auto json = test::run_cli("sweep " + trace + " --grid engine.max_num_seqs=4 --replications 3 --json 2>/dev/null");
+  const auto rows_json = nlohmann::json::parse(json.output);
+  CHECK(rows_json[0]["identical_replications"] == true);
+  CHECK(rows_json[0]["latency.ttft_s.p99.ci95"] == 0.0);
+  // Poisson arrivals draw from the seed: the runs differ and nothing is said.
+  const std::string poisson = test::write_temp("sweep_reps_poisson.json", test::base_scenario().dump());
+  const auto random = test::run_cli("sweep " + poisson + " --grid engine.max_num_seqs=16 --replications 3 2>/dev/null");
+  CHECK(random.output.find("identical_replications:") == std::string::npos);
+  const auto random_json = nlohmann::json::parse(test::run_cli("sweep " + poisson + " --grid engine.max_num_seqs=16 --replications 3 --json 2>/dev/null").output);
+  CHECK(random_json[0]["identical_replications"] == false);
+}
