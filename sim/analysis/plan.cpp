@@ -101,7 +101,8 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     return row;
   }
   if (!row.usd_per_gpu_hour) {
-    row.note = "no price for " + opt.hw + " in the price list";
+    const auto why = o.unpriced.find(opt.hw);
+    row.note = "no price for " + opt.hw + (why == o.unpriced.end() ? " in the price list" : ": " + why->second);
   } else if (row.mean_output_tokens > 0.0) {
     row.usd_per_hour = static_cast<double>(row.gpus) * *row.usd_per_gpu_hour;
     const double tokens_per_hour = o.target_rate_per_s * row.mean_output_tokens * 3600.0;
@@ -339,7 +340,7 @@ Table plan_table(const PlanResult& r) {
                         "binding_class", "binding_value_s", "binding_threshold_s", "binding_headroom_frac",
                         "meets_slo_at_target", "profile_kind", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s", "prefill_tokens",
                         "prefill_step_s", "decode_batch", "decode_context_tokens", "decode_step_s", "decode_comm_s", "tp_link", "datasheet_inversion",
-                        "usd_per_gpu_hour", "error_band_median", "error_band_worst",
+                        "usd_per_gpu_hour", "price_basis", "price_providers", "error_band_median", "error_band_worst",
                         "error_band_basis", "note"}) {
     const std::string name = c;
     if ((any_ep || name != "ep") && (any_emulated || name != "emulated") && (any_class || name != "binding_class")) t.column(c);
@@ -372,6 +373,8 @@ Table plan_table(const PlanResult& r) {
     if (!tied.empty()) t.set(i, "tied_with", tied);
     if (row.meets_slo) set_step_cells(t, i, row);
     if (row.usd_per_gpu_hour) t.set(i, "usd_per_gpu_hour", *row.usd_per_gpu_hour);
+    if (!row.price_basis.empty()) t.set(i, "price_basis", row.price_basis);
+    if (!row.price_providers.empty()) t.set(i, "price_providers", row.price_providers);
     // One band per SLO metric: its metric, n, median and worst |error|, and what it rests on.
     std::string text;
     for (const ErrorBand& b : row.bands.bands) text += (text.empty() ? "" : "; ") + describe_band(b);

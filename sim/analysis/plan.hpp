@@ -32,6 +32,7 @@ struct PlanOptions {
   double target_rate_per_s = 1.0;
   SaturateOptions saturate;
   std::map<std::string, double> usd_per_gpu_hour;  // by hardware profile name
+  std::map<std::string, std::string> unpriced;     // by name: why a GPU has no price (the row's note)
   // Optional: after each option's search, (options done, total), from the thread that ran it.
   std::function<void(std::size_t done, std::size_t total)> progress;
   // Optional: other processes evaluate part of the options (--mpi, --shard); null: all run here.
@@ -53,6 +54,9 @@ struct PlanPrediction {
 struct PlanRow {
   PlanOption option;
   std::string engine;  // the engine profile (engine.profile) every option ran; set by the caller
+  // What usd_per_gpu_hour rests on ("median of 3", "1 provider", "--price", "file", "owned") and
+  // the providers quoted; set by the caller.
+  std::string price_basis, price_providers;
   bool fits = false;
   bool meets_slo = false;
   bool emulated = false;  // the GPU lacks the quantization format: weights converted to 16 bits at run time

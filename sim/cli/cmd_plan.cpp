@@ -1,5 +1,7 @@
 // `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp8,w4a16-awq,...]
-//  [--tp 1,2,4,8|auto] [--engine NAME] [--workload SCENARIO.json] [--prices FILE] [--json] [--csv FILE] [--md FILE]
+//  [--tp 1,2,4,8|auto] [--engine NAME] [--workload SCENARIO.json] [--prices FILE] [--price GPU=USD,...]
+//  [--own [--purchase GPU=USD,...] [--own-years Y] [--own-utilization U] [--own-usd-per-kwh P] [--own-pue X]
+//  [--own-server-usd S]] [--json] [--csv FILE] [--md FILE]
 //  [--mpi | --shard K/N]`:
 // for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
 // needed for rate R under the SLO and the cost. The text answer's first line names the cheapest
@@ -21,6 +23,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/distribute.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/plan_prices.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/suggest.hpp"
@@ -36,33 +39,6 @@ namespace servesim::cli {
 
 namespace {
 const auto split = split_commas;
-
-// hwprofiles/prices.json: {"schema", "read_on", "currency", "notes", "gpus": {name: {"usd_per_gpu_hour", "source", ...}}}
-std::map<std::string, double> load_prices(const std::string& path) {
-  const nlohmann::json doc = load_json_file(path);
-  JsonReader r(doc, path, "");
-  r.accept("schema");
-  r.accept("notes");
-  r.string("read_on");
-  const std::string currency = r.string("currency");
-  if (currency != "USD") r.fail("currency", "must be USD");
-  std::map<std::string, double> out;
-  const auto& gpus = r.raw("gpus");
-  if (!gpus.is_object()) r.fail("gpus", "must be an object keyed by hardware profile name");
-  for (const auto& [name, v] : gpus.items()) {
-    JsonReader g(v, path, "gpus." + name);
-    out[name] = g.positive("usd_per_gpu_hour");
-    g.string("source");
-    g.accept("instance");
-    g.accept("gpus_per_instance");
-    g.accept("usd_per_instance_hour");
-    g.accept("region");
-    g.accept("note");
-    g.finish();
-  }
-  r.finish();
-  return out;
-}
 
 // --quant names: the 16-bit dtypes and every scheme; a typo exits 2 with the close ones.
 void check_quant(const std::string& q) {
@@ -113,8 +89,80 @@ std::string binding_text(const PlanPrediction& p, double percentile) {
   return buf;
 }
 
+// --own's inputs; defaults from https://www.aiinframap.com/tools/chips/h100-vs-h200-vs-b200-tco (electricity
+// $0.08/kWh, PUE 1.2 "typical modern AI-DC", 70% utilization) and a 3-year depreciation cycle
+// (https://www.fp4.dev/silicon/h100-h200-b200-tco/); no server share by default (said in the header).
+const NumberFlag kOwnYears{"own-years", "years the owned GPUs are amortized over", {0, 100, true, false}, "3"};
+const NumberFlag kOwnUtilization{"own-utilization", "share of the hours the owned GPUs serve", {0, 1, true, false}, "0.7"};
+const NumberFlag kOwnUsdPerKwh{"own-usd-per-kwh", "electricity price, USD per kWh", {0, 100, false, false}, "0.08"};
+const NumberFlag kOwnPue{"own-pue", "facility power over IT power (PUE)", {1, 10, false, false}, "1.2"};
+const NumberFlag kOwnServerUsd{"own-server-usd", "the server's cost per GPU beyond the GPU (CPU, memory, chassis, network), USD",
+                               {0, 1e9, false, false}, "0"};
+
+// The price of each GPU a plan tries, and what the header says about them.
+struct PlanCosts {
+  bool own = false;
+  OwnInputs inputs;
+  std::string list_path, read_on;
+  std::map<std::string, GpuPrice> gpus;  // by --hw name
+};
+
+PlanCosts plan_costs(const cxxopts::ParseResult& p, const std::vector<std::string>& hws) {
+  PlanCosts c;
+  const std::string path =
+      p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices");
+  const PriceList list = load_price_list(path);
+  c.list_path = p.count("prices") ? path : "hwprofiles/prices.json";
+  c.read_on = list.read_on;
+  c.own = p.count("own") > 0;
+  const std::map<std::string, double> overrides = p.count("price") ? parse_gpu_prices(p["price"].as<std::string>(), "--price")
+                                                                    : std::map<std::string, double>{};
+  const std::map<std::string, double> purchases =
+      p.count("purchase") ? parse_gpu_prices(p["purchase"].as<std::string>(), "--purchase") : std::map<std::string, double>{};
+  if (c.own && !overrides.empty()) throw InputError("servesim plan", "--price", "prices renting; with --own give --purchase");
+  if (!c.own && !purchases.empty()) throw InputError("servesim plan", "--purchase", "prices owning: give --own too");
+  for (const auto* m : {&overrides, &purchases}) {
+    for (const auto& [gpu, usd] : *m) {
+      if (std::find(hws.begin(), hws.end(), gpu) == hws.end()) {
+        throw InputError("servesim plan", m == &overrides ? "--price" : "--purchase", gpu + " is not among the GPUs tried (--hw)");
+      }
+    }
+  }
+  if (!c.own) {
+    for (const NumberFlag* f : {&kOwnYears, &kOwnUtilization, &kOwnUsdPerKwh, &kOwnPue, &kOwnServerUsd}) {
+      if (p.count(f->name)) throw InputError("servesim plan", "--" + f->name, "prices owning: give --own too");
+    }
+  }
+  c.inputs = {kOwnYears.read(p, "servesim plan"), kOwnUtilization.read(p, "servesim plan"), kOwnUsdPerKwh.read(p, "servesim plan"),
+              kOwnPue.read(p, "servesim plan"), kOwnServerUsd.read(p, "servesim plan")};
+  for (const std::string& hw : hws) c.gpus[hw] = c.own ? own_price(hw, list, purchases, c.inputs) : rent_price(hw, list, overrides);
+  return c;
+}
+
+// The header's cost lines: the basis, each GPU's price and what it rests on, the unpriced.
+void print_costs(const PlanCosts& c, double rate) {
+  if (c.own) {
+    std::printf("cost:      owning: per GPU (purchase + $%.0f server share) / (%g years x 8760 h) + W / 1000 x $%g/kWh x PUE %g, "
+                "over %g%% utilisation (--own-years, --own-server-usd, --own-usd-per-kwh, --own-pue, --own-utilization; "
+                "--purchase GPU=USD); per million output tokens at %g req/s\n",
+                c.inputs.server_usd_per_gpu, c.inputs.years, c.inputs.usd_per_kwh, c.inputs.pue, 100.0 * c.inputs.utilization, rate);
+  } else {
+    std::printf("cost:      GPUs x price per GPU-hour: per GPU the median of named providers' on-demand list prices (%s, read %s; "
+                "--price GPU=USD to use yours, --own to buy); per million output tokens at %g req/s\n",
+                c.list_path.c_str(), c.read_on.c_str(), rate);
+  }
+  std::string priced, unpriced;
+  for (const auto& [gpu, price] : c.gpus) {
+    if (price.usd_per_gpu_hour) priced += (priced.empty() ? "" : "; ") + price.detail;
+    if (!price.usd_per_gpu_hour) unpriced += (unpriced.empty() ? "" : "; ") + gpu + " (" + price.unpriced + ")";
+  }
+  std::printf("prices:    %s\n", priced.empty() ? "none" : priced.c_str());
+  if (!unpriced.empty()) std::printf("unpriced:  %s\n", unpriced.c_str());
+}
+
 // The assumptions above the table: workload, engine, SLO, search, cost basis, what each row predicts.
-void print_assumptions(const Scenario& workload, double rate, const std::string& workload_name, const SaturateOptions& search) {
+void print_assumptions(const Scenario& workload, double rate, const std::string& workload_name, const SaturateOptions& search,
+                       const PlanCosts& costs) {
   const RequestClass& c = workload.workload.classes.front();
   std::printf("workload:  %s arrivals; prompts %s; outputs %s  [%s; --workload to change]\n",
               describe_arrival(workload.workload.arrival).c_str(), describe_lengths(c.prompt_tokens).c_str(),
@@ -125,7 +173,7 @@ void print_assumptions(const Scenario& workload, double rate, const std::string&
   std::printf("search:    one replica's highest rate meeting the SLO, to %g%% (--tolerance), %d seeds per probed rate "
               "(--replications); rates of the same precision and TP this close are tied (=)\n",
               100.0 * search.rel_tolerance, search.replications);
-  std::printf("cost:      GPUs x list price per GPU-hour (hwprofiles/prices.json or --prices); per million output tokens at %g req/s\n", rate);
+  print_costs(costs, rate);
   std::printf("latency:   each row's replicas simulated at %g req/s: TTFT and TPOT p50/p99 in ms; binding = the SLO target with "
               "the least headroom (1 - value / target)\n\n", rate);
 }
@@ -141,6 +189,7 @@ void set_row_cells(Table& t, std::size_t n, const PlanRow& row, bool cheapest, b
   t.set(n, "gpus", row.meets_slo ? Cell(row.gpus) : Cell(std::string("-")));
   t.set(n, "$/hour", row.usd_per_hour ? Cell(money(*row.usd_per_hour)) : Cell(std::string("-")));
   t.set(n, "$/M out tok", row.usd_per_million_output_tokens ? Cell(money(*row.usd_per_million_output_tokens)) : Cell(std::string("-")));
+  t.set(n, "price basis", row.price_basis.empty() ? std::string("-") : row.price_basis);
   char qps[32];
   std::snprintf(qps, sizeof qps, "%.3g%s", row.stable_qps_per_replica, row.tied_with.empty() ? "" : " =");
   t.set(n, "req/s per replica", std::string(qps));
@@ -190,7 +239,7 @@ void print_ties(const PlanResult& r, double rel_tolerance) {
 // The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
 // below the table, why the others were left out.
 void print_plan(const PlanResult& r, const Scenario& workload, double rate, const std::string& workload_name,
-                const SaturateOptions& search, const std::vector<ErrorBand>& bands) {
+                const SaturateOptions& search, const std::vector<ErrorBand>& bands, const PlanCosts& costs) {
   if (r.cheapest) {
     const PlanRow& best = r.rows[*r.cheapest];
     std::printf("cheapest meeting the SLO: %s at %s/hour, %s per million output tokens\n", config_name(best).c_str(),
@@ -198,7 +247,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   } else {
     std::printf("no configuration tried meets the SLO at %g req/s with a known price (see the notes below)\n", rate);
   }
-  print_assumptions(workload, rate, workload_name, search);
+  print_assumptions(workload, rate, workload_name, search, costs);
   const double percentile = workload.workload.classes.front().slo.percentile;
   Table t;
   std::vector<std::string> notes, why;
@@ -280,10 +329,14 @@ cxxopts::Options plan_flags() {
                 "the default engine unless it names one)",
       cxxopts::value<std::string>())(
       "prices", "price list (default: bundled hwprofiles/prices.json)", cxxopts::value<std::string>())(
+      "price", "your price per GPU-hour for some GPUs, overriding the list: GPU=USD[,GPU=USD...]", cxxopts::value<std::string>())(
+      "own", "price owning the GPUs instead of renting them: purchase and server share over --own-years, power, utilisation")(
+      "purchase", "purchase price per GPU for --own, overriding the list: GPU=USD[,GPU=USD...]", cxxopts::value<std::string>())(
       "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
   rate_flag().add(opts);
   kReplications.add(opts);
   kTolerance.add(opts);
+  for (const NumberFlag* f : {&kOwnYears, &kOwnUtilization, &kOwnUsdPerKwh, &kOwnPue, &kOwnServerUsd}) f->add(opts);
   add_scenario_flags(opts);
   add_output_flags(opts);
   add_distribution_flags(opts, true);
@@ -389,8 +442,22 @@ void check_plan_work(const Scenario& assumed, std::size_t options, const Distrib
 }
 
 // --json: the assumptions, the cheapest row (null when none meets the SLO) and every row.
+nlohmann::json costs_json(const PlanCosts& c) {
+  nlohmann::json gpus = nlohmann::json::object();
+  for (const auto& [gpu, p] : c.gpus) {
+    gpus[gpu] = {{"usd_per_gpu_hour", p.usd_per_gpu_hour ? nlohmann::json(*p.usd_per_gpu_hour) : nlohmann::json(nullptr)},
+                 {"basis", p.basis}, {"providers", p.providers}, {"detail", p.detail}, {"unpriced", p.unpriced}};
+  }
+  nlohmann::json j = {{"mode", c.own ? "own" : "rent"}, {"list", c.list_path}, {"read_on", c.read_on}, {"gpus", gpus}};
+  if (c.own) {
+    j["own"] = {{"years", c.inputs.years}, {"utilization", c.inputs.utilization}, {"usd_per_kwh", c.inputs.usd_per_kwh},
+                {"pue", c.inputs.pue}, {"server_usd_per_gpu", c.inputs.server_usd_per_gpu}};
+  }
+  return j;
+}
+
 nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenario& assumed, double rate,
-                         const std::string& workload_ref, const SaturateOptions& search) {
+                         const std::string& workload_ref, const SaturateOptions& search, const PlanCosts& costs) {
   const RequestClass& c = assumed.workload.classes.front();
   nlohmann::json j = {{"target_rate_per_s", rate},
                       {"workload", {{"scenario", workload_ref},
@@ -401,10 +468,23 @@ nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenari
                       {"slo", {{"ttft_s", c.slo.ttft_s}, {"tpot_s", c.slo.tpot_s}, {"e2e_s", c.slo.e2e_s},
                                {"percentile", c.slo.percentile}, {"min_success_frac", c.slo.min_success_frac}}},
                       {"search", {{"rel_tolerance", search.rel_tolerance}, {"replications", search.replications}}},
+                      {"prices", costs_json(costs)},
                       {"cheapest", nullptr},
                       {"rows", table_to_json(t)}};
   if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
   return j;
+}
+// What the caller knows of every row: the engine, the error bands of its GPU and engine for the
+// SLO's metrics, and its price's basis.
+void annotate_rows(PlanResult& result, const Scenario& base, const std::vector<ErrorBand>& bands, const PlanCosts& costs) {
+  const SloConfig& slo = base.workload.classes.front().slo;
+  for (PlanRow& row : result.rows) {
+    row.engine = base.engine.profile.name;
+    row.bands = slo_bands(bands, row.option.hw, base.engine.profile.name, slo.ttft_s > 0.0, slo.tpot_s > 0.0, slo.e2e_s > 0.0);
+    const GpuPrice& price = costs.gpus.at(row.option.hw);
+    row.price_basis = price.usd_per_gpu_hour ? price.basis : "";
+    row.price_providers = price.providers;
+  }
 }
 }  // namespace
 
@@ -441,7 +521,11 @@ int cmd_plan(const std::vector<std::string>& args) {
   o.split = dist.split.get();
   o.saturate.replications = static_cast<int>(kReplications.read(p, "servesim plan"));
   o.saturate.rel_tolerance = kTolerance.read(p, "servesim plan");
-  o.usd_per_gpu_hour = load_prices(p.count("prices") ? p["prices"].as<std::string>() : resolve_data_ref("hwprofiles", "prices", "servesim plan", "--prices"));
+  const PlanCosts costs = plan_costs(p, hws);
+  for (const auto& [gpu, price] : costs.gpus) {
+    if (price.usd_per_gpu_hour) o.usd_per_gpu_hour[gpu] = *price.usd_per_gpu_hour;
+    if (!price.usd_per_gpu_hour) o.unpriced[gpu] = price.unpriced;
+  }
   const Scenario base = src.load({"model=\"" + model + "\""});
   // The search's rates are max(0.05, rate / 8) x 2^k (the probes of the search as it started
   // there): it starts at the grid's rate nearest the target from below, where most options' stable
@@ -462,11 +546,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   };
   PlanResult result = plan(options, make, base.seed, o);
   const std::vector<ErrorBand> bands = load_error_bands(default_error_bands_path());
-  const SloConfig& slo = base.workload.classes.front().slo;
-  for (PlanRow& row : result.rows) {
-    row.engine = base.engine.profile.name;
-    row.bands = slo_bands(bands, row.option.hw, base.engine.profile.name, slo.ttft_s > 0.0, slo.tpot_s > 0.0, slo.e2e_s > 0.0);
-  }
+  annotate_rows(result, base, bands, costs);
   bar.finish();
   if (!dist.writes_output()) return kExitOk;
   const Table t = plan_table(result);
@@ -478,9 +558,9 @@ int cmd_plan(const std::vector<std::string>& args) {
     write_file(p["md"].as<std::string>(), os.str());
   }
   if (p.count("json")) {
-    std::cout << plan_json(result, t, assumed, rate, workload_ref, o.saturate).dump(2) << "\n";
+    std::cout << plan_json(result, t, assumed, rate, workload_ref, o.saturate, costs).dump(2) << "\n";
   } else {
-    print_plan(result, assumed, rate, workload_ref, o.saturate, bands);
+    print_plan(result, assumed, rate, workload_ref, o.saturate, bands, costs);
   }
   return kExitOk;
 }
