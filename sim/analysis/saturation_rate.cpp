@@ -2,6 +2,7 @@
 #include "sim/analysis/saturation_rate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -18,6 +19,15 @@
 namespace servesim {
 
 namespace {
+// Latencies and throughput of a probe, for the load-curve page (SaturateProbe's fields, in order).
+constexpr std::size_t kLoadFigures = 8;
+const std::array<const char*, kLoadFigures> kLoadPaths = {
+    "latency.ttft_s.p50", "latency.ttft_s.p99", "latency.tpot_s.p50", "latency.tpot_s.p99",
+    "latency.e2e_s.p50",  "latency.e2e_s.p99",  "throughput.requests_per_s", "throughput.output_tokens_per_s"};
+constexpr std::array<double SaturateProbe::*, kLoadFigures> kLoadFields = {
+    &SaturateProbe::ttft_p50_s, &SaturateProbe::ttft_p99_s, &SaturateProbe::tpot_p50_s,     &SaturateProbe::tpot_p99_s,
+    &SaturateProbe::e2e_p50_s,  &SaturateProbe::e2e_p99_s,  &SaturateProbe::requests_per_s, &SaturateProbe::output_tokens_per_s};
+
 // What a probe needs from one replication: computed where it ran (another process with --mpi).
 struct ReplicationOutcome {
   bool operator==(const ReplicationOutcome&) const = default;
@@ -25,14 +35,16 @@ struct ReplicationOutcome {
   std::string miss;  // why it missed the SLO (slo_miss), empty when met
   double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0, mean_context_tokens = 0.0, mean_output_tokens = 0.0;
   std::int64_t kv_capacity_tokens = 0;
+  std::array<double, kLoadFigures> load{};  // kLoadPaths' values
 };
 
 ReplicationOutcome replicate(const Scenario& s) {
   const SimResult r = simulate(s);
   // The four figures a probe reads, as the report computes them (not the whole report: a plan
   // reads them from thousands of runs).
-  const std::map<std::string, double> m = report_figures_at(
-      s, r, {"slo.goodput_requests_per_s", "slo.success_frac", "batch.mean_size", "kv_cache.capacity_tokens"});
+  std::vector<std::string> paths = {"slo.goodput_requests_per_s", "slo.success_frac", "batch.mean_size", "kv_cache.capacity_tokens"};
+  paths.insert(paths.end(), kLoadPaths.begin(), kLoadPaths.end());
+  const std::map<std::string, double> m = report_figures_at(s, r, paths);
   ReplicationOutcome out;
   // Pass/fail from the SLO evaluation itself: without a latency target the report's slo.met is
   // null, and a probe passes when enough requests complete (min_success_frac).
@@ -45,20 +57,27 @@ ReplicationOutcome replicate(const Scenario& s) {
   out.mean_output_tokens = mean_output_tokens(r.metrics);
   out.mean_context_tokens = mean_prompt_tokens(r.metrics) + 0.5 * out.mean_output_tokens;
   out.kv_capacity_tokens = static_cast<std::int64_t>(m.at("kv_cache.capacity_tokens"));
+  for (std::size_t i = 0; i < kLoadFigures; ++i) {
+    const auto v = m.find(kLoadPaths[i]);
+    out.load[i] = v == m.end() ? 0.0 : v->second;  // a figure the run has none of (no TPOT of 1-token outputs)
+  }
   return out;
 }
 
 const JobCodec<ReplicationOutcome> replication_codec = {
     [](const ReplicationOutcome& o) {
-      return nlohmann::json::array({o.met, exact_number(o.goodput_requests_per_s), exact_number(o.success_frac),
-                                    exact_number(o.mean_batch), exact_number(o.mean_context_tokens),
-                                    exact_number(o.mean_output_tokens), o.kv_capacity_tokens, o.miss});
+      nlohmann::json j = nlohmann::json::array({o.met, exact_number(o.goodput_requests_per_s), exact_number(o.success_frac),
+                                                exact_number(o.mean_batch), exact_number(o.mean_context_tokens),
+                                                exact_number(o.mean_output_tokens), o.kv_capacity_tokens, o.miss});
+      for (const double v : o.load) j.push_back(exact_number(v));
+      return j;
     },
     [](const nlohmann::json& j, const JobOrigin& at) {
-      const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity, miss";
+      const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity, miss, "
+                               "TTFT, TPOT and E2E p50/p99, requests/s, output tokens/s";
       const KeyRange rate{0.0, 1e9, false, false}, fraction{0.0, 1.0, false, false}, count{0.0, 1e15, false, false};
       ReplicationOutcome o;
-      o.met = at.boolean(at.element(j, 0, 8, "", what), "[0]");
+      o.met = at.boolean(at.element(j, 0, 8 + kLoadFigures, "", what), "[0]");
       o.goodput_requests_per_s = at.number(j[1], rate, "[1]");
       o.success_frac = at.number(j[2], fraction, "[2]");
       o.mean_batch = at.number(j[3], count, "[3]");
@@ -66,6 +85,12 @@ const JobCodec<ReplicationOutcome> replication_codec = {
       o.mean_output_tokens = at.number(j[5], count, "[5]");
       o.kv_capacity_tokens = at.integer(j[6], count, "[6]");
       o.miss = at.string(j[7], "[7]");
+      for (std::size_t i = 0; i < kLoadFigures; ++i) {
+        std::string key = "[";  // built by append: GCC 12 warns (-Wrestrict) on "[" + to_string(...) here
+        key += std::to_string(8 + i);
+        key += ']';
+        o.load[i] = at.number(j[8 + i], count, key);
+      }
       return o;
     }};
 
@@ -88,6 +113,7 @@ SaturateProbe summarize(double rate, const std::vector<ReplicationOutcome>& resu
     p.goodput_requests_per_s += r.goodput_requests_per_s / p.runs;
     p.success_frac += r.success_frac / p.runs;
     p.mean_batch += r.mean_batch / p.runs;
+    for (std::size_t i = 0; i < kLoadFigures; ++i) p.*kLoadFields[i] += r.load[i] / p.runs;
   }
   for (const ReplicationOutcome& r : results) {
     if (!r.met && p.miss.empty()) p.miss = r.miss;

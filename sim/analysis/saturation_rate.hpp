@@ -61,6 +61,9 @@ struct SaturateProbe {
   double mean_context_tokens = 0.0;  // prompt + half the output, first replication
   double mean_output_tokens = 0.0;   // of the completed requests, first replication
   std::int64_t kv_capacity_tokens = 0;
+  // Latency percentiles and throughput, means over the replications run (the load-curve page).
+  double ttft_p50_s = 0.0, ttft_p99_s = 0.0, tpot_p50_s = 0.0, tpot_p99_s = 0.0, e2e_p50_s = 0.0, e2e_p99_s = 0.0;
+  double requests_per_s = 0.0, output_tokens_per_s = 0.0;
   std::string miss;  // why the first failing replication missed the SLO (slo_miss); empty when all met
   bool identical = true;  // every replication gave the same figures (nothing drew from the seed)
 };

@@ -17,6 +17,7 @@
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/html_report.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
 #include "sim/workload/workload.hpp"
@@ -51,6 +52,8 @@ cxxopts::Options saturate_flags() {
   cxxopts::Options opts("servesim saturate", "Find the highest arrival rate that meets the SLO (stable QPS)");
   opts.add_options()("scenario", "scenario JSON file", cxxopts::value<std::string>())(
       "serial", "run on one thread (same output)")(
+      "html", "also write a page of TTFT, TPOT and E2E p50/p99 and throughput against the probed rates (the SLO and the "
+              "stable rate marked) to this file", cxxopts::value<std::string>())(
       "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
   kReplications.add(opts);
   start_rate_flag().add(opts);
@@ -158,6 +161,34 @@ Table probe_table(const SaturateResult& r) {
   return t;
 }
 
+// --html: each probe a load level (its replications' mean percentiles and throughput; meets the SLO
+// when a majority of them did), the SLO's latency targets as lines, the stable rate marked.
+void write_load_page(const std::string& path, const SaturateResult& r, const SaturateOptions& o, const Scenario& base,
+                     const std::string& args) {
+  LoadPage page;
+  page.title = "saturate: " + base.model.name + " on " + base.hw.name;
+  page.facts = {{"command", "servesim saturate " + args},
+                {"scenario", base.file},
+                {"probes", std::to_string(r.probes.size()) + " rates, " + std::to_string(o.replications) + " seeds each (majority decides)"}};
+  for (const SaturateProbe& pr : r.probes) {
+    LoadPoint pt;
+    pt.load = pr.rate_per_s;
+    pt.ttft_p50_s = pr.ttft_p50_s, pt.ttft_p99_s = pr.ttft_p99_s, pt.tpot_p50_s = pr.tpot_p50_s, pt.tpot_p99_s = pr.tpot_p99_s;
+    pt.e2e_p50_s = pr.e2e_p50_s, pt.e2e_p99_s = pr.e2e_p99_s;
+    pt.requests_per_s = pr.requests_per_s, pt.output_tokens_per_s = pr.output_tokens_per_s;
+    pt.meets_slo = 2 * pr.passed > pr.runs;
+    page.points.push_back(pt);
+  }
+  const SloConfig& slo = base.workload.classes.front().slo;
+  for (const auto& [metric, threshold] : {std::pair{"ttft_s", slo.ttft_s}, std::pair{"tpot_s", slo.tpot_s}, std::pair{"e2e_s", slo.e2e_s}}) {
+    if (threshold > 0.0) page.slos.push_back({metric, 100.0 * slo.percentile, threshold});
+  }
+  if (r.stable_qps > 0.0) page.marked_load = r.stable_qps;
+  std::ostringstream os;
+  write_load_html(os, page);
+  write_file(path, os.str());
+}
+
 void print_result(const cxxopts::ParseResult& p, const SaturateResult& r, const SaturateOptions& o, const RateKnob& knob,
                   const Table& probes) {
   if (p.count("json")) {
@@ -254,6 +285,7 @@ int cmd_saturate(const std::vector<std::string>& args) {
   const Table probes = probe_table(r);
   print_result(p, r, o, knob, probes);
   write_files(p, r, probes, "# saturate\n\n`servesim saturate " + join_args(dist.args) + "`");
+  if (p.count("html")) write_load_page(p["html"].as<std::string>(), r, o, base, join_args(dist.args));
   return kExitOk;
 }
 

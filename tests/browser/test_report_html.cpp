@@ -153,6 +153,33 @@ TEST_CASE("load page (sweep/saturate) renders in headless Chromium with its char
              {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
 }
 
+TEST_CASE("saturate --html: the probed rates' latency against load, drawn in headless Chromium") {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 150;
+  const std::string scen = write_temp("saturate_html.json", doc.dump());
+  const std::string dir = "/tmp/servesim_sathtml_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto r = run_cli("saturate " + scen + " --slo ttft=500ms,tpot=50ms --replications 1 --tolerance 0.1 --json --html " + dir +
+                         "/saturate.html 2>/dev/null");
+  REQUIRE(r.exit_code == 0);
+  const auto result = nlohmann::json::parse(r.output);
+  std::ifstream in(dir + "/saturate.html");
+  std::stringstream page;
+  page << in.rdbuf();
+  // One load level per probe, the SLO's two targets and the stable rate on the page.
+  CHECK(page.str().find(std::to_string(result["probes"].size()) + " load levels") != std::string::npos);
+  CHECK(page.str().find("SLO TTFT p99") != std::string::npos);
+  CHECK(page.str().find("SLO TPOT p99") != std::string::npos);
+  CHECK(page.str().find("stable QPS") != std::string::npos);
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found ***");
+    return;
+  }
+  check_page(bin, dir + "/saturate.html",
+             {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
+}
+
 TEST_CASE("control: the console check does see a page's console errors") {
   const std::string bin = find_chromium();
   if (bin.empty()) {
