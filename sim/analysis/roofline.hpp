@@ -4,7 +4,10 @@
 //   launch       fixed per-kernel cost (ramp-up, tail, inter-kernel gap)
 //   small_shape  compute efficiency below 1 (tiles, waves, occupancy) when compute limits
 //   bandwidth    achieved HBM bandwidth below the datasheet when memory limits.
-// Step-level gaps (host overhead, launches the GPU waits on) are reported separately.
+// Step-level gaps (host overhead, launches the GPU waits on) are reported separately. And the
+// figures a lecture uses: FLOP utilisation (achieved FLOP/s over the dense datasheet peak of the
+// compute dtype, MFU) and achieved bandwidth (bytes over time, and its share of the datasheet HBM
+// bandwidth), per op over its predicted time and per step over the step's time.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +26,8 @@ struct RooflineOp {
   std::string achieved_bound;  // cost model: compute, memory or launch
   double roofline_time_s = 0.0, predicted_time_s = 0.0, peak_frac = 0.0;
   double gap_launch_s = 0.0, gap_small_shape_s = 0.0, gap_bandwidth_s = 0.0;
+  double achieved_flops_per_s = 0.0, mfu_frac = 0.0;                    // flops / predicted time, over peak
+  double achieved_bytes_per_s = 0.0, hbm_bandwidth_frac = 0.0;          // bytes / predicted time, over HBM
 };
 
 struct RooflineResult {
@@ -33,10 +38,18 @@ struct RooflineResult {
   double attention_share_frac = 0.0;  // attention ops' share of GPU time
   // The three parts of the gap between the ops' roofline and their predicted time, summed over ops.
   double gap_launch_s = 0.0, gap_small_shape_s = 0.0, gap_bandwidth_s = 0.0;
+  // The datasheet's peaks and the step's achieved rates (its FLOPs and bytes over its time).
+  double peak_flops_per_s = 0.0, hbm_bandwidth_bytes_per_s = 0.0;
+  double flops = 0.0, bytes = 0.0;
+  double achieved_flops_per_s = 0.0, mfu_frac = 0.0, achieved_bytes_per_s = 0.0, hbm_bandwidth_frac = 0.0;
+  // Short explanations where the result defies the intuition: launches hidden behind the GPU (so
+  // CUDA graphs cannot help), quantized GEMMs bound by their kernel rather than their bytes.
+  std::vector<std::string> why;
 };
 
 // The ops of one step and the step's time as `step` computes them (sim/analysis/step_query), so
 // both commands give the same step time.
-RooflineResult roofline(const std::vector<Op>& ops, const StepTime& step, const HwProfile& hw, Dtype compute_dtype);
+RooflineResult roofline(const std::vector<Op>& ops, const StepTime& step, const HwProfile& hw, Dtype compute_dtype,
+                        QuantScheme quant = QuantScheme::none);
 
 }  // namespace servesim

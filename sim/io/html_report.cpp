@@ -256,6 +256,45 @@ void add_op_marks(svg::Chart& c, const Scenario& s, const BatchShape& shape, con
   }
 }
 
+// The roofline chart's frame: log-log, intensity against attained FLOP/s.
+svg::Chart roofline_axes(const std::string& title, const std::string& subtitle) {
+  svg::Chart c;
+  c.id = "chart-roofline";
+  c.title = title;
+  c.subtitle = subtitle;
+  c.width = 1140;
+  c.height = 420;
+  c.x.label = "arithmetic intensity (FLOP / byte)";
+  c.x.log = true;
+  c.y.label = "attained FLOP/s (cost model)";
+  c.y.log = true;
+  return c;
+}
+
+// The roof of `hw` at `dtype` (HBM slope, compute ceiling, the CUDA-core FP32 ceiling, the ridge)
+// on log axes spanning the chart's marks and the ridge point.
+void add_roof(svg::Chart& c, const HwProfile& hw, Dtype dtype) {
+  double lo = 1e9, hi = 1e-9;
+  for (const auto& m : c.marks) lo = std::min(lo, m.x), hi = std::max(hi, m.x);
+  const double bw = hw.hbm_bandwidth_bytes_per_s;
+  const double peak = hw.peak_flops(dtype);
+  const double ridge = peak / bw;
+  lo = std::pow(10.0, std::floor(std::log10(std::min(lo, ridge) / 2)));
+  hi = std::pow(10.0, std::ceil(std::log10(std::max(hi, ridge) * 2)));
+  c.x.min = lo;
+  c.x.max = hi;
+  c.y.max = std::pow(10.0, std::ceil(std::log10(peak * 3)));
+  c.series.push_back({"roof: " + format_number(bw) + "B/s HBM, " + format_number(peak) + "FLOP/s " + dtype_name(dtype),
+                      kGrey,
+                      {{lo, lo * bw}, {ridge, peak}, {hi, peak}},
+                      false, false, false});
+  const double vec = hw.vector_fp32_flops_per_s;
+  if (vec > 0.0) {
+    c.series.push_back({"CUDA-core FP32 roof", "#b0b0b0", {{lo, std::min(lo * bw, vec)}, {vec / bw, vec}, {hi, vec}}, true, false, false});
+  }
+  c.vlines.push_back({ridge, "ridge " + fmt("%.0f", ridge) + " FLOP/B", kPurple});
+}
+
 std::string roofline_chart(const Scenario& s, const RunRecorder& rec, std::string& note) {
   const ShapeSums& sh = rec.shapes();
   BatchShape decode, prefill;
@@ -266,41 +305,16 @@ std::string roofline_chart(const Scenario& s, const RunRecorder& rec, std::strin
   const auto prefill_len = sh.prefill_seqs ? std::max<std::int64_t>(1, std::llround(static_cast<double>(sh.prefill_tokens) / sh.prefill_seqs)) : 512;
   for (std::int64_t i = 0; i < prefill_b; ++i) prefill.add_prefill(prefill_len, 0, true);
 
-  svg::Chart c;
-  c.id = "chart-roofline";
-  c.title = "Roofline: the model's ops on " + s.hw.display_name;
-  c.subtitle = "mean decode batch " + std::to_string(decode_b) + " x context " + std::to_string(decode_ctx) + ", mean prefill batch " +
-               std::to_string(prefill_b) + " x " + std::to_string(prefill_len) + " tokens; hover a point for details";
-  c.width = 1140;
-  c.height = 420;
-  c.x.label = "arithmetic intensity (FLOP / byte)";
-  c.x.log = true;
-  c.y.label = "attained FLOP/s (cost model)";
-  c.y.log = true;
+  svg::Chart c = roofline_axes("Roofline: the model's ops on " + s.hw.display_name,
+                                "mean decode batch " + std::to_string(decode_b) + " x context " + std::to_string(decode_ctx) +
+                                    ", mean prefill batch " + std::to_string(prefill_b) + " x " + std::to_string(prefill_len) +
+                                    " tokens; hover a point for details");
   int skipped = 0;
   add_op_marks(c, s, decode, kBlue, "decode", skipped);
   add_op_marks(c, s, prefill, kOrange, "prefill", skipped);
-  double lo = 1e9, hi = 1e-9;
-  for (const auto& m : c.marks) lo = std::min(lo, m.x), hi = std::max(hi, m.x);
-  const double bw = s.hw.hbm_bandwidth_bytes_per_s;
-  const double peak = s.hw.peak_flops(s.precision.weights);
-  const double ridge = peak / bw;
-  lo = std::pow(10.0, std::floor(std::log10(std::min(lo, ridge) / 2)));
-  hi = std::pow(10.0, std::ceil(std::log10(std::max(hi, ridge) * 2)));
-  c.x.min = lo;
-  c.x.max = hi;
-  c.y.max = std::pow(10.0, std::ceil(std::log10(peak * 3)));
-  c.series.push_back({"roof: " + format_number(bw) + "B/s HBM, " + format_number(peak) + "FLOP/s " + dtype_name(s.precision.weights),
-                      kGrey,
-                      {{lo, lo * bw}, {ridge, peak}, {hi, peak}},
-                      false, false, false});
-  const double vec = s.hw.vector_fp32_flops_per_s;
-  if (vec > 0.0) {
-    c.series.push_back({"CUDA-core FP32 roof", "#b0b0b0", {{lo, std::min(lo * bw, vec)}, {vec / bw, vec}, {hi, vec}}, true, false, false});
-  }
+  add_roof(c, s.hw, s.precision.weights);
   c.series.push_back({"decode ops", kBlue, {}, false, false, false});
   c.series.push_back({"prefill ops", kOrange, {}, false, false, false});
-  c.vlines.push_back({ridge, "ridge " + fmt("%.0f", ridge) + " FLOP/B", kPurple});
   note = skipped ? std::to_string(skipped) + " ops without FLOPs (embedding lookup, KV writes) are off the chart." : "";
   return svg::render(c);
 }
@@ -472,6 +486,31 @@ void write_load_html(std::ostream& os, const LoadPage& page) {
   c.series = {rps};
   os << svg::render(c) << "</div>\n";
   page_foot(os, "");
+}
+
+void write_roofline_html(std::ostream& os, const RooflinePage& page) {
+  page_head(os, page.title);
+  os << "<h1>" << escape(page.title) << "</h1>\n<div class=\"sub\">" << page.points.size() << " ops on the roofline</div>\n";
+  Rows facts;
+  for (const auto& [k, v] : page.facts) facts.push_back({k, escape(v)});
+  for (const auto& why : page.why) facts.push_back({"why", escape(why)});
+  os << "<div class=\"cards\">\n";
+  card(os, "Step", facts);
+  os << "</div>\n<h2>Roofline</h2>\n<div class=\"grid\">\n";
+  svg::Chart c = roofline_axes("Roofline: the step's ops on " + page.hw->display_name,
+                                "each op at its arithmetic intensity and the FLOP/s the cost model gives it; hover a point for details");
+  int skipped = 0;
+  for (const RooflinePoint& p : page.points) {
+    if (p.intensity <= 0.0 || p.flops_per_s <= 0.0) {
+      ++skipped;
+      continue;
+    }
+    c.marks.push_back({p.intensity, p.flops_per_s, p.name, kBlue, p.tip});
+  }
+  add_roof(c, *page.hw, page.dtype);
+  c.series.push_back({"ops", kBlue, {}, false, false, false});
+  os << svg::render(c) << "</div>\n";
+  page_foot(os, skipped ? " " + std::to_string(skipped) + " ops without FLOPs (embedding lookup, KV writes) are off the chart." : "");
 }
 
 }  // namespace servesim

@@ -53,4 +53,20 @@ struct LoadPage {
 // The sweep/saturate page: latency (p50, p99) and throughput against load.
 void write_load_html(std::ostream& os, const LoadPage& page);
 
+// `servesim roofline --html`: one step's ops on the hardware's roofline (the run page's chart).
+struct RooflinePoint {
+  std::string name;
+  double intensity = 0.0, flops_per_s = 0.0;  // FLOP/byte; attained FLOP/s (cost model)
+  std::string tip;                            // hover text
+};
+struct RooflinePage {
+  std::string title;
+  const HwProfile* hw = nullptr;  // not owned
+  Dtype dtype = Dtype::bf16;
+  std::vector<std::pair<std::string, std::string>> facts;  // summary card rows
+  std::vector<std::string> why;
+  std::vector<RooflinePoint> points;
+};
+void write_roofline_html(std::ostream& os, const RooflinePage& page);
+
 }  // namespace servesim

@@ -180,6 +180,25 @@ TEST_CASE("saturate --html: the probed rates' latency against load, drawn in hea
              {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
 }
 
+TEST_CASE("roofline --html: the step's ops on the roofline, drawn in headless Chromium") {
+  const std::string dir = "/tmp/servesim_roofhtml_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto r = run_cli("roofline --model llama-2-7b --hw a100-80gb-sxm --batch 1 --context 2048 --quant int8 --html " + dir +
+                         "/roofline.html 2>&1");
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(dir + "/roofline.html");
+  std::stringstream page;
+  page << in.rdbuf();
+  CHECK(page.str().find("MFU") != std::string::npos);
+  CHECK(page.str().find("int8 GEMMs move fewer bytes") != std::string::npos);  // the why line in the card
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found ***");
+    return;
+  }
+  check_page(bin, dir + "/roofline.html", {"chart-roofline"}, "");
+}
+
 TEST_CASE("control: the console check does see a page's console errors") {
   const std::string bin = find_chromium();
   if (bin.empty()) {
