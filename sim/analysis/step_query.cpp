@@ -15,7 +15,7 @@ void apply_quant_name(const std::string& name, Precision& precision, const std::
   if (name == "bf16" || name == "fp16") {
     const Dtype d = name == "bf16" ? Dtype::bf16 : Dtype::fp16;
     precision.weights = precision.activations = d;
-    if (precision.kv_cache != Dtype::fp8) precision.kv_cache = d;
+    if (precision.kv_cache != Dtype::fp8 && !integer_kv_cache(precision.kv_cache)) precision.kv_cache = d;
     precision.quant = QuantScheme::none;
     return;
   }
@@ -31,10 +31,11 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
   if (m <= 0 || n <= 0 || k <= 0) throw InputError(cmd, "--m/--n/--k", "must be > 0");
   // Weight-only schemes run on 16-bit activations; bf16/fp16/fp8/int8 are the GEMM's own dtype.
   const auto weight_only_scheme = parse_quant(dtype_text == "w4a16" ? "w4a16-gptq" : dtype_text);
-  const bool wo = weight_only_scheme && weight_only(*weight_only_scheme);
+  // W4A8 likewise takes 16-bit activations in and quantizes them itself (no dtype of its own).
+  const bool wo = weight_only_scheme && (weight_only(*weight_only_scheme) || needs_engine_kernel(*weight_only_scheme));
   const auto dtype = wo ? std::optional<Dtype>(Dtype::bf16) : parse_dtype(dtype_text);
   if (!dtype || *dtype == Dtype::fp32) {
-    throw InputError(cmd, "--dtype", "must be bf16, fp16, fp8, int8, w8a16, w4a16, w4a16-gptq or w4a16-awq, got '" + dtype_text + "'");
+    throw InputError(cmd, "--dtype", "must be bf16, fp16, fp8, int8, w8a16, w4a16, w4a16-gptq, w4a16-awq, w4a8 or w4afp8, got '" + dtype_text + "'");
   }
   if (group_size <= 0) throw InputError(cmd, "--group-size", "must be > 0");
   GemmQuery g;
@@ -60,6 +61,7 @@ GemmQuery time_gemm(const HwProfile& hw, const std::string& dtype_text, std::int
     precision.quant = *scheme;
     g.emulated = true;
   }
+  if (wo && w8a8_dtype(precision.quant)) g.emulated = !hw.supports(*w8a8_dtype(precision.quant));
   precision.group_size = group_size;
   g.op = make_gemm_op("gemm", 1, m, n, k, precision);
   g.op.quant_kernel = kernel;

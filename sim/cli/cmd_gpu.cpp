@@ -36,6 +36,89 @@ void check_model_context(const StepQuery& q, long long context, const std::strin
 }
 }  // namespace
 
+namespace {
+// One row per scheme: each weight scheme with the query's KV cache, then 16-bit weights with each
+// quantized KV cache ("kv-FORMAT"); a row the engine cannot run goes to "unsupported" with why.
+nlohmann::json quant_table(const StepQuery& q, long long context) {
+  struct Row {
+    std::string name, quant;
+    Dtype kv;
+  };
+  const Dtype base = q.precision.weights, kv = q.precision.kv_cache;
+  std::vector<Row> schemes;
+  for (const char* name : {dtype_name(base), "fp8", "fp8-block", "int8", "w8a16", "w4a16-gptq", "w4a16-awq", "w4a8", "w4afp8", "nvfp4", "mxfp4"}) {
+    schemes.push_back({name, name, kv});
+  }
+  for (Dtype d : {Dtype::fp8, Dtype::int8, Dtype::int4}) {
+    if (d != kv) schemes.push_back({std::string("kv-") + dtype_name(d), dtype_name(base), d});
+  }
+  const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context}, {"engine", q.engine ? q.engine->name : "none"},
+                        {"batches", batches}, {"schemes", nlohmann::json::array()}, {"unsupported", nlohmann::json::array()}};
+  std::vector<double> base_time;
+  for (const Row& scheme : schemes) {
+    StepQuery sq = q;
+    sq.precision.quant = QuantScheme::none;
+    apply_quant_name(scheme.quant, sq.precision, "servesim quant-table", "--quant");
+    sq.precision.kv_cache = scheme.kv;
+    if (const PrecisionSupport no = sq.engine ? engine_supports(*sq.engine, sq.precision, sq.hw) : PrecisionSupport{}; !no.key.empty()) {
+      out["unsupported"].push_back({{"scheme", scheme.name}, {"why", no.why}});
+      continue;
+    }
+    if (auto d8 = w8a8_dtype(sq.precision.quant)) sq.emulated = !sq.hw.supports(*d8);
+    const std::int64_t cap = max_batch(sq, context + 1);
+    // The GEMM kernel the engine runs for this scheme on this GPU (its profile's quant_kernels).
+    const QuantKernel kernel = sq.engine ? sq.engine->kernels.quant_kernels[static_cast<std::size_t>(sq.precision.quant)] : QuantKernel::auto_;
+    nlohmann::json row = {{"scheme", scheme.name}, {"emulated", sq.emulated}, {"max_batch", cap}, {"kernel", quant_kernel_name(kernel)},
+                          {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size)},
+                          {"points", nlohmann::json::array()}};
+    long long crossover = 0;
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      const TimedStep t = time_decode(sq, batches[i], context, false);
+      if (base_time.size() < batches.size()) base_time.push_back(t.step.time_s);
+      const double speedup = base_time[i] / t.step.time_s;
+      if (crossover == 0 && scheme.name != schemes[0].name && speedup <= 1.0) crossover = batches[i];
+      row["points"].push_back({{"batch", batches[i]},
+                               {"fits", batches[i] <= cap},
+                               {"step_s", t.step.time_s},
+                               {"tokens_per_s", static_cast<double>(batches[i]) / t.step.time_s},
+                               {"speedup_vs_16bit", speedup}});
+    }
+    // The first batch where the scheme is no faster than 16-bit (0: it helps at every batch shown).
+    row["crossover_batch"] = crossover;
+    out["schemes"].push_back(row);
+  }
+  return out;
+}
+
+void print_quant_table(const nlohmann::json& out) {
+  const std::string base = out["schemes"][0]["scheme"];
+  std::printf("decode tokens/s, %s on %s, context %lld (x = exceeds KV capacity; speedup vs %s in brackets)\n",
+              out["model"].get<std::string>().c_str(), out["hw"].get<std::string>().c_str(), out["context"].get<long long>(), base.c_str());
+  std::printf("%-12s %9s", "scheme", "max_batch");
+  for (const auto& b : out["batches"]) std::printf(" %14lld", b.get<long long>());
+  std::printf("  crossover  kernel\n");
+  for (const auto& row : out["schemes"]) {
+    std::printf("%-12s %9lld", (row["scheme"].get<std::string>() + (row["emulated"].get<bool>() ? "*" : "")).c_str(),
+                row["max_batch"].get<long long>());
+    for (const auto& pt : row["points"]) {
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "%.0f%s(%.2f)", pt["tokens_per_s"].get<double>(), pt["fits"].get<bool>() ? "" : "x",
+                    pt["speedup_vs_16bit"].get<double>());
+      std::printf(" %14s", cell);
+    }
+    const std::string kernel = row["scheme"] == base ? "" : row["kernel"].get<std::string>();
+    std::printf("  %9lld  %s\n", row["crossover_batch"].get<long long>(), kernel.c_str());
+  }
+  for (const auto& u : out["unsupported"]) std::printf("%-12s not run: %s\n", u["scheme"].get<std::string>().c_str(), u["why"].get<std::string>().c_str());
+  std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
+  std::printf("kv-FORMAT: 16-bit weights, the KV cache in FORMAT (int8/int4: dequantized in attention at a modelled "
+              "CUDA-core cost, docs/gpu-physics.md)\n");
+  std::printf("kernel: the engine's GEMM kernel for the scheme on this GPU (%s's quant_kernels; auto: servesim's generic choice, "
+              "docs/gpu-physics.md)\n", out["engine"].get<std::string>().c_str());
+}
+}  // namespace
+
 int cmd_quant_table(const std::vector<std::string>& args) {
   cxxopts::Options opts("servesim quant-table", "Decode throughput per quantization scheme against batch size");
   add_query_options(opts);
@@ -49,62 +132,12 @@ int cmd_quant_table(const std::vector<std::string>& args) {
   StepQuery q = load_query(p, "servesim quant-table");
   const long long context = kTableContext.read(p, "servesim quant-table");
   check_model_context(q, context, "servesim quant-table");
-  const std::vector<std::string> schemes = {dtype_name(q.precision.weights), "fp8", "fp8-block", "int8", "w8a16", "w4a16-gptq", "w4a16-awq", "nvfp4", "mxfp4"};
-  const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-  nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context},
-                        {"engine", q.engine ? q.engine->name : "none"}, {"schemes", nlohmann::json::array()}};
-  std::vector<double> base_time;
-  for (const std::string& name : schemes) {
-    StepQuery sq = q;
-    sq.precision.quant = QuantScheme::none;
-    apply_quant_name(name, sq.precision, "servesim quant-table", "--quant");
-    if (auto d8 = w8a8_dtype(sq.precision.quant)) sq.emulated = !sq.hw.supports(*d8);
-    const std::int64_t cap = max_batch(sq, context + 1);
-    // The GEMM kernel the engine runs for this scheme on this GPU (its profile's quant_kernels).
-    const QuantKernel kernel = sq.engine ? sq.engine->kernels.quant_kernels[static_cast<std::size_t>(sq.precision.quant)] : QuantKernel::auto_;
-    nlohmann::json row = {{"scheme", name}, {"emulated", sq.emulated}, {"max_batch", cap}, {"kernel", quant_kernel_name(kernel)},
-                          {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size)},
-                          {"points", nlohmann::json::array()}};
-    long long crossover = 0;
-    for (std::size_t i = 0; i < batches.size(); ++i) {
-      const TimedStep t = time_decode(sq, batches[i], context, false);
-      if (base_time.size() < batches.size()) base_time.push_back(t.step.time_s);
-      const double speedup = base_time[i] / t.step.time_s;
-      if (crossover == 0 && name != schemes[0] && speedup <= 1.0) crossover = batches[i];
-      row["points"].push_back({{"batch", batches[i]},
-                               {"fits", batches[i] <= cap},
-                               {"step_s", t.step.time_s},
-                               {"tokens_per_s", static_cast<double>(batches[i]) / t.step.time_s},
-                               {"speedup_vs_16bit", speedup}});
-    }
-    // The first batch where the scheme is no faster than 16-bit (0: it helps at every batch shown).
-    row["crossover_batch"] = crossover;
-    out["schemes"].push_back(row);
-  }
+  const nlohmann::json out = quant_table(q, context);
   if (p.count("json")) {
     std::cout << out.dump(2) << "\n";
-    return kExitOk;
+  } else {
+    print_quant_table(out);
   }
-  std::printf("decode tokens/s, %s on %s, context %lld (x = exceeds KV capacity; speedup vs %s in brackets)\n",
-              q.model.name.c_str(), q.hw.name.c_str(), context, schemes[0].c_str());
-  std::printf("%-12s %9s", "scheme", "max_batch");
-  for (long long b : batches) std::printf(" %14lld", b);
-  std::printf("  crossover  kernel\n");
-  for (const auto& row : out["schemes"]) {
-    std::printf("%-12s %9lld", (row["scheme"].get<std::string>() + (row["emulated"].get<bool>() ? "*" : "")).c_str(),
-                row["max_batch"].get<long long>());
-    for (const auto& pt : row["points"]) {
-      char cell[32];
-      std::snprintf(cell, sizeof cell, "%.0f%s(%.2f)", pt["tokens_per_s"].get<double>(), pt["fits"].get<bool>() ? "" : "x",
-                    pt["speedup_vs_16bit"].get<double>());
-      std::printf(" %14s", cell);
-    }
-    const std::string kernel = row["scheme"] == schemes[0] ? "" : row["kernel"].get<std::string>();
-    std::printf("  %9lld  %s\n", row["crossover_batch"].get<long long>(), kernel.c_str());
-  }
-  std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
-  std::printf("kernel: the engine's GEMM kernel for the scheme on this GPU (%s's quant_kernels; auto: servesim's generic choice, "
-              "docs/gpu-physics.md)\n", q.engine ? q.engine->name.c_str() : "no engine");
   return kExitOk;
 }
 

@@ -1,4 +1,4 @@
-// `servesim op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq] --hw H [--kernel K] [--json]`: one kernel
+// `servesim op gemm --m M --n N --k K --dtype bf16|fp16|fp8|int8|w8a16|w4a16[-gptq|-awq]|w4a8|w4afp8 --hw H [--kernel K] [--json]`: one kernel
 // timed by the cost model, for scripts that compare against their own measurements.
 #include <cstdio>
 #include <iostream>
@@ -28,7 +28,7 @@ int cmd_op(const std::vector<std::string>& args) {
   if (args.empty() || args[0] != "gemm") throw InputError("servesim op", "", "expected: op gemm --m M --n N --k K --dtype D --hw H");
   cxxopts::Options opts("servesim op gemm", "Time one GEMM C[m,n] = A[m,k] W[k,n] with the cost model");
   for (const IntegerFlag* f : {&kM, &kN, &kK, &group_size_flag()}) f->add(opts);
-  opts.add_options()("dtype", "bf16, fp16, fp8, int8 (w8a8), w8a16, w4a16 (= w4a16-gptq), w4a16-awq",
+  opts.add_options()("dtype", "bf16, fp16, fp8, int8 (w8a8), w8a16, w4a16 (= w4a16-gptq), w4a16-awq, w4a8, w4afp8",
                      cxxopts::value<std::string>()->default_value("bf16"))(
       "hw", "hardware profile name or path", cxxopts::value<std::string>())(
       "kernel", "the engine's kernel for a quantized dtype (engine profiles' quant_kernels names: cutlass_scaled_mm, marlin, tinygemm, ...)",

@@ -42,7 +42,7 @@ void add_query_options(cxxopts::Options& opts) {
       "hw", "hardware profile name or path", cxxopts::value<std::string>())(
       "dtype", "16-bit base dtype: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
       "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4 (fp4)|mxfp4", cxxopts::value<std::string>())(
-      "kv-cache-dtype", "auto or fp8", cxxopts::value<std::string>()->default_value("auto"))(
+      "kv-cache-dtype", "auto, fp8, int8 or int4", cxxopts::value<std::string>()->default_value("auto"))(
       "engine", "engine profile (scenarios/engines/NAME.json) or path; generic: servesim's own defaults",
       cxxopts::value<std::string>()->default_value(EngineConfig::kDefaultProfile));
   const QueryFlags& f = flags();
@@ -91,11 +91,9 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (!dtype || (*dtype != Dtype::bf16 && *dtype != Dtype::fp16)) throw InputError(cmd, "--dtype", "must be bf16 or fp16");
   q.precision = Precision{*dtype, *dtype, *dtype};
   const std::string kv = p["kv-cache-dtype"].as<std::string>();
-  if (kv == "fp8") {
-    q.precision.kv_cache = Dtype::fp8;
-  } else if (kv != "auto") {
-    throw InputError(cmd, "--kv-cache-dtype", "must be auto or fp8");
-  }
+  const auto kv_dtype = parse_kv_cache_dtype(kv, *dtype);
+  if (!kv_dtype) throw InputError(cmd, "--kv-cache-dtype", std::string("must be one of ") + kKvCacheDtypeNames);
+  q.precision.kv_cache = *kv_dtype;
   if (p.count("quant")) apply_quant_name(p["quant"].as<std::string>(), q.precision, cmd, "--quant");
   const QueryFlags& f = flags();
   q.precision.group_size = f.group_size.read(p, cmd);
@@ -108,6 +106,9 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
     // only a flag given, so p.count("engine") would skip it and price steps without one).
     q.engine = load_engine_profile(p["engine"].as<std::string>(), cmd, "--engine");
     resolve_for_gpu(*q.engine, q.hw);
+    if (const PrecisionSupport no = engine_supports(*q.engine, q.precision, q.hw); !no.key.empty()) {
+      throw InputError(cmd, no.key == "quantization.kv_cache_dtype" ? "--kv-cache-dtype" : "--quant", no.why);
+    }
   }
   q.launch_without_engine = default_launch();  // a step as `run` times it
   ParallelConfig& par = q.parallel;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,36 @@ struct EngineProfile {
   double frontend_latency_s = 0.0;
   ColdStartConfig cold_start;
   std::vector<QuantKernelChoice> quant_kernels;     // by architecture; resolved into kernels.quant_kernels
+  // The quantized KV cache formats the engine runs (key kv_cache_dtypes); a profile without the
+  // key runs any (servesim's generic attention kernel).
+  std::optional<std::vector<Dtype>> kv_cache_dtypes;
 };
+
+// Where and why the engine cannot run precision `p` on `hw` (empty key: it can), for the caller's
+// error naming the scenario key: a scheme that needs the engine's own kernel (needs_engine_kernel)
+// where its quant_kernels, resolved for `hw`, name none; a quantized KV cache its kv_cache_dtypes
+// leaves out. Call after resolve_quant_kernels.
+struct PrecisionSupport {
+  std::string key, why;
+};
+inline PrecisionSupport engine_supports(const EngineProfile& e, const Precision& p, const HwProfile& hw) {
+  if (needs_engine_kernel(p.quant) && !e.quant_kernels.empty() &&
+      e.kernels.quant_kernels[static_cast<std::size_t>(p.quant)] == QuantKernel::auto_) {
+    return {"quantization.method", std::string(quant_name(p.quant)) + ": engine profile '" + e.name + "' names no kernel for it on " +
+                                        hw.architecture + " GPUs (its quant_kernels." + hw.architecture +
+                                        "; scenarios/engines/" + e.name + ".json)"};
+  }
+  const bool quantized_kv = p.kv_cache == Dtype::fp8 || integer_kv_cache(p.kv_cache);
+  if (quantized_kv && e.kv_cache_dtypes &&
+      std::find(e.kv_cache_dtypes->begin(), e.kv_cache_dtypes->end(), p.kv_cache) == e.kv_cache_dtypes->end()) {
+    std::string listed;
+    for (Dtype d : *e.kv_cache_dtypes) listed += std::string(listed.empty() ? "" : ", ") + dtype_name(d);
+    return {"quantization.kv_cache_dtype", std::string(dtype_name(p.kv_cache)) + ": engine profile '" + e.name +
+                                               "' runs no such KV cache (its kv_cache_dtypes: " + listed +
+                                               "; scenarios/engines/" + e.name + ".json)"};
+  }
+  return {};
+}
 
 // The engine's quantized GEMM kernels on `hw` (its architecture's entry in `quant_kernels`, else
 // servesim's generic choice) into the kernel plan: the one place they are resolved (the

@@ -110,7 +110,10 @@ std::vector<ScenarioKey> build() {
       object("quantization", "none", "weight/activation quantization and KV cache dtype"),
       text("quantization.method", "none", std::string("quantization scheme: none, ") + kQuantNames),
       key("quantization.group_size", T::integer, "128", closed(1.0, 65536.0), "w4a16 group size"),
-      text("quantization.kv_cache_dtype", "auto", "KV cache dtype (auto: the base dtype)", "auto|fp8"),
+      text("quantization.activation_scales", "static",
+           "w8a8 activation scales: static (one per tensor, calibrated; engines may fuse the quantize pass into its producer) or dynamic (one per token, computed at run time)",
+           "static|dynamic"),
+      text("quantization.kv_cache_dtype", "auto", "KV cache dtype (auto: the base dtype; int8/int4 with a 4-byte scale per token and KV head)", "auto|fp8|int8|int4"),
 
       // Engine.
       object("engine", "all defaults", "the serving engine (vLLM names)"),

@@ -193,6 +193,20 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
   return roofline(op, bytes, hw, gemm_dtype, extra_compute_s, peak_rate(op, hw, gemm_dtype), measured_frac(op, hw, gemm_dtype));
 }
 
+// ALU seconds an attention kernel spends dequantizing an integer KV cache as it reads it: each
+// cached element converted and scaled once per launch that reads it (a decode kernel's program per
+// sequence and KV head serves all the query heads of its group), at the profile's CUDA-core
+// dequantization rate (the weight-only kernels' ~2 operations per 8-bit value, ~4 per 4-bit:
+// HwProfile::dequant_weights_per_s). MODELLED, not measured: no paged attention kernel on an
+// integer cache has been timed here yet. Prefill kernels re-read each KV tile once per query tile;
+// counted once (their tensor-core work dominates). fp8 caches: converted by the hardware, no cost.
+double kv_dequant_s(const Op& op, const HwProfile& hw) {
+  if (!integer_kv_cache(op.attn_kv_dtype) || op.attn_head_dim <= 0) return 0.0;
+  const double elements = 2.0 * op.attn_kv_tokens * static_cast<double>(op.attn_kv_heads * op.attn_head_dim) /
+                          static_cast<double>(std::max<std::int64_t>(1, op.per_layer));
+  return elements / hw.dequant_weights_per_s(op.attn_kv_dtype == Dtype::int4 ? 4 : 8);
+}
+
 // Converts the 8/4-bit weights of `op` to 16 bits in a separate pass, then runs the dense GEMM.
 KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, GemmKernel kind) {
   const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
@@ -247,6 +261,37 @@ KernelTime calibrated_weight_only(const Op& op, const HwProfile& hw, Dtype base,
   return calibrated_kernel(op, hw, peak16(hw, base), table, launches, kind);
 }
 
+// A kernel timed by a published benchmark: its weights stream at `frac` of the rate the model gave `t`.
+void stream_at(KernelTime& t, double frac) {
+  t.memory_s /= frac;
+  const double busy = std::max(t.compute_s, t.memory_s);
+  t.time_s = busy + t.overhead_s;
+  t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+}
+
+// A GEMM on the tensor cores of its 8-bit (or FP4) format: the engine's kernel where this GPU has
+// its table (torch._scaled_mm, torch._int_mm, ...), else the profile's table of the format
+// (cuBLASLt, which stands in for vLLM's CUTLASS). W4A8 takes that table's fraction on its 4-bit
+// weight bytes (the kernel streams its smaller weights as well as the 8-bit GEMM does) and adds
+// widening the int4 weights to 8 bits on CUDA cores once per tile of M rows (as the weight-only
+// model adds its dequantization: QServe measured such CUDA-core work at 20-90% of the runtime of
+// earlier 4-bit kernels; a Hopper kernel that hides it, as vLLM PR #23198's lookup-table
+// conversion claims to, is priced pessimistically at large M); a published benchmark of the
+// engine's kernel sets its weight-streaming rate (as for Marlin in the weight-only path).
+KernelTime w8a8_gemm(const Op& op, const HwProfile& hw, GemmKernel kind) {
+  const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant);
+  if (k && !k->frac.empty()) return calibrated_kernel(op, hw, hw.peak_flops(*w8a8_dtype(op.quant)), k->frac, k->launches, kind);
+  double widen_s = 0.0;
+  if (op.quant == QuantScheme::w4a8 || op.quant == QuantScheme::w4afp8) {
+    const double tiles = std::ceil(static_cast<double>(op.m) / kW4a8TileRows);
+    widen_s = static_cast<double>(op.k) * static_cast<double>(op.n) * tiles / hw.dequant_weights_per_s(4);
+  }
+  KernelTime t = roofline(op, op.bytes, hw, *w8a8_dtype(op.quant), widen_s);
+  stream_at(t, k && k->memory_frac_vs_dense > 0.0 ? k->memory_frac_vs_dense : 1.0);
+  t.gemm = kind;
+  return t;
+}
+
 // Dequantize-then-GEMM from its calibrated table. Measured as both kernels together; the launch
 // queue needs the pass on its own, split off in the analytic model's proportion.
 KernelTime calibrated_dequant_gemm(const Op& op, const HwProfile& hw, Dtype base, const GemmTable& table) {
@@ -276,17 +321,8 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
   if (op.kind == OpKind::grouped_gemm) return estimate_grouped_gemm(op, hw, base);
   const GemmKernel kind = choose_gemm_kernel(op, hw);
   switch (kind) {
-    case GemmKernel::dense: return roofline(op, op.bytes, hw, base, 0.0);
-    case GemmKernel::w8a8: {
-      // The engine's kernel where this GPU has its table (torch._scaled_mm, torch._int_mm, ...),
-      // else the profile's table of the format (cuBLASLt, which stands in for vLLM's CUTLASS).
-      if (const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant); k && !k->frac.empty()) {
-        return calibrated_kernel(op, hw, hw.peak_flops(*w8a8_dtype(op.quant)), k->frac, k->launches, kind);
-      }
-      KernelTime t = roofline(op, op.bytes, hw, *w8a8_dtype(op.quant), 0.0);
-      t.gemm = kind;
-      return t;
-    }
+    case GemmKernel::dense: return roofline(op, op.bytes, hw, base, kv_dequant_s(op, hw));
+    case GemmKernel::w8a8: return w8a8_gemm(op, hw, kind);
     case GemmKernel::weight_only_fused: {
       const auto* published = hw.quant_kernel_table(op.quant_kernel, op.quant);
       if (published && !published->frac.empty()) return calibrated_weight_only(op, hw, base, published->frac, published->launches, kind);
@@ -318,10 +354,7 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
       if (published) {
         // A published kernel benchmark: the weights stream at that fraction of the rate this model
         // gives (measured speedup over the ideal byte ratio at small M).
-        t.memory_s /= published->memory_frac_vs_dense;
-        const double busy = std::max(t.compute_s, t.memory_s);
-        t.time_s = busy + t.overhead_s;
-        t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+        stream_at(t, published->memory_frac_vs_dense);
       }
       t.gemm = kind;
       return t;
@@ -368,7 +401,8 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
           .kind = op.kind,
           .quant = op.quant,
           .quant_kernel = op.quant_kernel,
-          .attn_kernel = op.attn_kernel};
+          .attn_kernel = op.attn_kernel,
+          .attn_kv_dtype = op.attn_kv_dtype};
 }
 
 bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
@@ -377,7 +411,7 @@ bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.compute_efficiency == b.compute_efficiency && a.compute_plateau_frac == b.compute_plateau_frac &&
          a.comm_gpus == b.comm_gpus && a.comm_custom == b.comm_custom &&
-         a.groups == b.groups && a.tile_padding == b.tile_padding;
+         a.groups == b.groups && a.tile_padding == b.tile_padding && a.attn_kv_dtype == b.attn_kv_dtype;
 }
 
 void KernelTimeCache::FreeEntries::operator()(Entry* p) const { std::free(p); }
@@ -450,7 +484,7 @@ KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype ba
     cursor = {&decode_grid(op, hw), op.attn_kernel, op.attn_head_dim, {}};
   }
   const double frac = cursor.grid->empty() ? 0.0 : decode_frac(op, *cursor.grid, cursor.hint);  // as measured_frac
-  return roofline(op, op.bytes, hw, base, 0.0, peak_rate(op, hw, base), frac);
+  return roofline(op, op.bytes, hw, base, kv_dequant_s(op, hw), peak_rate(op, hw, base), frac);
 }
 
 void time_kernels(const std::vector<Op>& ops, const HwProfile& hw, Dtype base, KernelTimeCache* cache,

@@ -125,6 +125,7 @@ class KernelTimeCache {
     QuantScheme quant;
     QuantKernel quant_kernel;
     AttentionKernel attn_kernel;
+    Dtype attn_kv_dtype;
   };
   struct Entry {
     Key key;

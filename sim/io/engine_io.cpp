@@ -216,6 +216,16 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
     c->finish();
   }
   if (auto q = r.object_if("quant_kernels")) p.quant_kernels = parse_quant_kernels(std::move(*q));
+  if (r.has("kv_cache_dtypes")) {
+    p.kv_cache_dtypes.emplace();
+    const nlohmann::json& list = r.raw("kv_cache_dtypes");
+    if (!list.is_array()) r.fail("kv_cache_dtypes", "must be a list of KV cache dtypes (fp8, int8, int4)");
+    for (const nlohmann::json& d : list) {
+      const auto kv = d.is_string() ? parse_kv_cache_dtype(d.get<std::string>(), Dtype::bf16) : std::nullopt;
+      if (!kv || *kv == Dtype::bf16) r.fail("kv_cache_dtypes", "must list fp8, int8 or int4, got " + d.dump());
+      p.kv_cache_dtypes->push_back(*kv);
+    }
+  }
   r.finish();
   return p;
 }

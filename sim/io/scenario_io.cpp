@@ -476,7 +476,13 @@ Precision parse_precision(KeyReader& r) {
     if (!scheme) q->fail("method", "unknown scheme '" + method + "' (none, " + kQuantNames + ")");
     p.quant = *scheme;
     p.group_size = q->integer("group_size", p.group_size);
-    if (q->string("kv_cache_dtype", "auto") == "fp8") p.kv_cache = Dtype::fp8;
+    const std::string kv = q->string("kv_cache_dtype", "auto");
+    const auto kv_dtype = parse_kv_cache_dtype(kv, p.kv_cache);
+    if (!kv_dtype) q->fail("kv_cache_dtype", "unknown KV cache dtype '" + kv + "' (" + kKvCacheDtypeNames + ")");
+    p.kv_cache = *kv_dtype;
+    const std::string scales = q->string("activation_scales", "static");
+    if (scales != "static" && scales != "dynamic") q->fail("activation_scales", "must be static or dynamic, got '" + scales + "'");
+    p.dynamic_activation_scales = scales == "dynamic";
     q->finish();
   }
   return p;
@@ -581,6 +587,7 @@ void check_engine_limits(Scenario& s) {
   }
   apply_gpu_sized_defaults(e, s.hw);
   resolve_quant_kernels(e.profile, s.hw);
+  if (const PrecisionSupport no = engine_supports(e.profile, s.precision, s.hw); !no.key.empty()) throw InputError(file, no.key, no.why);
   const std::unique_ptr<BatchScheduler> policy = make_scheduler(e.scheduler);
   const bool chunked = policy->chunks_prompts() || policy->rejects_prompts_over_budget();
   // An engine's token budget is its chunking scheduler's: a scenario that picks a policy running
@@ -800,6 +807,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     j["cost_model"] = {{"impl", s.cost_model.impl}};
     if (s.cost_model.interpolate_decode) j["cost_model"]["interpolate_decode"] = true;
   }
+  if (s.precision.dynamic_activation_scales) j["quantization"]["activation_scales"] = "dynamic";  // other reports keep their bytes
   if (s.disaggregation.enabled) {
     const auto pool = [](const PoolConfig& p) {
       return nlohmann::json{{"replicas", p.replicas},

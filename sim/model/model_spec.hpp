@@ -186,16 +186,21 @@ struct ModelSpec {
     if (has_sliding_window()) s.sliding_window.layers = std::max<std::int64_t>(0, sliding_window.layers - others);
     return s;
   }
+  // Bytes of one cached element in `kv_dtype`, scales included (one per token and KV head; MLA:
+  // per token of the latent).
+  double kv_element_bytes(Dtype kv_dtype) const {
+    return kv_cache_element_bytes(kv_dtype, is_mla() ? mla.kv_cache_width() : head_dim);
+  }
   // KV cache bytes of one token in one layer (K and V; MLA: the latent and the rotary key).
   double kv_bytes_per_token_layer(Dtype kv_dtype) const {
-    if (is_mla()) return static_cast<double>(mla.kv_cache_width()) * dtype_bytes(kv_dtype);
-    return 2.0 * static_cast<double>(kv_width()) * dtype_bytes(kv_dtype);
+    if (is_mla()) return static_cast<double>(mla.kv_cache_width()) * kv_element_bytes(kv_dtype);
+    return 2.0 * static_cast<double>(kv_width()) * kv_element_bytes(kv_dtype);
   }
   // KV cache bytes one token occupies across all layers (K and V): a sequence shorter than the
   // sliding window holds this much per token.
   double kv_bytes_per_token(Dtype kv_dtype) const {
     if (is_mla()) return static_cast<double>(num_layers) * kv_bytes_per_token_layer(kv_dtype);
-    return 2.0 * static_cast<double>(num_layers) * static_cast<double>(kv_width()) * dtype_bytes(kv_dtype);
+    return 2.0 * static_cast<double>(num_layers) * static_cast<double>(kv_width()) * kv_element_bytes(kv_dtype);
   }
   // KV cache bytes of one sequence of `tokens` tokens: sliding-window layers keep at most the window.
   double kv_bytes(std::int64_t tokens, Dtype kv_dtype) const {

@@ -125,7 +125,7 @@ Op kv_concat_op(const ModelSpec& m, const BatchShape& b, const Precision& p) {
   // torch.cat(past, new) for K and V: reads the whole cache and writes it back one token longer.
   const double kv_tokens = b.prefill_kv_tokens + b.decode_kv_tokens;
   return layer_op(kKvConcatName, OpKind::kv_write, 2, m.num_layers, 1, true, 0.0,
-                  2.0 * kv_tokens * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache));
+                  2.0 * kv_tokens * static_cast<double>(m.kv_width()) * m.kv_element_bytes(p.kv_cache));
 }
 
 // Whether the producer of GEMM input `site` writes it already quantized (plan.fused_fp8_input_quant),
@@ -134,7 +134,9 @@ Op kv_concat_op(const ModelSpec& m, const BatchShape& b, const Precision& p) {
 // only on its FP8 path, with an FP8 KV cache (TensorRT-LLM's TrtllmAttention condition), and not
 // for MLA; the activation kernel of a dense gated MLP only (MoE experts quantize on their own path).
 bool fuses_input_quant(const ModelSpec& m, const Precision& p, const KernelPlan& plan, InputQuantSite site) {
-  if ((plan.fused_fp8_input_quant & static_cast<unsigned>(site)) == 0 || p.quant != QuantScheme::fp8) return false;
+  if ((plan.fused_fp8_input_quant & static_cast<unsigned>(site)) == 0 || p.quant != QuantScheme::fp8 || p.dynamic_activation_scales) {
+    return false;
+  }
   if (site == InputQuantSite::o_proj) return !m.is_mla() && p.kv_cache == Dtype::fp8;
   if (site == InputQuantSite::down) return !m.is_moe() && m.gated_mlp;
   return true;
@@ -150,7 +152,7 @@ AttentionWorkRates attention_work_rates(const ModelSpec& m, std::int64_t q_token
   r.q_io_bytes = fuses_input_quant(m, p, plan, InputQuantSite::o_proj) ? q_tokens_d * q_w * (ab + quant_input_bytes(p.quant))
                                                                        : 2.0 * q_tokens_d * q_w * ab;
   r.kv_width = static_cast<double>(m.kv_width());
-  r.kv_bytes = dtype_bytes(p.kv_cache);
+  r.kv_bytes = m.kv_element_bytes(p.kv_cache);
   return r;
 }
 
@@ -196,8 +198,9 @@ void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b
   set_attention_work(attn, m, b.decode_seqs, b.decode_tokens(), b.decode_kv_tokens, pairs, p, plan);
 }
 
-Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelPlan& plan) {
+Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const Precision& p, const KernelPlan& plan) {
   Op attn = layer_op(name, kind, 1, m.num_layers, plan.attention_kernels, false, 0.0, 0.0);
+  attn.attn_kv_dtype = p.kv_cache;  // an integer cache is dequantized as the kernel reads it
   attn.attn_kv_heads = m.is_mla() ? 1 : m.num_kv_heads;  // MLA: every head reads one shared latent
   attn.attn_head_dim = m.is_mla() ? 0 : m.head_dim;       // MLA: the family's default tables
   attn.attn_kernel = plan.attention_kernel;
@@ -205,7 +208,7 @@ Op attention_op(const char* name, OpKind kind, const ModelSpec& m, const KernelP
 }
 
 Op prefill_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
-  Op attn = attention_op("attention_prefill", OpKind::attention_prefill, m, plan);
+  Op attn = attention_op("attention_prefill", OpKind::attention_prefill, m, p, plan);
   if (!m.is_mla()) attn.compute_plateau_frac = plan.prefill_attention_peak_frac;
   set_prefill_attention_work(attn, m, b, p, plan);
   return attn;
@@ -220,17 +223,17 @@ void set_packed_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b
   const double q = static_cast<double>(b.total_tokens()), kv = b.prefill_kv_tokens + b.decode_kv_tokens;
   set_attention_work(attn, m, b.total_seqs(), b.total_tokens(), kv, q * kv, p, plan);
   attn.compute_efficiency = plan.packed_attention_compute_frac;
-  attn.bytes += 2.0 * kv * 2.0 * static_cast<double>(m.kv_width()) * dtype_bytes(p.kv_cache) / plan.attention_kernels;
+  attn.bytes += 2.0 * kv * 2.0 * static_cast<double>(m.kv_width()) * m.kv_element_bytes(p.kv_cache) / plan.attention_kernels;
 }
 
 Op packed_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
-  Op attn = attention_op(kPackedAttentionName, OpKind::attention_prefill, m, plan);
+  Op attn = attention_op(kPackedAttentionName, OpKind::attention_prefill, m, p, plan);
   set_packed_attention_work(attn, m, b, p, plan);
   return attn;
 }
 
 Op decode_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
-  Op attn = attention_op("attention_decode", OpKind::attention_decode, m, plan);
+  Op attn = attention_op("attention_decode", OpKind::attention_decode, m, p, plan);
   set_decode_attention_work(attn, m, b, p, plan);
   return attn;
 }
@@ -273,7 +276,7 @@ void set_mla_prefill_work(Op& attn, const ModelSpec& m, const BatchShape& b, con
   const double ab = dtype_bytes(p.activations);
   const int kernels = plan.attention_kernels;
   attn.flops = (2.0 * kv * r * up + 2.0 * H * (qk + v) * b.prefill_attn_pairs) / kernels;
-  attn.bytes = (kv * static_cast<double>(m.mla.kv_cache_width()) * dtype_bytes(p.kv_cache) + r * up * dtype_bytes(p.weights) +
+  attn.bytes = (kv * static_cast<double>(m.mla.kv_cache_width()) * m.kv_element_bytes(p.kv_cache) + r * up * dtype_bytes(p.weights) +
                 2.0 * kv * up * ab + q_tokens * H * (qk + v) * ab) /
                kernels;
   attn.attn_seqs = b.prefill_seqs;
@@ -294,7 +297,7 @@ void set_mla_decode_work(Op& attn, const ModelSpec& m, const BatchShape& b, cons
   const double ab = dtype_bytes(p.activations);
   const int kernels = plan.attention_kernels;
   attn.flops = (2.0 * seqs * H * r * (nope + v) + 2.0 * H * (latent + r) * pairs) / kernels;
-  attn.bytes = (kv * latent * dtype_bytes(p.kv_cache) + H * r * (nope + v) * dtype_bytes(p.weights) +
+  attn.bytes = (kv * latent * m.kv_element_bytes(p.kv_cache) + H * r * (nope + v) * dtype_bytes(p.weights) +
                 seqs * H * (nope + v + latent + r) * ab) /
                kernels;
   attn.attn_seqs = b.decode_seqs;
@@ -307,7 +310,7 @@ void set_mla_decode_work(Op& attn, const ModelSpec& m, const BatchShape& b, cons
 void push_mla_projections(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
                           QuantScheme q, std::vector<Op>& out) {
   const std::int64_t L = m.num_layers;
-  const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights), kvb = dtype_bytes(p.kv_cache);
+  const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights), kvb = m.kv_element_bytes(p.kv_cache);
   const double lora = static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank);
   out.push_back(gemm_op("mla_down_proj", 1, L, tokens, m.mla_down_width(), m.hidden_size, p, q));
   out.push_back(layer_op("mla_lora_norms", OpKind::norm, 1, L, plan.norm_kernels, true, 4.0 * t * lora, 2.0 * t * lora * ab + lora * wb));
@@ -477,8 +480,14 @@ void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p
       ++kernels;
     }
     if (kernels > 0) {
-      out.push_back(layer_op("act_quant", OpKind::elementwise, kernels, L, 1, true, 2.0 * t * width / kernels,
-                             t * width / kernels * (ab + quant_input_bytes(q))));
+      // Per-token dynamic scales: each row's absolute maximum first (one more operation per
+      // element, the row re-read from on-chip memory: the device batch's one-kernel dynamic
+      // quantizer streams 2.54 TB/s at M 8192 on the H100 counting its bytes once,
+      // calibrate/results/h100/quant_kernels.json act_quant), then an fp32 scale per token.
+      const bool dynamic = p.dynamic_activation_scales;
+      const double flops = (dynamic ? 3.0 : 2.0) * t * width / kernels;
+      const double bytes = t * width / kernels * (ab + quant_input_bytes(q)) + (dynamic ? 4.0 * t : 0.0);
+      out.push_back(layer_op("act_quant", OpKind::elementwise, kernels, L, 1, true, flops, bytes));
     }
   }
 }
@@ -500,7 +509,7 @@ void push_qkv(const ModelSpec& m, const BatchShape& b, double t, std::int64_t to
   } else {
     out.push_back(gemm_op("qkv_proj", 1, L, tokens, m.qkv_width(), m.hidden_size, p, q));
   }
-  const double ab = dtype_bytes(p.activations), kvb = dtype_bytes(p.kv_cache);
+  const double ab = dtype_bytes(p.activations), kvb = m.kv_element_bytes(p.kv_cache);
   const double q_w = static_cast<double>(m.q_width());
   const double kv_w = static_cast<double>(m.kv_width());
   if (plan.rope_kernels > 0 && !m.is_mla()) {

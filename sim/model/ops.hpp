@@ -59,6 +59,7 @@ struct Op {
   std::int64_t attn_head_dim = 0;  // picks the kernel family's tables of this head dimension
   double attn_kv_tokens = 0.0;
   AttentionKernel attn_kernel = AttentionKernel::standard;
+  Dtype attn_kv_dtype = Dtype::bf16;  // the KV cache's format (int8/int4: dequantized as read)
   // Streaming ops (norms, rope, KV writes, elementwise, embedding, sampler): the ceiling of this
   // engine's kernels as a fraction of the profile's streaming plateau (KernelPlan::elementwise_bw_frac).
   double stream_efficiency = 1.0;
@@ -121,6 +122,11 @@ struct Precision {
   Dtype kv_cache = Dtype::bf16;
   QuantScheme quant = QuantScheme::none;
   std::int64_t group_size = 128;  // w4a16 schemes
+  // w8a8 activation scales (quantization.activation_scales): static, one per tensor fixed at
+  // calibration (the quantize pass is elementwise and an engine may fold it into the kernel that
+  // produces the input); dynamic, one per token computed at run time (the quantize kernel reduces
+  // each row first and writes its fp32 scale; no producer fuses it).
+  bool dynamic_activation_scales = false;
 };
 
 // How an engine cuts one decoder layer into kernels (engine profiles, scenarios/engines/). The

@@ -17,10 +17,12 @@ namespace servesim {
 // scales: NVFP4 one FP8 E4M3 scale per 16 values plus a per-tensor FP32 scale; MXFP4, the OCP
 // microscaling format, one E8M0 scale per 32). fp8_block: w8a8 fp8 with block-wise scales
 // (DeepSeek-V3's recipe: one fp32 scale per 128x128 weight block and per 1x128 activation group,
-// quantized per token at run time).
-enum class QuantScheme { none, fp8, int8, w8a16, w4a16_gptq, w4a16_awq, nvfp4, mxfp4, fp8_block };
+// quantized per token at run time). w4a8/w4afp8: 4-bit integer weights with 8-bit activations
+// (int8: QServe's W4A8, QQQ; fp8: vLLM's CUTLASS W4A8 and TensorRT-LLM's W4A8 AWQ on Hopper):
+// the GEMM runs on 8-bit tensor cores, the weights are widened to 8 bits in registers.
+enum class QuantScheme { none, fp8, int8, w8a16, w4a16_gptq, w4a16_awq, nvfp4, mxfp4, fp8_block, w4a8, w4afp8 };
 
-inline constexpr std::size_t kNumQuantSchemes = 9;
+inline constexpr std::size_t kNumQuantSchemes = 11;
 
 inline const char* quant_name(QuantScheme q) {
   switch (q) {
@@ -33,18 +35,20 @@ inline const char* quant_name(QuantScheme q) {
     case QuantScheme::nvfp4: return "nvfp4";
     case QuantScheme::mxfp4: return "mxfp4";
     case QuantScheme::fp8_block: return "fp8-block";
+    case QuantScheme::w4a8: return "w4a8";
+    case QuantScheme::w4afp8: return "w4afp8";
   }
   return "?";
 }
 
 // The names `quantization.method`, --quant and plan take; "fp4" is NVFP4 (NVIDIA's format).
 // ("none" also parses: no quantization.)
-inline constexpr const char* kQuantNames = "fp8, fp8-block, int8, w8a16, w4a16-gptq, w4a16-awq, nvfp4 (or fp4), mxfp4";
+inline constexpr const char* kQuantNames = "fp8, fp8-block, int8, w8a16, w4a16-gptq, w4a16-awq, w4a8, w4afp8, nvfp4 (or fp4), mxfp4";
 inline std::optional<QuantScheme> parse_quant(std::string_view s) {
   if (s == "fp4") return QuantScheme::nvfp4;
   for (QuantScheme q : {QuantScheme::none, QuantScheme::fp8, QuantScheme::int8, QuantScheme::w8a16,
                         QuantScheme::w4a16_gptq, QuantScheme::w4a16_awq, QuantScheme::nvfp4, QuantScheme::mxfp4,
-                        QuantScheme::fp8_block}) {
+                        QuantScheme::fp8_block, QuantScheme::w4a8, QuantScheme::w4afp8}) {
     if (s == quant_name(q)) return q;
   }
   return std::nullopt;
@@ -62,6 +66,8 @@ inline int weight_bits(QuantScheme q, Dtype base) {
     case QuantScheme::w8a16: return 8;
     case QuantScheme::w4a16_gptq:
     case QuantScheme::w4a16_awq:
+    case QuantScheme::w4a8:
+    case QuantScheme::w4afp8:
     case QuantScheme::nvfp4:
     case QuantScheme::mxfp4: return 4;
   }
@@ -70,8 +76,8 @@ inline int weight_bits(QuantScheme q, Dtype base) {
 // The format a GEMM that quantizes weights and activations (w8a8, and FP4's w4a4) computes in
 // (the GPU must have tensor cores for it, else emulated).
 inline std::optional<Dtype> w8a8_dtype(QuantScheme q) {
-  if (q == QuantScheme::fp8 || q == QuantScheme::fp8_block) return Dtype::fp8;
-  if (q == QuantScheme::int8) return Dtype::int8;
+  if (q == QuantScheme::fp8 || q == QuantScheme::fp8_block || q == QuantScheme::w4afp8) return Dtype::fp8;
+  if (q == QuantScheme::int8 || q == QuantScheme::w4a8) return Dtype::int8;
   if (q == QuantScheme::nvfp4 || q == QuantScheme::mxfp4) return Dtype::fp4;
   return std::nullopt;
 }
@@ -85,10 +91,13 @@ inline double quant_input_bytes(QuantScheme q) {
 
 // Bytes one quantized projection weight occupies, scales included: 8-bit schemes keep one 16-bit
 // scale per output channel (negligible, counted per weight as 0); 4-bit GPTQ/AWQ keep a 16-bit
-// scale and a 4-bit zero point per group of `group_size` input rows (AutoGPTQ/AutoAWQ layouts).
+// scale and a 4-bit zero point per group of `group_size` input rows (AutoGPTQ/AutoAWQ layouts);
+// W4A8 two bytes per group (QServe's progressive groups: an 8-bit scale and zero; TensorRT-LLM's
+// W4A8 AWQ: a 16-bit scale; vLLM's CUTLASS W4A8 an fp8 scale, 1 byte) plus per-channel scales.
 inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_size) {
   if (q == QuantScheme::nvfp4 || q == QuantScheme::mxfp4) return quant_input_bytes(q);  // same block format
   if (q == QuantScheme::fp8_block) return 1.0 + 4.0 / (128.0 * 128.0);  // an fp32 scale per 128x128 block
+  if (q == QuantScheme::w4a8 || q == QuantScheme::w4afp8) return 0.5 + 2.0 / static_cast<double>(group_size);
   const int bits = weight_bits(q, base);
   double bytes = bits / 8.0;
   if (bits == 4) bytes += (2.0 + 0.5) / static_cast<double>(group_size);
@@ -116,11 +125,17 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
 //   awq_gemm            AutoAWQ's GEMM: fused up to M = 255, then dequantize + GEMM
 //   trtllm_weight_only  TensorRT-LLM's weight-only GEMM (batched GEMV at small M, CUTLASS mixed-input
 //                       GEMM above), every M
+//   cutlass_w4a8        vLLM's CUTLASS W4A8 GEMM on Hopper (int4 weights widened to fp8 through a
+//                       lookup table in the main loop, fp8 activations: vLLM PR #23198)
+//   trtllm_w4a8         TensorRT-LLM's W4A8 AWQ GEMM (int4 weights, fp8 activations; Ada and Hopper)
+//   Without a table of their own, the W4A8 kernels take the profile's 8-bit table on their 4-bit
+//   weight bytes plus the widening on CUDA cores (cost_model.cpp).
 enum class QuantKernel : std::uint8_t {
   auto_, cublaslt, cutlass_scaled_mm, torch_scaled_mm, torch_scaled_mm_rowwise, torch_int_mm,
-  marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only, torch_scaled_mm_blockwise
+  marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only, torch_scaled_mm_blockwise,
+  cutlass_w4a8, trtllm_w4a8
 };
-inline constexpr std::size_t kNumQuantKernels = 13;
+inline constexpr std::size_t kNumQuantKernels = 15;
 
 inline const char* quant_kernel_name(QuantKernel k) {
   switch (k) {
@@ -137,6 +152,8 @@ inline const char* quant_kernel_name(QuantKernel k) {
     case QuantKernel::awq_gemm: return "awq_gemm";
     case QuantKernel::trtllm_weight_only: return "trtllm_weight_only";
     case QuantKernel::torch_scaled_mm_blockwise: return "torch_scaled_mm_blockwise";
+    case QuantKernel::cutlass_w4a8: return "cutlass_w4a8";
+    case QuantKernel::trtllm_w4a8: return "trtllm_w4a8";
   }
   return "?";
 }
@@ -155,6 +172,8 @@ inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
     case QuantKernel::cublaslt: return q == QuantScheme::fp8 || q == QuantScheme::int8;
     case QuantKernel::cutlass_scaled_mm: return q == QuantScheme::fp8 || q == QuantScheme::int8 || q == QuantScheme::fp8_block;
     case QuantKernel::torch_scaled_mm_blockwise: return q == QuantScheme::fp8_block;
+    case QuantKernel::cutlass_w4a8:
+    case QuantKernel::trtllm_w4a8: return q == QuantScheme::w4afp8;
     case QuantKernel::torch_scaled_mm:
     case QuantKernel::torch_scaled_mm_rowwise: return q == QuantScheme::fp8;
     case QuantKernel::torch_int_mm: return q == QuantScheme::int8;
@@ -167,6 +186,14 @@ inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
   }
   return false;
 }
+
+// Schemes no engine runs through a generic kernel: an engine profile that names its kernels
+// (quant_kernels) must name one for the GPU at hand, or the engine does not run the scheme.
+inline bool needs_engine_kernel(QuantScheme q) { return q == QuantScheme::w4a8 || q == QuantScheme::w4afp8; }
+
+// Rows of M a W4A8 kernel computes per pass over the weights (each pass widens the int4 weights
+// again in registers): CUTLASS's 128-row tiles (vLLM PR #23198; QServe's GEMM likewise 128).
+inline constexpr double kW4a8TileRows = 128.0;
 
 // Weight-only kernels that stay fused at every M (no switch to dequantize-then-GEMM).
 inline bool fused_at_every_m(QuantKernel k) {
@@ -185,9 +212,10 @@ inline double dequant_tile_rows(QuantKernel k) {
 }
 
 // The weight/activation format a kernel table of the hardware profile is kept under
-// (calibration.quant_kernels.KERNEL.FORMAT): fp8, int8, w4a16 (GPTQ and AWQ), w8a16; none for FP4.
-inline constexpr std::size_t kNumQuantFormats = 5;
-inline constexpr const char* kQuantFormatNames[kNumQuantFormats] = {"fp8", "int8", "w4a16", "w8a16", "fp8-block"};
+// (calibration.quant_kernels.KERNEL.FORMAT): fp8, int8, w4a16 (GPTQ and AWQ), w8a16, fp8-block,
+// w4a8, w4afp8; none for FP4.
+inline constexpr std::size_t kNumQuantFormats = 7;
+inline constexpr const char* kQuantFormatNames[kNumQuantFormats] = {"fp8", "int8", "w4a16", "w8a16", "fp8-block", "w4a8", "w4afp8"};
 inline std::optional<std::size_t> quant_format(QuantScheme q) {
   switch (q) {
     case QuantScheme::fp8: return 0;
@@ -196,6 +224,8 @@ inline std::optional<std::size_t> quant_format(QuantScheme q) {
     case QuantScheme::w4a16_awq: return 2;
     case QuantScheme::w8a16: return 3;
     case QuantScheme::fp8_block: return 4;
+    case QuantScheme::w4a8: return 5;
+    case QuantScheme::w4afp8: return 6;
     default: return std::nullopt;
   }
 }

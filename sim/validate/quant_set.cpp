@@ -23,11 +23,26 @@ namespace {
 //   static_batch_throughput  a static batch started together: one prefill of the whole batch,
 //                            then output - 1 decode steps with growing context; output tokens / time
 //   decode_tokens_per_s      one sequence's decode steps over the generated tokens: tokens / time
+//   max_static_throughput    static_batch_throughput at the row's batch or, where the KV cache
+//                            holds fewer sequences of input + output tokens, at the most it holds
+//                            (a published "maximum achievable throughput" under one memory budget)
 double row_metric(const StepQuery& q, const std::string& metric, std::int64_t batch, std::int64_t in, std::int64_t out) {
+  if (metric == "max_static_throughput") {
+    const std::int64_t fits = max_batch(q, in + out);
+    if (fits < 1) return 0.0;  // not even one sequence: the published OOM
+    return row_metric(q, "static_batch_throughput", std::min(batch, fits), in, out);
+  }
   double t = 0.0;
   if (metric == "static_batch_throughput") t += time_prefill(q, batch, in, 0).step.time_s;
   for (std::int64_t i = metric == "static_batch_throughput" ? 1 : 0; i < out; ++i) t += time_decode(q, batch, in + i, false).step.time_s;
   return static_cast<double>(batch * out) / t;
+}
+
+// The engine profile `name` resolved for the row's GPU.
+EngineProfile row_engine(const std::string& name, const HwProfile& hw, JsonReader& r, const char* key) {
+  EngineProfile e = load_engine_profile(name, r.file(), r.path_of(key));
+  resolve_for_gpu(e, hw);
+  return e;
 }
 
 QuantRowResult run_row(JsonReader r) {
@@ -39,8 +54,8 @@ QuantRowResult run_row(JsonReader r) {
   res.gpu = r.string("gpu");
   res.scheme = r.string("scheme");
   res.metric = r.string("metric");
-  if (res.metric != "static_batch_throughput" && res.metric != "decode_tokens_per_s") {
-    r.fail("metric", "must be static_batch_throughput or decode_tokens_per_s, got '" + res.metric + "'");
+  if (res.metric != "static_batch_throughput" && res.metric != "decode_tokens_per_s" && res.metric != "max_static_throughput") {
+    r.fail("metric", "must be static_batch_throughput, decode_tokens_per_s or max_static_throughput, got '" + res.metric + "'");
   }
   res.batch = r.integer_in("batch", 1, 4096);
   const std::int64_t in = r.integer_in("input_tokens", 1, 1 << 20), out = r.integer_in("output_tokens", 1, 1 << 20);
@@ -49,16 +64,30 @@ QuantRowResult run_row(JsonReader r) {
   StepQuery q;
   q.model = load_model(resolve_data_ref("models", res.model, r.file(), r.path_of("model")));
   q.hw = load_hw_profile(resolve_data_ref("hwprofiles", res.gpu, r.file(), r.path_of("gpu")));
-  q.engine = load_engine_profile(res.engine, r.file(), r.path_of("engine"));
-  resolve_for_gpu(*q.engine, q.hw);
+  // The 16-bit run's engine: the row's, or another where the publication compares across
+  // engines (QServe's W4A8KV4 against TensorRT-LLM's FP16).
+  const std::string base_engine = r.string_or("baseline_engine", res.engine);
+  q.engine = row_engine(base_engine, q.hw, r, r.has("baseline_engine") ? "baseline_engine" : "engine");
   q.parallel.tensor_parallel_size = r.integer_in_or("tp", 1, 64, 1);
   q.precision = Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16};
   const std::int64_t group = r.integer_in_or("group_size", 1, 65536, 128);
-  r.finish();
+  const std::string kv = r.string_or("kv_cache_dtype", "auto");
+  const auto kv_dtype = parse_kv_cache_dtype(kv, Dtype::bf16);
+  if (!kv_dtype) r.fail("kv_cache_dtype", std::string("must be one of ") + kKvCacheDtypeNames + ", got '" + kv + "'");
+  const std::string scales = r.string_or("activation_scales", "static");
+  if (scales != "static" && scales != "dynamic") r.fail("activation_scales", "must be static or dynamic, got '" + scales + "'");
   const double base = row_metric(q, res.metric, res.batch, in, out);
+  if (base == 0.0) r.fail("model", "the 16-bit run does not fit the GPU");
+  if (base_engine != res.engine) q.engine = row_engine(res.engine, q.hw, r, "engine");
   apply_quant_name(res.scheme, q.precision, r.file(), r.path_of("scheme"));
   q.precision.group_size = group;
+  q.precision.kv_cache = *kv_dtype;
+  q.precision.dynamic_activation_scales = scales == "dynamic";
+  if (const PrecisionSupport no = engine_supports(*q.engine, q.precision, q.hw); !no.key.empty()) r.fail("engine", no.why);
+  r.finish();
   if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
+  // The table groups a quantized KV cache with its weight scheme: "w4a8+kv-int4".
+  if (*kv_dtype != Dtype::bf16) res.scheme += std::string("+kv-") + dtype_name(*kv_dtype);
   res.predicted_ratio = row_metric(q, res.metric, res.batch, in, out) / base;
   res.error = res.predicted_ratio / res.published_ratio - 1.0;
   res.regime = quant_batch_regime(res.batch);

@@ -1,8 +1,10 @@
 // Quantized-vs-16-bit falloff against published measurements (data/validation/quant_published.json,
 // development data, issue 40 item 4): each row's quantized and 16-bit runs through the step model
 // with the row's engine profile (its quant_kernels resolved for the row's GPU), and the predicted
-// ratio (quantized metric over 16-bit metric) against the published one. Grouped per scheme and
-// batch regime (1-4, 8-16, >= 64; other batches count in the scheme's total only).
+// ratio (quantized metric over 16-bit metric) against the published one. A row may quantize the
+// KV cache (kv_cache_dtype; grouped as "SCHEME+kv-FORMAT"), set activation_scales, and name a
+// baseline_engine for its 16-bit run where the publication compares two systems. Grouped per
+// scheme and batch regime (1-4, 8-16, >= 64; other batches count in the scheme's total only).
 #pragma once
 #include <string>
 #include <vector>

@@ -166,7 +166,9 @@ TEST_CASE("scenario: engine.profile, quantization and cold start reach the repor
   CHECK(c.captured_batch_sizes == 11);  // vLLM sizes <= max_num_seqs 64: 1, 2, 4, 8, 16, ..., 64
   doc["quantization"] = {{"method", "int3"}};
   CHECK_THROWS_AS(test::scenario_from(doc), InputError);
-  doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "int4"}};
+  doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "int4"}};  // vLLM 0.6 runs no int4 KV cache
+  CHECK_THROWS_WITH_AS(test::scenario_from(doc), doctest::Contains("kv_cache_dtypes"), InputError);
+  doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "int5"}};
   CHECK_THROWS_AS(test::scenario_from(doc), InputError);
   doc = test::base_scenario();
   doc["engine"]["profile"] = "no-such-engine";

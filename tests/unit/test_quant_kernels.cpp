@@ -11,6 +11,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/io/scenario_io.hpp"
+#include "sim/serve/memory_plan.hpp"
 #include "tests/support.hpp"
 
 using namespace servesim;
@@ -196,4 +197,119 @@ TEST_CASE("block-wise fp8: scale bytes, the measured block-wise kernel, vLLM's C
   const Scenario s = load_scenario(resolve_data_ref("scenarios", "quantized", "", ""), {});
   CHECK(s.precision.quant == QuantScheme::fp8_block);
   CHECK(s.engine.profile.kernels.quant_kernels[static_cast<std::size_t>(QuantScheme::fp8_block)] == QuantKernel::cutlass_scaled_mm);
+}
+
+namespace {
+std::string load_error(const std::vector<std::string>& overrides) {
+  try {
+    load_scenario(resolve_data_ref("scenarios", "quantized", "", ""), overrides);
+  } catch (const InputError& err) {
+    return err.what();
+  }
+  return "no error";
+}
+// The decode attention op of `seqs` sequences at `context` tokens each.
+Op decode_attention(const ModelSpec& m, std::int64_t seqs, std::int64_t context, Dtype kv) {
+  BatchShape b;
+  for (std::int64_t i = 0; i < seqs; ++i) b.add_decode(context);
+  Precision p{Dtype::bf16, Dtype::bf16, kv};
+  std::vector<Op> ops;
+  build_iteration_ops(m, b, p, ops);
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::attention_decode) return op;
+  }
+  return {};
+}
+}  // namespace
+
+TEST_CASE("integer KV caches: bytes with their per-token scales, capacity, dequantization in attention, engines that run them") {
+  const ModelSpec m = load_model(resolve_data_ref("models", "llama-3-8b", "", ""));
+  // One 4-byte scale per token and KV head for K and for V (head_dim 128).
+  CHECK(m.kv_element_bytes(Dtype::int8) == doctest::Approx(1.0 + 4.0 / 128.0));
+  CHECK(m.kv_element_bytes(Dtype::int4) == doctest::Approx(0.5 + 4.0 / 128.0));
+  CHECK(m.kv_element_bytes(Dtype::fp8) == 1.0);
+  CHECK(m.kv_bytes_per_token(Dtype::int4) == doctest::Approx(m.kv_bytes_per_token(Dtype::bf16) * 0.53125 / 2.0));
+
+  const Scenario bf16 = load_scenario(resolve_data_ref("scenarios", "quantized", "", ""), {"quantization.method=none", "engine.profile=generic"});
+  const Scenario int4 = load_scenario(resolve_data_ref("scenarios", "quantized", "", ""),
+                                      {"quantization.method=none", "engine.profile=generic", "quantization.kv_cache_dtype=int4"});
+  const MemoryPlan a = plan_memory(bf16), b = plan_memory(int4);
+  CHECK(b.kv_bytes == doctest::Approx(a.kv_bytes));
+  CHECK(static_cast<double>(b.kv_blocks) / static_cast<double>(a.kv_blocks) == doctest::Approx(2.0 / 0.53125).epsilon(0.01));
+
+  // Attention reads the smaller cache and spends CUDA-core time converting it (modelled).
+  const HwProfile h = hw("h100-sxm");
+  const Op att16 = decode_attention(m, 64, 4096, Dtype::bf16), att4 = decode_attention(m, 64, 4096, Dtype::int4);
+  const Op att8 = decode_attention(m, 64, 4096, Dtype::int8);
+  CHECK(att4.bytes < 0.3 * att16.bytes);
+  const KernelTime t16 = estimate(att16, h, Dtype::bf16), t4 = estimate(att4, h, Dtype::bf16), t8 = estimate(att8, h, Dtype::bf16);
+  const double elements = 2.0 * 64.0 * 4097.0 * 8.0 * 128.0;  // K and V of every cached token, per layer
+  CHECK(t4.compute_s - t16.compute_s == doctest::Approx(elements / h.dequant_weights_per_s(4)).epsilon(1e-6));
+  CHECK(t8.compute_s - t16.compute_s == doctest::Approx(elements / h.dequant_weights_per_s(8)).epsilon(1e-6));
+  CHECK(estimate(decode_attention(m, 64, 4096, Dtype::fp8), h, Dtype::bf16).compute_s == doctest::Approx(t16.compute_s));
+
+  // vLLM (the scenario's engine) runs no integer KV cache; TensorRT-LLM's TensorRT backend runs int8.
+  const std::string no = load_error({"quantization.kv_cache_dtype=int8"});
+  CHECK(no.find("quantization.kv_cache_dtype") != std::string::npos);
+  CHECK(no.find("kv_cache_dtypes") != std::string::npos);
+  CHECK(load_error({"quantization.kv_cache_dtype=int8", "engine.profile=tensorrt-llm", "quantization.method=int8"}) == "no error");
+  CHECK(load_error({"quantization.kv_cache_dtype=int3"}).find("quantization.kv_cache_dtype") != std::string::npos);
+}
+
+TEST_CASE("W4A8: 4-bit weights on 8-bit tensor cores, the engine's kernel or a refusal naming the key") {
+  CHECK(quant_weight_bytes(QuantScheme::w4afp8, Dtype::bf16, 128) == doctest::Approx(0.5 + 2.0 / 128.0));
+  CHECK(w8a8_dtype(QuantScheme::w4a8) == Dtype::int8);
+  CHECK(w8a8_dtype(QuantScheme::w4afp8) == Dtype::fp8);
+  const HwProfile h = hw("h100-sxm");
+  const auto ratio = [&](std::int64_t m, std::int64_t k, std::int64_t n, QuantKernel w4) {
+    return estimate(quant_gemm(m, n, k, QuantScheme::w4afp8, w4), h, Dtype::bf16).time_s /
+           estimate(quant_gemm(m, n, k, QuantScheme::fp8, QuantKernel::cutlass_scaled_mm), h, Dtype::bf16).time_s;
+  };
+  // M = 1, generic kernel: memory-bound, the 4-bit weights in about half the fp8 kernel's time.
+  CHECK(ratio(1, 4096, 14336, QuantKernel::auto_) > 0.5);
+  CHECK(ratio(1, 4096, 14336, QuantKernel::auto_) < 0.56);
+  // vLLM's CUTLASS W4A8 on h100-sxm streams at its published rate: vLLM PR #23198's M = 1 ratios
+  // over CUTLASS fp8 (94.5/129, 82.3/114.4, 196.3/298.2, 104.2/155.2) reproduced on average within 2%.
+  const double published = (94.5 / 129 + 82.3 / 114.4 + 196.3 / 298.2 + 104.2 / 155.2) / 4.0;
+  const double model = (ratio(1, 12288, 14336, QuantKernel::cutlass_w4a8) + ratio(1, 12288, 12288, QuantKernel::cutlass_w4a8) +
+                        ratio(1, 12288, 73728, QuantKernel::cutlass_w4a8) + ratio(1, 36864, 12288, QuantKernel::cutlass_w4a8)) /
+                       4.0;
+  CHECK(model == doctest::Approx(published).epsilon(0.02));
+  // M = 4096: compute-bound at the fp8 table's rate, plus widening the int4 weights once per 128 rows.
+  const KernelTime w4 = estimate(quant_gemm(4096, 14336, 4096, QuantScheme::w4afp8, QuantKernel::cutlass_w4a8), h, Dtype::bf16);
+  const KernelTime f8 = estimate(quant_gemm(4096, 14336, 4096, QuantScheme::fp8, QuantKernel::cutlass_scaled_mm), h, Dtype::bf16);
+  CHECK(w4.bound == Bound::compute);
+  CHECK(w4.compute_s - f8.compute_s == doctest::Approx(4096.0 * 14336.0 * 32.0 / h.dequant_weights_per_s(4)).epsilon(1e-6));
+
+  const Scenario s = load_scenario(resolve_data_ref("scenarios", "quantized", "", ""), {"quantization.method=w4afp8"});
+  CHECK(s.engine.profile.kernels.quant_kernels[static_cast<std::size_t>(QuantScheme::w4afp8)] == QuantKernel::cutlass_w4a8);
+  // vLLM has no int8-activation W4A8 kernel, nor a W4A8 kernel off Hopper.
+  CHECK(load_error({"quantization.method=w4a8"}).find("quantization.method") != std::string::npos);
+  CHECK(load_error({"quantization.method=w4afp8", "hardware=a100-80gb-sxm"}).find("quant_kernels.ampere") != std::string::npos);
+  CHECK(load_error({"quantization.method=w4a8", "engine.profile=generic"}) == "no error");
+}
+
+TEST_CASE("activation scales: dynamic per-token scales cost a reduction and a scale per token, and no producer fuses them") {
+  const ModelSpec m = load_model(resolve_data_ref("models", "llama-3-8b", "", ""));
+  const EngineProfile trt = load_engine_profile("tensorrt-llm-pytorch", "", "");
+  BatchShape b;
+  for (int i = 0; i < 8; ++i) b.add_decode(1024);
+  const auto act_quant = [&](bool dynamic) {
+    Precision p{Dtype::bf16, Dtype::bf16, Dtype::fp8};
+    p.quant = QuantScheme::fp8;
+    p.dynamic_activation_scales = dynamic;
+    std::vector<Op> ops;
+    build_iteration_ops(m, b, p, ops, trt.kernels);
+    for (const Op& op : ops) {
+      if (std::string(op.name) == "act_quant") return op;
+    }
+    return Op{"none", OpKind::elementwise, 0};
+  };
+  const Op fixed = act_quant(false), dynamic = act_quant(true);
+  CHECK(fixed.count < dynamic.count);  // TensorRT-LLM folds static-scale quantization into attention and SwiGLU
+  CHECK(dynamic.count == 4 * m.num_layers);
+  // Per launch: the mean input width read in 16 bits and written in 8, plus an fp32 scale per token.
+  const double width = (2.0 * 4096.0 + 4096.0 + 14336.0) / 4.0;
+  CHECK(dynamic.bytes == doctest::Approx(8.0 * width * 3.0 + 4.0 * 8.0));
+  CHECK(dynamic.flops == doctest::Approx(3.0 * 8.0 * width));
 }
