@@ -40,6 +40,8 @@ const std::vector<std::string>& default_metrics() {
 }
 }  // namespace
 
+const std::vector<std::string>& sweep_default_metrics() { return default_metrics(); }
+
 void add_replication_columns(Table& t, std::size_t row, const std::vector<Metrics>& reps) {
   if (reps.size() < 2) return;
   bool identical = true;  // every figure the same in every replication (NaN: absent in all)

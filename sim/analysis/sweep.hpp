@@ -40,6 +40,9 @@ GridAxis parse_grid(const std::string& text);
 
 Table run_sweep(const ScenarioFactory& make, const std::vector<GridAxis>& grid, const SweepOptions& options);
 
+// The report paths a sweep shows when --metrics is not given.
+const std::vector<std::string>& sweep_default_metrics();
+
 // Adds `name.mean`, `.ci95` (and `.stddev`, `.min`, `.max`) columns for each replicated metric.
 void add_replication_columns(Table& t, std::size_t row, const std::vector<Metrics>& reps);
 

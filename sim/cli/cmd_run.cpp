@@ -123,18 +123,6 @@ nlohmann::json replications_json(const Scenario& scenario, const SimResult& resu
   return rep;
 }
 
-// The lines the HTML charts draw: the first class's SLO (the scenario-wide one unless classes
-// set their own).
-std::vector<SloLine> slo_lines(const Scenario& scenario) {
-  std::vector<SloLine> slos;
-  const SloConfig& slo = scenario.workload.classes.front().slo;
-  const double pct = 100.0 * slo.percentile;
-  if (slo.ttft_s > 0.0) slos.push_back({"ttft_s", pct, slo.ttft_s});
-  if (slo.tpot_s > 0.0) slos.push_back({"tpot_s", pct, slo.tpot_s});
-  if (slo.e2e_s > 0.0) slos.push_back({"e2e_s", pct, slo.e2e_s});
-  return slos;
-}
-
 void print_run(const nlohmann::json& report, double wall_s, int reps, const std::filesystem::path& out_dir, const RunOutputs& o) {
   print_summary(std::cout, report, wall_s);
   if (reps > 1) {

@@ -179,10 +179,7 @@ void write_load_page(const std::string& path, const SaturateResult& r, const Sat
     pt.meets_slo = 2 * pr.passed > pr.runs;
     page.points.push_back(pt);
   }
-  const SloConfig& slo = base.workload.classes.front().slo;
-  for (const auto& [metric, threshold] : {std::pair{"ttft_s", slo.ttft_s}, std::pair{"tpot_s", slo.tpot_s}, std::pair{"e2e_s", slo.e2e_s}}) {
-    if (threshold > 0.0) page.slos.push_back({metric, 100.0 * slo.percentile, threshold});
-  }
+  page.slos = slo_lines(base);
   if (r.stable_qps > 0.0) page.marked_load = r.stable_qps;
   std::ostringstream os;
   write_load_html(os, page);

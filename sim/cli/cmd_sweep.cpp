@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <variant>
+#include <sstream>
 
 #include "sim/analysis/sweep.hpp"
 #include "sim/analysis/work_estimate.hpp"
@@ -13,6 +15,8 @@
 #include "sim/cli/options.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
+#include "sim/io/html_report.hpp"
+#include "sim/io/output_file.hpp"
 
 namespace servesim::cli {
 
@@ -21,6 +25,59 @@ const IntegerFlag kReplications{"replications", "seeds per combination (adds mea
 }  // namespace
 
 namespace {
+// --html: latency against the arrival rate, so the grid must be the rate alone.
+constexpr const char* kRateKey = "workload.arrival.rate_per_s";
+const std::vector<std::string> kLoadPaths = {"latency.ttft_s.p50", "latency.ttft_s.p99", "latency.tpot_s.p50", "latency.tpot_s.p99",
+                                             "latency.e2e_s.p50",  "latency.e2e_s.p99",  "throughput.requests_per_s",
+                                             "throughput.output_tokens_per_s", "slo.met"};
+
+void check_html_grid(const std::vector<GridAxis>& grid) {
+  if (grid.size() != 1 || grid.front().key != kRateKey) {
+    throw InputError("servesim sweep", "--html", std::string("draws latency against the arrival rate: give one --grid ") + kRateKey + "=r1,r2,...");
+  }
+}
+
+// The metrics a sweep with --html shows: the ones asked (or the defaults) and those the page draws.
+void add_load_metrics(std::vector<std::string>& metrics) {
+  if (metrics.empty()) metrics = sweep_default_metrics();
+  for (const std::string& m : kLoadPaths) {
+    if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) metrics.push_back(m);
+  }
+}
+
+double number_cell(const Table& t, const std::vector<Cell>& row, const std::string& column) {
+  const auto at = static_cast<std::size_t>(std::find(t.columns.begin(), t.columns.end(), column) - t.columns.begin());
+  if (at >= row.size()) return 0.0;
+  if (const double* d = std::get_if<double>(&row[at])) return *d;
+  if (const auto* i = std::get_if<std::int64_t>(&row[at])) return static_cast<double>(*i);
+  if (const std::string* s = std::get_if<std::string>(&row[at])) return std::stod(*s);
+  return 0.0;
+}
+
+// One load level per row (the base seed's run): the rate, the percentiles, the throughput and
+// whether the run met the SLO; the scenario's SLO targets as lines.
+void write_load_page(const std::string& path, const Table& t, const Scenario& base, const std::string& args) {
+  LoadPage page;
+  page.title = "sweep: " + base.model.name + " on " + base.hw.name;
+  page.facts = {{"command", "servesim sweep " + args}, {"scenario", base.file}};
+  const auto met_at = static_cast<std::size_t>(std::find(t.columns.begin(), t.columns.end(), "slo.met") - t.columns.begin());
+  for (const auto& row : t.rows) {
+    LoadPoint p;
+    p.load = number_cell(t, row, kRateKey);
+    p.ttft_p50_s = number_cell(t, row, "latency.ttft_s.p50"), p.ttft_p99_s = number_cell(t, row, "latency.ttft_s.p99");
+    p.tpot_p50_s = number_cell(t, row, "latency.tpot_s.p50"), p.tpot_p99_s = number_cell(t, row, "latency.tpot_s.p99");
+    p.e2e_p50_s = number_cell(t, row, "latency.e2e_s.p50"), p.e2e_p99_s = number_cell(t, row, "latency.e2e_s.p99");
+    p.requests_per_s = number_cell(t, row, "throughput.requests_per_s");
+    p.output_tokens_per_s = number_cell(t, row, "throughput.output_tokens_per_s");
+    if (met_at < row.size() && std::holds_alternative<bool>(row[met_at])) p.meets_slo = std::get<bool>(row[met_at]);
+    page.points.push_back(p);
+  }
+  page.slos = slo_lines(base);
+  std::ostringstream os;
+  write_load_html(os, page);
+  write_file(path, os.str());
+}
+
 // Under the table: rows whose replications gave identical figures, whose interval of 0 says the
 // scenario draws nothing from the seed (a trace fixes arrivals and lengths), not that the
 // estimate is exact (the same word as run --replications' summary line).
@@ -45,6 +102,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "grid", "key.path=v1,v2,... (repeatable; every combination runs)", cxxopts::value<std::vector<std::string>>())(
       "metrics", "comma-separated report metrics for the columns (default: a summary)", cxxopts::value<std::string>())(
       "serial", "run on one thread (same output)")(
+      "html", "also write a page of TTFT, TPOT and E2E p50/p99 and throughput against the rate (the grid must be "
+              "workload.arrival.rate_per_s alone; adds the columns it draws) to this file", cxxopts::value<std::string>())(
       "no-work-limit", kNoWorkLimitHelp)(
       "h,help", "show help");
   kReplications.add(opts);
@@ -68,6 +127,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   o.replications = static_cast<int>(kReplications.read(p, "servesim sweep"));
   o.parallel = !p.count("serial");
   o.split = dist.split.get();
+  if (p.count("html")) check_html_grid(grid);
   if (p.count("metrics")) {
     std::string m = p["metrics"].as<std::string>();
     std::size_t start = 0;
@@ -78,6 +138,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       start = c + 1;
     }
   }
+  if (p.count("html")) add_load_metrics(o.metrics);
   // The limits guard what one process runs: with --mpi or --shard, the busiest process's share
   // (the same decision on every MPI rank), then each process's own scenarios (a refusal reaches
   // every rank through the exchange); a merge runs nothing.
@@ -100,6 +161,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (!dist.writes_output()) return kExitOk;
   emit_table(p, t, "# sweep\n\n`servesim sweep " + join_args(dist.args) + "`");
   if (!p.count("json")) note_identical_replications(t, o.replications);
+  if (p.count("html")) write_load_page(p["html"].as<std::string>(), t, src.load(), join_args(dist.args));
   return kExitOk;
 }
 

@@ -399,6 +399,16 @@ void write_run_html(std::ostream& os, const Scenario& s, const SimResult& res, c
   page_foot(os, note.empty() ? "" : " " + escape(note));
 }
 
+std::vector<SloLine> slo_lines(const Scenario& scenario) {
+  std::vector<SloLine> slos;
+  const SloConfig& slo = scenario.workload.classes.front().slo;
+  const double pct = 100.0 * slo.percentile;
+  if (slo.ttft_s > 0.0) slos.push_back({"ttft_s", pct, slo.ttft_s});
+  if (slo.tpot_s > 0.0) slos.push_back({"tpot_s", pct, slo.tpot_s});
+  if (slo.e2e_s > 0.0) slos.push_back({"e2e_s", pct, slo.e2e_s});
+  return slos;
+}
+
 LoadPoint load_point_from_report(double load, const nlohmann::json& r) {
   LoadPoint p;
   p.load = load;

@@ -24,6 +24,10 @@ struct SloLine {
   double threshold_s = 0.0;
 };
 
+// The lines the HTML charts draw: the first class's SLO (the scenario-wide one unless classes
+// set their own).
+std::vector<SloLine> slo_lines(const Scenario& scenario);
+
 // The run page: summary cards from `report` (make_report's output) with each SLO checked,
 // latency CDFs from the result's histograms, the recorder's timelines and request sample, and the
 // model's ops on the hardware's roofline for the run's mean prefill and decode batches.

@@ -180,6 +180,33 @@ TEST_CASE("saturate --html: the probed rates' latency against load, drawn in hea
              {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
 }
 
+TEST_CASE("sweep --html over the arrival rate: its rows' latency against load, drawn in headless Chromium") {
+  auto doc = base_scenario();
+  doc["workload"]["num_requests"] = 100;
+  const std::string scen = write_temp("sweep_html.json", doc.dump());
+  const std::string dir = "/tmp/servesim_sweephtml_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto r = run_cli("sweep " + scen + " --grid workload.arrival.rate_per_s=2,8,32 --slo ttft=500ms --html " + dir + "/sweep.html 2>&1");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("latency.e2e_s.p50") != std::string::npos);  // the column the page draws, added
+  std::ifstream in(dir + "/sweep.html");
+  std::stringstream page;
+  page << in.rdbuf();
+  CHECK(page.str().find("3 load levels") != std::string::npos);
+  CHECK(page.str().find("SLO TTFT p99") != std::string::npos);
+  // Any other grid is refused before anything runs, naming the flag.
+  const auto bad = run_cli("sweep " + scen + " --grid engine.max_num_seqs=8,16 --html " + dir + "/x.html 2>&1");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("--html") != std::string::npos);
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found ***");
+    return;
+  }
+  check_page(bin, dir + "/sweep.html",
+             {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
+}
+
 TEST_CASE("roofline --html: the step's ops on the roofline, drawn in headless Chromium") {
   const std::string dir = "/tmp/servesim_roofhtml_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
