@@ -20,7 +20,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/io/scenario_io.hpp"
-#include "sim/workload/trace_io.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/simulation.hpp"
 

@@ -13,7 +13,7 @@
 #include "sim/core/error.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
-#include "sim/workload/trace_io.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "sim/workload/workload.hpp"
 
 namespace servesim::cli {

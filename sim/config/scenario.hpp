@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/config/engine_profile.hpp"
+#include "sim/config/trace_rows.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/hw/hw_profile.hpp"
 #include "sim/model/model_spec.hpp"
@@ -65,6 +66,7 @@ struct TraceConfig {
   // The length of every row's prefix_id (jsonl) where the row gives no prefix_tokens; 0: none,
   // and a row with a prefix id but no length shares nothing.
   std::int64_t prefix_tokens = 0;
+  TraceOpener open;            // set by the parser (io/scenario_io): a reader of the file's rows
 };
 
 // Latency targets at a percentile, plus the success rate they must come with. 0 = no target.

@@ -14,12 +14,12 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/key_reader.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "sim/model/speculative.hpp"
 #include "sim/sched/batch_scheduler.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
 #include "sim/serve/step_cost.hpp"
-#include "sim/workload/trace_io.hpp"
 
 namespace servesim {
 
@@ -178,6 +178,7 @@ TraceConfig parse_trace(KeyReader r) {
     if (fs::exists(beside)) t.path = beside.string();
   }
   if (!fs::exists(t.path)) r.fail("path", "trace file not found: '" + t.path + "'");
+  t.open = trace_file_opener(t);
   return t;
 }
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "sim/hw/cost_model.hpp"
-#include "sim/workload/trace_io.hpp"
 #include "sim/serve/parallel.hpp"
 
 namespace servesim {
@@ -47,11 +46,11 @@ namespace {
 // Mean prompt and output lengths of the first rows of a trace (a sample: traces can be huge).
 std::pair<double, double> trace_mean_lengths(const TraceConfig& t) {
   constexpr std::int64_t kSampleRows = 10000;
-  TraceReader reader(t.path, t.format, t.sort_arrivals);
+  const std::unique_ptr<TraceRows> reader = t.open();
   double prompt = 0.0, output = 0.0;
   std::int64_t n = 0;
   while (n < kSampleRows) {
-    const auto row = reader.next();
+    const auto row = reader->next();
     if (!row) break;
     prompt += static_cast<double>(row->prompt_tokens);
     output += static_cast<double>(row->output_tokens);

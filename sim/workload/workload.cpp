@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 
 #include "sim/core/error.hpp"
-#include "sim/workload/trace_io.hpp"
 
 namespace servesim {
 
@@ -151,7 +151,8 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
       throw InputError(config_.trace->path, "workload.trace.loop",
                        "a looping trace never ends: set workload.num_requests or workload.duration_s");
     }
-    trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
+    if (!config_.trace->open) throw std::logic_error("workload.trace has no reader (the scenario parser sets TraceConfig::open)");
+    trace_ = config_.trace->open();
   }
   const std::int64_t turns = config_.sessions.turns;
   if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
@@ -208,7 +209,7 @@ std::optional<RequestSpec> WorkloadGenerator::next_request(std::optional<double>
       }
       trace_offset_s_ = next_offset_s;
       trace_skipped_before_ += trace_->skipped_rows();
-      trace_ = std::make_unique<TraceReader>(config_.trace->path, config_.trace->format, config_.trace->sort_arrivals);
+      trace_ = config_.trace->open();
       row = trace_->next();
     }
     if (!row) return std::nullopt;

@@ -16,8 +16,8 @@
 
 namespace servesim {
 
-class TraceReader;
 struct TraceRecord;
+class TraceRows;
 
 // One request as the workload creates it. prompt_tokens is the whole prompt: shared prefix,
 // conversation history (later turns of a session) and the new tokens.
@@ -100,7 +100,7 @@ class WorkloadGenerator {
   RngStream class_rng_;
   std::vector<double> class_cdf_;
   std::vector<LengthSampler> prompt_, output_;
-  std::unique_ptr<TraceReader> trace_;
+  std::unique_ptr<TraceRows> trace_;
   double trace_offset_s_ = 0.0, trace_last_s_ = 0.0;
   std::int64_t trace_skipped_before_ = 0;
   RngStream prefix_rng_;

@@ -15,7 +15,7 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
-#include "sim/workload/trace_io.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "sim/serve/simulation.hpp"
 
 using namespace servesim;

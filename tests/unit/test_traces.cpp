@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
-#include "sim/workload/trace_io.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "sim/serve/simulation.hpp"
 #include "sim/workload/workload.hpp"
 #include "../support.hpp"

@@ -1,5 +1,6 @@
-// Streaming, strict readers of request traces: one row at a time (constant memory however large
-// the file), and every malformed row is an InputError naming the file and line.
+// Streaming, strict readers of request trace files: one row at a time (constant memory however
+// large the file), and every malformed row is an InputError naming the file and line. The
+// simulation takes their rows through TraceRows (config/trace_rows.hpp) and opens no file itself.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -8,36 +9,24 @@
 #include <vector>
 
 #include "sim/config/scenario.hpp"
+#include "sim/config/trace_rows.hpp"
 #include "sim/core/input_file.hpp"
 
 namespace servesim {
 
-struct TraceRecord {
-  double arrival_s = 0.0;  // relative to the trace's first row for absolute-time formats
-  std::int64_t prompt_tokens = 0;
-  std::int64_t output_tokens = 0;
-  // jsonl only: rows with one prefix_id start with the same prefix_tokens tokens (the row's, else
-  // workload.trace.prefix_tokens), shared in the prefix cache; 0 = no length given.
-  std::string prefix_id;
-  std::int64_t prefix_tokens = 0;
-  std::string cls;         // request class label, "" when the format has none
-};
-
 // Formats and the columns they need, for messages and `servesim gen-trace`.
 const std::vector<std::string>& trace_formats();
 
-class TraceReader {
+class TraceReader final : public TraceRows {
  public:
   // Opens `path` (InputError when missing, not a file or stream, or the header lacks the format's
   // columns; core/input_file.hpp says how streams are read). With
   // `sort_arrivals` the whole file is read on the first next() and served by arrival time (for
   // logs merged from several clients); otherwise rows stream and must not go back in time.
   TraceReader(std::string path, std::string format, bool sort_arrivals = false);
-  // The next row, or nothing at the end of the file.
-  std::optional<TraceRecord> next();
-  // Rows read but not turned into requests (BurstGPT logs failed requests with 0 response tokens).
-  std::int64_t skipped_rows() const { return skipped_; }
-  std::int64_t line() const { return in_->line(); }
+  std::optional<TraceRecord> next() override;
+  std::int64_t skipped_rows() const override { return skipped_; }
+  std::int64_t line() const override { return in_->line(); }
 
  private:
   [[noreturn]] void fail(const std::string& message) const;
@@ -63,5 +52,8 @@ std::optional<double> parse_timestamp_s(const std::string& text);
 // Writes one record in `format`'s row syntax; header_line() is the first line of a CSV format.
 std::string trace_header_line(const std::string& format);
 std::string trace_row_line(const std::string& format, const TraceRecord& r);
+
+// The opener the parser puts in TraceConfig::open: a TraceReader of `t`'s file.
+TraceOpener trace_file_opener(const TraceConfig& t);
 
 }  // namespace servesim

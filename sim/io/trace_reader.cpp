@@ -1,6 +1,6 @@
 // Trace readers and writers. CSV rows are split by hand and numbers parsed with from_chars over
 // the whole field, so "12abc" or an empty field is an error rather than a silent 12 or 0.
-#include "sim/workload/trace_io.hpp"
+#include "sim/io/trace_reader.hpp"
 
 #include <algorithm>
 
@@ -307,6 +307,12 @@ std::string trace_row_line(const std::string& format, const TraceRecord& r) {
     return j.dump();
   }
   return buf;
+}
+
+TraceOpener trace_file_opener(const TraceConfig& t) {
+  return [path = t.path, format = t.format, sort = t.sort_arrivals]() -> std::unique_ptr<TraceRows> {
+    return std::make_unique<TraceReader>(path, format, sort);
+  };
 }
 
 }  // namespace servesim
