@@ -76,7 +76,8 @@ RunOutputs open_outputs(const cxxopts::ParseResult& parsed, const std::filesyste
 void commit_outputs(const std::filesystem::path& out_dir, const nlohmann::json& report, RunOutputs& o,
                     const std::function<void(std::ostream&)>& html) {
   OutputFile report_file((out_dir / "report.json").string());
-  report_file.write(report.dump(2) + "\n");
+  report_file.write_json(report, 2);
+  report_file.write("\n");
   std::optional<OutputFile> html_file;
   if (o.recorder) {
     std::ostringstream page;

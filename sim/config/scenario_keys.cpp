@@ -60,6 +60,8 @@ const KeyRange kFraction = closed(0.0, 1.0);
 const KeyRange kPercentile = {0.0, 1.0, true, true};
 const KeyRange kTokens = closed(1.0, kMaxTokens);
 const KeyRange kGpus = closed(1.0, 4096.0);
+// Replicas behind one router: a fleet of tens of thousands of GPUs (issue 39; bench/fleet.sh).
+const KeyRange kReplicas = closed(1.0, 65536.0);
 const KeyRange kRate = above(0.0, 1e9);                 // requests per second
 const KeyRange kNone = {};
 
@@ -261,7 +263,7 @@ std::vector<ScenarioKey> build() {
       object("parallel", "one GPU", "how a replica spreads over GPUs, and how many replicas"),
       key("parallel.tensor_parallel_size", T::integer, integer_text(parallel.tensor_parallel_size), kGpus, "GPUs per replica sharing each layer"),
       key("parallel.pipeline_parallel_size", T::integer, integer_text(parallel.pipeline_parallel_size), kGpus, "pipeline stages per replica"),
-      key("parallel.data_parallel_size", T::integer, integer_text(parallel.data_parallel_size), kGpus, "replicas behind the router"),
+      key("parallel.data_parallel_size", T::integer, integer_text(parallel.data_parallel_size), kReplicas, "replicas behind the router"),
       key("parallel.num_micro_batches", T::integer, "pipeline_parallel_size", kGpus, "pipeline micro-batches in flight"),
       key("parallel.instances_per_gpu", T::integer, integer_text(parallel.instances_per_gpu), closed(1.0, 64.0),
           "model instances sharing each GPU (tp = pp = 1): memory split, iterations slowed by contention"),
@@ -279,7 +281,7 @@ std::vector<ScenarioKey> build() {
       object("disaggregation.prefill", "required", "<pool> of prefill replicas"),
       object("disaggregation.decode", "required", "<pool> of decode replicas"),
       text("disaggregation.kv_transfer_link", "auto", "link the KV cache crosses", "auto|nvlink|pcie|inter_node"),
-      key("<pool>.replicas", T::integer, "required", kGpus, "replicas in the pool"),
+      key("<pool>.replicas", T::integer, "required", kReplicas, "replicas in the pool"),
       key("<pool>.tensor_parallel_size", T::integer, "parallel.tensor_parallel_size", kGpus, "GPUs per replica sharing each layer"),
       key("<pool>.pipeline_parallel_size", T::integer, "parallel.pipeline_parallel_size", kGpus, "pipeline stages per replica"),
       object("cost_model", "calibrated", "what prices one iteration"),

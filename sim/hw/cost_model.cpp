@@ -476,6 +476,14 @@ const KernelTime& KernelTimeCache::get(const Op& op) {
   return e->time;
 }
 
+KernelTimeCache& KernelTimeCaches::get(const HwProfile& hw, Dtype base, Purpose purpose) {
+  for (Slot& s : slots_) {
+    if (s.hw == &hw && s.base == base && s.purpose == purpose) return *s.cache;
+  }
+  slots_.push_back({&hw, base, purpose, std::make_unique<KernelTimeCache>(hw, base)});
+  return *slots_.back().cache;
+}
+
 KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype base, DecodeAttentionCursor& cursor) {
   // estimate() takes roofline() for attention (a dense kernel, 16-bit rate), and roofline() the
   // grid's fraction when there is one.

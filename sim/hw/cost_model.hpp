@@ -151,6 +151,30 @@ class KernelTimeCache {
   std::uint64_t hits_ = 0, misses_ = 0;
 };
 
+// The kernel-time caches of one simulation, shared by its replicas. estimate() depends on the op
+// and (hw, base dtype) alone, so every replica on one hardware profile can use one memo: a hit is
+// estimate()'s value whoever filled the entry, and reports stay bit-identical. Per-replica caches
+// cost a 512-replica fleet 442 MB and 15% of its instructions zero-filling them as they grew
+// (callgrind, issue 39; docs/scale.md). Single-threaded, as the event loop that uses it.
+class KernelTimeCaches {
+ public:
+  // What the entries price: kept apart where one kind would evict the other (IterationTimer's
+  // step ops and its context ops).
+  enum class Purpose { step_ops, context_ops };
+  // The cache for (hw, base, purpose), made at first use. hw is matched by address: the
+  // scenario's profile, which outlives the simulation's replicas.
+  KernelTimeCache& get(const HwProfile& hw, Dtype base, Purpose purpose);
+
+ private:
+  struct Slot {
+    const HwProfile* hw;
+    Dtype base;
+    Purpose purpose;
+    std::unique_ptr<KernelTimeCache> cache;
+  };
+  std::vector<Slot> slots_;
+};
+
 // The launch queue as a max-plus recursion: the host issues launch j at h_j = h_{j-1} + c (c = one
 // eager launch; with CUDA graphs one graph launch up front and c = 0); the GPU runs kernels in
 // order, f_j = max(f_{j-1}, h_j) + d_j. The identical layers are folded as a max-plus map

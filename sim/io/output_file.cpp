@@ -11,7 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "sim/core/error.hpp"
 
@@ -58,6 +62,43 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(const char* s) { std::fputs(s, file_); }
 void OutputFile::write(const std::string& s) { std::fwrite(s.data(), 1, s.size(), file_); }
+
+namespace {
+// nlohmann's serializer writes a report in pieces of a few characters; through an ostream each
+// piece pays a sentry and a virtual call (callgrind, 2,048 replicas: 2.2G instructions, 48% of the
+// run). This adapter gathers them as dump()'s string adapter does and hands the FILE* 256 KB at a
+// time. output_adapter_protocol is in nlohmann's detail namespace: Debian's 3.11.2 (the version
+// CMake's find_package pins through the package) keeps it as the stream and string adapters' base.
+class FileJsonAdapter final : public nlohmann::detail::output_adapter_protocol<char> {
+ public:
+  explicit FileJsonAdapter(std::FILE* f) : f_(f) { buf_.reserve(kFlushBytes + 4096); }
+  ~FileJsonAdapter() override { flush(); }
+  void write_character(char c) override {
+    buf_.push_back(c);
+    if (buf_.size() >= kFlushBytes) flush();
+  }
+  void write_characters(const char* s, std::size_t n) override {
+    buf_.append(s, n);
+    if (buf_.size() >= kFlushBytes) flush();
+  }
+  void flush() {
+    std::fwrite(buf_.data(), 1, buf_.size(), f_);  // errors show in ferror(), which close() checks
+    buf_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kFlushBytes = 256 * 1024;
+  std::FILE* f_;
+  std::string buf_;
+};
+}  // namespace
+
+void OutputFile::write_json(const nlohmann::json& j, int indent) {
+  auto adapter = std::make_shared<FileJsonAdapter>(file_);
+  nlohmann::detail::serializer<nlohmann::json> out(adapter, ' ');
+  out.dump(j, indent >= 0, false, static_cast<unsigned int>(std::max(indent, 0)));  // as j.dump(indent)
+  adapter->flush();
+}
 
 void OutputFile::close() {
   if (!file_) return;

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "sim/core/time.hpp"
 
 namespace servesim {
@@ -25,6 +27,10 @@ class OutputFile {
   bool is_open() const { return file_ != nullptr; }
   void write(const char* s);
   void write(const std::string& s);
+  // j as nlohmann's dump(indent) prints it, written to the file as it is printed: a fleet's report
+  // is tens of MB of text, and dump() holds all of it as one string first (2,048 replicas: 94 MB
+  // of a 208 MB peak).
+  void write_json(const nlohmann::json& j, int indent);
   // Flushes and closes, keeping the temporary for commit(). Throws InputError when writing failed.
   void close();
   // close() if still open, then renames into place. Throws InputError when writing failed.

@@ -12,6 +12,7 @@
 #include "sim/io/report_metrics.hpp"
 #include "sim/io/scenario_io.hpp"
 #include "sim/serve/cold_start.hpp"
+#include "sim/serve/replica.hpp"
 #include "sim/metrics/slo.hpp"
 
 namespace servesim {
@@ -20,12 +21,15 @@ namespace {
 
 // A run's fields that are not figures (names and time series); the figures are the table's
 // (report_metrics.cpp), written for the fleet and again for each replica.
-void run_sections(nlohmann::json& j, const ReportSource& source) {
+// with_series: kv_cache.usage_series too (left out of the replicas of a large fleet, which keep none).
+void run_sections(nlohmann::json& j, const ReportSource& source, bool with_series = true) {
   const RunMetrics& m = source.metrics;
-  nlohmann::json usage = nlohmann::json::array();
-  for (const auto& [t, v] : m.kv_usage.points()) usage.push_back({ns_to_seconds(t), v});
   j["kv_cache"]["reservation"] = kv_reservation_name(source.scenario.engine.kv_reservation);
-  j["kv_cache"]["usage_series"] = std::move(usage);
+  if (with_series) {
+    nlohmann::json usage = nlohmann::json::array();
+    for (const auto& [t, v] : m.kv_usage.points()) usage.push_back({ns_to_seconds(t), v});
+    j["kv_cache"]["usage_series"] = std::move(usage);
+  }
   write_report_figures(j, source, FigureScope::run);
 }
 
@@ -96,6 +100,13 @@ void cluster_sections(nlohmann::json& j, const Scenario& s, const SimResult& res
   j["cluster"]["router"] = s.router.impl;
   j["cluster"]["interconnect"] = s.hw.interconnect.provenance;
   if (s.disaggregation.enabled) j["cluster"]["kv_transfer"]["link"] = res.kv_transfer_link;
+  const bool replica_series = res.replicas.size() <= kMaxReplicasWithUsageSeries;
+  if (!replica_series) {
+    // Appended, not "..." + ...: g++ 12 warns (-Wrestrict, a false positive) on that form.
+    j["cluster"]["replica_usage_series"] = std::string("left out above ")
+                                               .append(std::to_string(kMaxReplicasWithUsageSeries))
+                                               .append(" replicas; the fleet's is kv_cache.usage_series");
+  }
   j["replicas"] = nlohmann::json::array();
   for (const ReplicaResult& r : res.replicas) {
     nlohmann::json rj = {{"index", r.spec.index},
@@ -104,7 +115,7 @@ void cluster_sections(nlohmann::json& j, const Scenario& s, const SimResult& res
                          {"pipeline_parallel_size", r.spec.parallel.pipeline_parallel_size},
                          {"gpus", r.spec.parallel.gpus_per_replica()}};
     const ReportSource own{s, r.metrics, r.spec.memory, 1.0, ns_to_seconds(r.metrics.end_ns), res, fleet.cold_start, fleet.slo};
-    run_sections(rj, own);
+    run_sections(rj, own, replica_series);
     j["replicas"].push_back(std::move(rj));
   }
 }

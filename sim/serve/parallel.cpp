@@ -146,12 +146,13 @@ std::size_t prefill_memo_slot(const BatchShape& s, unsigned bits) {
 }
 }  // namespace
 
-IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel)
+IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, KernelTimeCaches* shared)
     : scenario_(scenario),
       parallel_(parallel),
       sharded_model_(scenario.model.sharded(parallel.tensor_parallel_size, parallel.expert_parallel_size)),
-      cache_(scenario.hw, scenario.precision.weights),
-      context_cache_(scenario.hw, scenario.precision.weights) {}
+      cache_((shared ? *shared : own_caches_).get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::step_ops)),
+      context_cache_((shared ? *shared : own_caches_)
+                         .get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::context_ops)) {}
 
 StepTime IterationTimer::time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
   return estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, scenario_.engine.profile.kernels,

@@ -46,7 +46,9 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
 // bit-identical (a test compares). Pipeline-parallel replicas take estimate_iteration unmemoised.
 class IterationTimer {
  public:
-  IterationTimer(const Scenario& scenario, const ParallelConfig& parallel);
+  // `shared`: the simulation's kernel-time caches (its replicas share them); without, the timer
+  // keeps its own.
+  IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, KernelTimeCaches* shared = nullptr);
   StepTime time(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
   // The exact reference: estimate() for every kernel, no cache, no memo.
   StepTime time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
@@ -73,11 +75,12 @@ class IterationTimer {
   const Scenario& scenario_;
   ParallelConfig parallel_;
   ModelSpec sharded_model_;  // the slice one GPU of the tensor-parallel group holds
-  KernelTimeCache cache_;
+  KernelTimeCaches own_caches_;  // used when the constructor is given none
+  KernelTimeCache& cache_;
   // Context ops other than decode attention (prefill attention, the KV concat) re-timed on a
   // memo hit. A fresh prompt's prefill attention depends on its length alone, and lengths recur;
   // kept apart from cache_ so these entries do not evict the step's GEMMs.
-  KernelTimeCache context_cache_;
+  KernelTimeCache& context_cache_;
   DecodeAttentionCursor decode_cursor_;  // decode attention's grid and last cell, between steps
   std::vector<Op> scratch_ops_;     // op list of the step being built or timed unmemoised
   std::vector<KernelTime> scratch_times_;

@@ -19,12 +19,14 @@ const char* replica_role_name(ReplicaRole r) {
   return "?";
 }
 
-Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv)
+Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv,
+                 KernelTimeCaches& kernel_times)
     : scenario_(scenario),
       spec_(spec),
       state_(scenario.engine, spec.memory.kv_blocks, spec.memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
       fleet_kv_(fleet_kv),
+      kernel_times_(kernel_times),
       acceptance_rng_(scenario.seed, "speculative-acceptance/" + std::to_string(spec.index)) {
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
@@ -145,7 +147,7 @@ void Replica::note_kv_usage(TimeNs now) {
     kv_used_ = used;
     metrics_.kv_peak_used_blocks = std::max(metrics_.kv_peak_used_blocks, kv_used_);
     const double capacity = static_cast<double>(state_.kv.capacity_blocks());
-    metrics_.kv_usage.set(now, capacity > 0.0 ? static_cast<double>(kv_used_) / capacity : 0.0);
+    if (fleet_kv_.replica_series) metrics_.kv_usage.set(now, capacity > 0.0 ? static_cast<double>(kv_used_) / capacity : 0.0);
   }
   if (used > 0 && (!same_blocks || frag > kv_frag_)) {
     metrics_.kv_frag_peak_frac = std::max(metrics_.kv_frag_peak_frac, static_cast<double>(frag) / (static_cast<double>(used) * unit));
@@ -629,7 +631,7 @@ void Replica::finish_run(TimeNs end) {
   state_.close_decode_window();
   note_kv_usage(end);
   note_waiting(end, 0);
-  metrics_.kv_usage.finish(end);
+  if (fleet_kv_.replica_series) metrics_.kv_usage.finish(end);
   metrics_.swap_outs = state_.swap_outs;
   metrics_.swap_out_bytes = state_.swap_out_bytes;
   metrics_.swap_in_bytes = state_.swap_in_bytes;

@@ -33,6 +33,11 @@ struct ReplicaSpec {
   MemoryPlan memory;
 };
 
+// Fleets larger than this keep no per-replica KV usage series (the fleet's series is kept): at
+// 2,048 replicas those series were three quarters of report.json's text, and building and
+// writing them most of the run (callgrind; docs/scale.md). report.json says when they are left out.
+constexpr std::size_t kMaxReplicasWithUsageSeries = 64;
+
 // KV blocks in use across all replicas, for the fleet's peak (the sum of peaks overstates it) and
 // its usage series (used fraction of all replicas' blocks).
 struct FleetKv {
@@ -43,6 +48,7 @@ struct FleetKv {
   // A fleet of one replica: its block peak and usage series are the fleet's, value for value, so
   // the replica keeps only its own (these fields stay unused) and the event loop takes them at the end.
   bool one_replica = false;
+  bool replica_series = true;  // replicas keep their own usage series (kMaxReplicasWithUsageSeries)
 };
 
 // A prefilled sequence leaving a prefill replica: its blocks stay allocated until the transfer ends.
@@ -53,7 +59,9 @@ struct Handoff {
 
 class Replica {
  public:
-  Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv);
+  // kernel_times: the simulation's kernel-time caches, shared by its replicas.
+  Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv,
+          KernelTimeCaches& kernel_times);
 
   enum class Admission { queued, too_long, queue_full };
 
@@ -109,7 +117,7 @@ class Replica {
   // Request (no decode window) and register every prefix-cache block as it fills;
   // check_every_iteration: the allocator's O(capacity) invariant check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
-    cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path);
+    cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path, &kernel_times_);
     state_.late_registration = !reference_path;
     // Multi-step windows (engine.num_scheduler_steps > 1) and speculative decoding (each sequence
     // advances by its own accepted tokens) take the per-item path: no decode window, so no lazy
@@ -164,6 +172,7 @@ class Replica {
   RunMetrics metrics_;
   FleetKv& fleet_kv_;
   IterationPlan plan_;
+  KernelTimeCaches& kernel_times_;        // the simulation's, shared (hw/cost_model.hpp)
   std::unique_ptr<StepCostModel> cost_;  // prices plan_ (serve/step_cost.hpp)
   // The step a quiet decode run priced but did not run (the next event came first): the
   // iteration start_iteration plans next has that shape, and the cost model is a pure function

@@ -147,8 +147,9 @@ class EventLoop {
     const std::vector<ReplicaSpec> specs = replica_specs(s);
     for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
     fleet_kv_.one_replica = specs.size() == 1;
+    fleet_kv_.replica_series = specs.size() <= kMaxReplicasWithUsageSeries;
     for (const ReplicaSpec& spec : specs) {
-      replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_));
+      replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_, kernel_times_));
       replicas_.back()->set_observer(observer_, static_cast<std::int32_t>(spec.index));
       replicas_.back()->set_checks(hooks.reference_path, hooks.check_every_iteration);
       if (s.instances > 1) {
@@ -490,6 +491,7 @@ class EventLoop {
   RunObserver* observer_ = hooks_.observer;  // the tap in a closed loop (it forwards to hooks_.observer)
   RequestPool requests_;
   FleetKv fleet_kv_;
+  KernelTimeCaches kernel_times_;  // shared by the replicas; declared before them, destroyed after
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<std::unique_ptr<GpuShare>> gpu_shares_;  // one per GPU when instances share GPUs
   Pool entry_, decode_;

@@ -42,12 +42,14 @@ class StepCostModel {
 
 // The model `scenario.cost_model.impl` names, for one replica of `parallel`. reference_path:
 // the exact path (every kernel timed by estimate(), no cache or memo), for the tests that check
-// the fast path against it.
+// the fast path against it. caches: the simulation's kernel-time caches, shared by its replicas
+// (none: the model keeps its own).
 std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& scenario, const ParallelConfig& parallel,
-                                                    bool reference_path);
+                                                    bool reference_path, KernelTimeCaches* caches = nullptr);
 
 struct StepCostEntry : RegistryEntry {
-  std::unique_ptr<StepCostModel> (*make)(const Scenario& scenario, const ParallelConfig& parallel, bool reference_path) = nullptr;
+  std::unique_ptr<StepCostModel> (*make)(const Scenario& scenario, const ParallelConfig& parallel, bool reference_path,
+                                         KernelTimeCaches* caches) = nullptr;
 };
 const Registry<StepCostEntry>& step_cost_models();
 

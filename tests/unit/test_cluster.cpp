@@ -325,3 +325,27 @@ TEST_CASE("hardware profiles: interconnect keys are optional, defaulted and stri
   bad["interconnect"]["measured"][0]["scope"] = "carrier_pigeon";
   CHECK(error_of(bad).find("scope: must be nvlink, pcie or inter_node") != std::string::npos);
 }
+
+TEST_CASE("fleets: replicas share kernel-time caches; past 64 replicas report.json keeps only the fleet's KV series") {
+  auto doc = base_scenario();
+  doc["workload"] = nlohmann::json::parse(R"({"num_requests": 200, "arrival": {"impl": "poisson", "rate_per_s": 200},
+      "prompt_tokens": {"impl": "fixed", "value_tokens": 128}, "output_tokens": {"impl": "fixed", "value_tokens": 16}})");
+  for (const int replicas : {64, 65}) {
+    CAPTURE(replicas);
+    doc["parallel"] = {{"data_parallel_size", replicas}};
+    const Scenario s = scenario_from(doc);
+    const SimResult res = simulate(s);
+    CHECK(res.metrics.completed == 200);
+    const nlohmann::json report = make_report(s, res);
+    const bool omitted = replicas > 64;
+    CHECK(report["replicas"][0]["kv_cache"].contains("usage_series") == !omitted);
+    CHECK(report["cluster"].contains("replica_usage_series") == omitted);
+    CHECK(!report["kv_cache"]["usage_series"].empty());  // the fleet's series either way
+    // The shared caches change no figure: the exact path (no cache, no memo) agrees.
+    SimHooks exact;
+    exact.reference_path = true;
+    const SimResult ref = simulate(s, exact);
+    CHECK(ref.metrics.ttft_s.mean() == res.metrics.ttft_s.mean());
+    CHECK(ref.metrics.end_ns == res.metrics.end_ns);
+  }
+}
