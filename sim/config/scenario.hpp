@@ -134,8 +134,22 @@ struct ParallelConfig {
   // combine; and the busiest expert-parallel GPU's routed tokens over the mean (1 = even).
   std::int64_t expert_parallel_size = 1;
   double expert_load_imbalance = 1.0;
+  // Attention data parallelism (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention):
+  // each of the replica's tensor_parallel_size GPUs runs attention, and every other part outside
+  // the routed experts (embedding, norms, dense MLPs, shared experts, LM head), for its own share
+  // of the batch with whole weights and a KV cache of its own; the routed experts split over all
+  // of them (expert_parallel_size = tensor_parallel_size) and every MoE layer dispatches tokens to
+  // their experts' GPUs and combines them back by all-to-all. The step waits for the busiest
+  // rank: attention_dp_load_imbalance is its share of the batch over the mean (1: the batch dealt
+  // evenly, sequence counts rounded up).
+  bool enable_attention_dp = false;
+  double attention_dp_load_imbalance = 1.0;
   std::int64_t gpus_per_replica() const { return tensor_parallel_size * pipeline_parallel_size; }
-  MoeRouting moe_routing() const { return {expert_parallel_size, expert_load_imbalance}; }
+  // Ranks with a batch of their own (1 without attention DP), and the tensor-parallel split of
+  // the parts outside the routed experts.
+  std::int64_t attention_dp_size() const { return enable_attention_dp ? tensor_parallel_size : 1; }
+  std::int64_t attention_tp() const { return enable_attention_dp ? 1 : tensor_parallel_size; }
+  MoeRouting moe_routing() const { return {expert_parallel_size, expert_load_imbalance, attention_dp_size()}; }
   std::int64_t micro_batches() const { return num_micro_batches > 0 ? num_micro_batches : pipeline_parallel_size; }
 };
 

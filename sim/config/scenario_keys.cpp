@@ -271,6 +271,12 @@ std::vector<ScenarioKey> build() {
           "mixture of experts: GPUs of the tensor-parallel group the routed experts split over"),
       key("parallel.expert_load_imbalance", T::number, number_text(parallel.expert_load_imbalance), closed(1.0, 4096.0),
           "busiest expert-parallel GPU's routed tokens over the mean (1 = even)"),
+      key("parallel.enable_attention_dp", T::boolean, boolean_text(parallel.enable_attention_dp), kNone,
+          "mixture of experts: attention and all but the routed experts data parallel over the tensor_parallel_size GPUs, each its own "
+          "share of the batch and KV cache; experts over all of them (expert_parallel_size = tensor_parallel_size), all-to-all per MoE "
+          "layer (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention)"),
+      key("parallel.attention_dp_load_imbalance", T::number, number_text(parallel.attention_dp_load_imbalance), closed(1.0, 4096.0),
+          "attention DP: the busiest rank's share of the batch over the mean (1 = dealt evenly); every step waits for it"),
       object("router", router.impl, "which replica a request goes to"),
       text("router.impl", router.impl, "router (servesim list routers)"),
       key("router.balance_abs_threshold", T::number, number_text(router.balance_abs_threshold), closed(0.0, 1e9),

@@ -196,9 +196,11 @@ std::string engine_line(const nlohmann::json& r) {
   const auto& par = sc["parallel"];
   const std::string method = r["quantization"]["method"].get<std::string>();
   const long long pp = par["pipeline_parallel_size"].get<long long>(), dp = par["data_parallel_size"].get<long long>();
+  const std::string tp = std::to_string(par["tensor_parallel_size"].get<long long>());
+  const bool adp = par.contains("enable_attention_dp") && par["enable_attention_dp"].get<bool>();
   return "  engine     " + prof["name"].get<std::string>() + " (" + prof["display_name"].get<std::string>() + "); " +
-         (method == "none" ? sc["dtype"].get<std::string>() : method) + ", tp " +
-         std::to_string(par["tensor_parallel_size"].get<long long>()) + (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " +
+         (method == "none" ? sc["dtype"].get<std::string>() : method) + ", tp " + tp +
+         (adp ? " as attention DP " + tp + " x experts over " + tp : "") + (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " +
          std::to_string(dp) + (dp == 1 ? " replica\n" : " replicas\n");
 }
 // When the arrivals outpace the configuration (requests.overloaded): the rates and what TTFT is

@@ -212,6 +212,7 @@ std::vector<ReportFigure> speculative_figures() {
 }
 
 bool disaggregated(Src x) { return x.scenario.disaggregation.enabled; }
+bool attention_dp(Src x) { return x.scenario.parallel.enable_attention_dp; }
 
 // Written once, at the top level (FigureScope::fleet).
 std::vector<ReportFigure> fleet_figures() {
@@ -222,6 +223,8 @@ std::vector<ReportFigure> fleet_figures() {
       {"batch.saturation_size", "cost-model decode batch beyond which doubling adds < 5% tokens/s",
        [](Src x) -> Json { return x.result.saturation.batch_size; }},
       {"cluster.gpus", "GPUs of all replicas", [](Src x) -> Json { return x.result.gpus; }},
+      {"cluster.attention_dp_ranks", "attention data-parallel ranks per replica (each its own batch share and KV; experts over all)",
+       [](Src x) -> Json { return x.scenario.parallel.attention_dp_size(); }, "attention DP (parallel.enable_attention_dp)", attention_dp},
       {"cluster.instances_per_gpu", "model instances sharing each GPU", [](Src x) -> Json { return x.scenario.instances; }},
       {"cluster.kv_transfer.bytes", "KV bytes sent from prefill to decode replicas",
        [](Src x) -> Json { return x.result.kv_transfer_bytes; }, "disaggregated serving", disaggregated},

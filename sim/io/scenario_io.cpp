@@ -327,6 +327,23 @@ ParallelConfig parse_parallel(KeyReader r) {
   if (p.expert_load_imbalance > static_cast<double>(p.expert_parallel_size)) {
     r.fail("expert_load_imbalance", "must be <= expert_parallel_size (one GPU cannot receive more than every token)");
   }
+  p.enable_attention_dp = r.boolean("enable_attention_dp", p.enable_attention_dp);
+  if (r.has("attention_dp_load_imbalance") && !p.enable_attention_dp) {
+    r.fail("attention_dp_load_imbalance", "only read with enable_attention_dp true");
+  }
+  p.attention_dp_load_imbalance = r.number("attention_dp_load_imbalance", p.attention_dp_load_imbalance);
+  if (p.enable_attention_dp) {
+    const std::string tp = std::to_string(p.tensor_parallel_size);
+    if (p.tensor_parallel_size < 2) r.fail("enable_attention_dp", "needs tensor_parallel_size > 1: its GPUs are the attention ranks");
+    if (p.pipeline_parallel_size > 1) r.fail("enable_attention_dp", "does not combine with pipeline_parallel_size > 1");
+    if (p.expert_parallel_size != p.tensor_parallel_size) {
+      r.fail("expert_parallel_size", "must equal tensor_parallel_size (" + tp + ") with enable_attention_dp: the experts split over every rank, got " +
+                                         std::to_string(p.expert_parallel_size));
+    }
+    if (p.attention_dp_load_imbalance > static_cast<double>(p.tensor_parallel_size)) {
+      r.fail("attention_dp_load_imbalance", "must be <= tensor_parallel_size (" + tp + "): one rank cannot hold more than the batch");
+    }
+  }
   if (p.instances_per_gpu > 1 && p.tensor_parallel_size * p.pipeline_parallel_size > 1) {
     r.fail("instances_per_gpu", "several instances per GPU need tensor_parallel_size = pipeline_parallel_size = 1");
   }
@@ -513,6 +530,7 @@ Scenario read_scenario_keys(const nlohmann::json& doc, const std::string& file) 
   if (auto p = r.object_if("disaggregation")) {
     s.disaggregation = parse_disaggregation(*p, s.parallel);
     if (s.instances > 1) r.fail("disaggregation", "does not combine with parallel.instances_per_gpu > 1");
+    if (s.parallel.enable_attention_dp) r.fail("disaggregation", "does not combine with parallel.enable_attention_dp");
     if (doc.contains("parallel") && doc["parallel"].contains("data_parallel_size")) {
       r.fail("disaggregation", "sets the replica counts per pool; leave parallel.data_parallel_size out");
     }
@@ -562,6 +580,9 @@ void resolve_references(Scenario& s) {
     check_parallel("parallel", s.parallel.tensor_parallel_size, s.parallel.pipeline_parallel_size);
   }
   if (s.engine.speculative.enabled()) resolve_drafter(s);
+  if (s.parallel.enable_attention_dp && !s.model.is_moe()) {
+    throw InputError(file, "parallel.enable_attention_dp", "pairs attention data parallelism with expert parallelism: " + s.model.name + " is dense");
+  }
   if (s.parallel.expert_parallel_size > 1) {
     const std::string why = expert_parallel_error(s.model, s.parallel.expert_parallel_size);
     if (!why.empty()) throw InputError(file, "parallel.expert_parallel_size", why);
@@ -741,6 +762,25 @@ nlohmann::json workload_to_json(const WorkloadConfig& w) {
 }
 }  // namespace
 
+namespace {
+// The serving features a scenario turns on, echoed only when on so other reports keep their bytes.
+void echo_features(nlohmann::json& j, const Scenario& s) {
+  const EngineConfig& e = s.engine;
+  if (e.speculative.enabled()) {  // only when on, so other reports keep their bytes
+    nlohmann::json& sp = j["engine"]["speculative"];
+    sp = {{"method", e.speculative.method},
+          {"num_speculative_tokens", e.speculative.num_speculative_tokens},
+          {"acceptance_rate", e.speculative.acceptance_rate},
+          {"drafter", e.speculative.drafter.name}};
+    if (!e.speculative.draft_model_ref.empty()) sp["draft_model"] = e.speculative.draft_model_ref;
+  }
+  if (s.parallel.enable_attention_dp) {
+    j["parallel"]["enable_attention_dp"] = true;
+    j["parallel"]["attention_dp_load_imbalance"] = s.parallel.attention_dp_load_imbalance;
+  }
+}
+}  // namespace
+
 nlohmann::json scenario_to_json(const Scenario& s) {
   const EngineConfig& e = s.engine;
   const WorkloadConfig& w = s.workload;
@@ -790,14 +830,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   // Only when multi-step is on, so single-step reports keep their bytes.
   if (e.num_scheduler_steps != 1) j["engine"]["num_scheduler_steps"] = e.num_scheduler_steps;
   if (e.frontend_latency_s > 0.0) j["engine"]["frontend_latency_s"] = e.frontend_latency_s;
-  if (e.speculative.enabled()) {  // only when on, so other reports keep their bytes
-    nlohmann::json& sp = j["engine"]["speculative"];
-    sp = {{"method", e.speculative.method},
-          {"num_speculative_tokens", e.speculative.num_speculative_tokens},
-          {"acceptance_rate", e.speculative.acceptance_rate},
-          {"drafter", e.speculative.drafter.name}};
-    if (!e.speculative.draft_model_ref.empty()) sp["draft_model"] = e.speculative.draft_model_ref;
-  }
+  echo_features(j, s);
   if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
     j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;

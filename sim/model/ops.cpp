@@ -408,7 +408,11 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   // Scores in fp32, top-k, then the sort of token copies by expert (vLLM moe_align_block_size).
   out.push_back(layer_op("moe_topk", OpKind::elementwise, 1, L, plan.moe_route_kernels, false, 5.0 * t * experts,
                          t * experts * 8.0 + t * top_k * 16.0));
-  const double rank_tokens = t / epd;  // tokens each expert-parallel GPU dispatches
+  // Tokens each expert-parallel GPU dispatches: its share of the tokens replicated over the TP
+  // group, or under attention DP the rank's own; the experts see every rank's.
+  const double dp = static_cast<double>(routing.attention_dp);
+  const double rank_tokens = routing.attention_dp > 1 ? t : t / epd;
+  const double group_t = routing.attention_dp > 1 ? t * dp : t;
   // A token goes once to each GPU that holds one of its experts (DeepEP-style deduplication);
   // dispatch in the experts' input format (8-bit schemes send 8-bit activations), combine in 16 bits.
   const double dests = expected_distinct(epd, top_k);
@@ -416,7 +420,7 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
     out.push_back(comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * (w8a8_dtype(q) ? quant_input_bytes(q) : ab), ep,
                           Placement::layer));
   }
-  const double copies = std::min(t * top_k, t * top_k / epd * std::max(1.0, routing.load_imbalance));
+  const double copies = std::min(group_t * top_k, group_t * top_k / epd * std::max(1.0, routing.load_imbalance));
   const double active = expected_distinct(static_cast<double>(m.moe.local_experts()), copies);
   const double f = static_cast<double>(m.moe.expert_ffn_size);
   if (plan.moe_permute_kernels > 0) {

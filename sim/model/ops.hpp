@@ -200,9 +200,12 @@ inline const char* input_quant_site_name(InputQuantSite s) {
 //  ep: expert-parallel GPUs (parallel.expert_parallel_size); routed experts are split over them.
 //  load_imbalance: the busiest of those GPUs' routed token copies over the mean (1 = even);
 //    the layer waits for that GPU.
+//  attention_dp: the op list is one attention-DP rank's (ParallelConfig::enable_attention_dp):
+//    its tokens are 1 / attention_dp of those the experts see, and it dispatches its own.
 struct MoeRouting {
   std::int64_t ep = 1;
   double load_imbalance = 1.0;
+  std::int64_t attention_dp = 1;
 };
 
 // One GEMM C[m,n] = A[m,k] W[k,n]: activations in precision.activations, weights in

@@ -50,11 +50,12 @@ void add_drafter(const SpeculativeConfig& sp, const Precision& target, std::int6
 }  // namespace
 
 MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precision& precision, const EngineConfig& e,
-                       std::int64_t tp, std::int64_t pp, std::int64_t instances, std::int64_t ep) {
+                       std::int64_t tp, std::int64_t pp, std::int64_t instances, std::int64_t ep, std::int64_t attention_dp) {
   MemoryPlan p;
   p.tensor_parallel_size = tp;
   p.pipeline_parallel_size = pp;
-  const ModelSpec m = full.sharded(tp, ep);
+  const std::int64_t shard_tp = attention_dp > 1 ? 1 : tp;  // attention DP: whole parts outside the experts
+  const ModelSpec m = full.sharded(shard_tp, ep);
   const double stage_layers = static_cast<double>((m.num_layers + pp - 1) / pp);
   // Instances sharing one GPU split its memory evenly (each runs with the same utilization share).
   p.budget_bytes = e.gpu_memory_utilization * hw.memory_bytes / static_cast<double>(instances);
@@ -72,10 +73,13 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
   // the widest intermediates (QKV output, MLP input) plus two residual-stream copies, and fp32
   // logits for max_num_seqs sampled rows.
   const double ab = dtype_bytes(precision.activations);
-  const double tokens = static_cast<double>(e.max_num_batched_tokens);
+  // Under attention DP each GPU runs its share of the replica's token budget and sequences.
+  const double ranks = static_cast<double>(std::max<std::int64_t>(1, attention_dp));
+  const double tokens = static_cast<double>(e.max_num_batched_tokens) / ranks;
+  const double seqs = static_cast<double>(e.max_num_seqs) / ranks;
   if (!m.is_moe() && !m.is_mla()) {
     p.activation_bytes = tokens * ab * static_cast<double>(m.qkv_width() + m.mlp_in_width() + 2 * m.hidden_size) +
-                         static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
+                         seqs * static_cast<double>(m.vocab_size) * 4.0;
   } else {
     // MLA: the down-projection, per-head queries and the prefill's up-projected keys and values.
     // MoE: vLLM's fused_moe caches (gate/up output, activation, down output per token copy),
@@ -88,24 +92,25 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
       mlp = std::max(mlp, std::min(tokens, 32768.0) * static_cast<double>(m.moe.experts_per_token) *
                               (static_cast<double>(m.gated_width(m.moe.expert_ffn_size)) + f + static_cast<double>(m.hidden_size)));
     }
-    p.activation_bytes = ab * (tokens * (attn + 2.0 * static_cast<double>(m.hidden_size)) + mlp) +
-                         static_cast<double>(e.max_num_seqs) * static_cast<double>(m.vocab_size) * 4.0;
+    p.activation_bytes = ab * (tokens * (attn + 2.0 * static_cast<double>(m.hidden_size)) + mlp) + seqs * static_cast<double>(m.vocab_size) * 4.0;
   }
   p.runtime_bytes = e.runtime_overhead_bytes;
   const ModelSpec stage = m.stage(static_cast<std::int64_t>(stage_layers));
   p.kv_bytes_per_token = stage.has_sliding_window() && e.max_model_len > 0
                              ? stage.kv_bytes(e.max_model_len, precision.kv_cache) / static_cast<double>(e.max_model_len)
                              : stage.kv_bytes_per_token(precision.kv_cache);
-  if (e.speculative.enabled()) add_drafter(e.speculative, precision, tp, ep, p);
+  if (e.speculative.enabled()) add_drafter(e.speculative, precision, shard_tp, ep, p);
   p.kv_bytes = p.budget_bytes - p.weight_bytes - p.activation_bytes - p.runtime_bytes;
   p.kv_unit_tokens = e.kv_reservation == KvReservation::token ? 1 : e.block_size;
   const double block_bytes = p.kv_block_bytes();
   p.kv_blocks = p.kv_bytes > 0.0 ? static_cast<std::int64_t>(std::floor(p.kv_bytes / block_bytes)) : 0;
+  if (attention_dp > 1) p.kv_blocks *= attention_dp;  // each rank's cache, pooled for the replica's scheduler
   return p;
 }
 
 MemoryPlan plan_memory(const Scenario& s, std::int64_t tp, std::int64_t pp) {
-  const MemoryPlan p = plan_memory(s.model, s.hw, s.precision, s.engine, tp, pp, s.instances, s.parallel.expert_parallel_size);
+  const MemoryPlan p = plan_memory(s.model, s.hw, s.precision, s.engine, tp, pp, s.instances, s.parallel.expert_parallel_size,
+                                   s.parallel.attention_dp_size());
   if (p.kv_blocks * p.kv_unit_tokens < s.engine.max_model_len) {
     throw InputError(s.file, "model", no_fit_message(s.model, s.hw, s.engine, p));
   }

@@ -31,8 +31,12 @@ struct MemoryPlan {
 // The split for any (model, hardware, precision, engine, tp, pp), with `instances` copies of the
 // replica sharing each GPU's memory evenly; never throws (kv_blocks may be 0, for what-if tables).
 // `engine` must have max_num_batched_tokens resolved (> 0).
+// attention_dp > 1 (ParallelConfig::enable_attention_dp over the tp GPUs): each GPU holds the
+// parts outside the routed experts whole and the KV cache of its own sequences (every KV head),
+// the experts split over ep; activations for its share of the token budget; kv_blocks is then
+// every rank's together (the replica's pool).
 MemoryPlan plan_memory(const ModelSpec& model, const HwProfile& hw, const Precision& precision, const EngineConfig& engine,
-                       std::int64_t tp, std::int64_t pp, std::int64_t instances = 1, std::int64_t ep = 1);
+                       std::int64_t tp, std::int64_t pp, std::int64_t instances = 1, std::int64_t ep = 1, std::int64_t attention_dp = 1);
 
 // The scenario's replica shape (parallel.tensor/pipeline_parallel_size, or a disaggregated pool's).
 // Throws InputError (naming the scenario's model key) when the model does not fit.

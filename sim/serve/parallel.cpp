@@ -74,10 +74,37 @@ StepTime stage_slot(const std::vector<Op>& ops, Placement skip, const HwProfile&
 
 }  // namespace
 
+BatchShape attention_dp_rank(const BatchShape& b, const ParallelConfig& parallel) {
+  const std::int64_t dp = parallel.attention_dp_size();
+  const double imbalance = parallel.attention_dp_load_imbalance;
+  if (dp <= 1) return b;
+  const double dpd = static_cast<double>(dp);
+  const auto share = [&](std::int64_t v) {
+    return static_cast<std::int64_t>(std::ceil(static_cast<double>(v) * imbalance / dpd));
+  };
+  BatchShape s;
+  s.prefill_seqs = share(b.prefill_seqs);
+  s.prefill_tokens = share(b.prefill_tokens);
+  s.prefill_attn_pairs = b.prefill_attn_pairs * imbalance / dpd;
+  s.prefill_kv_tokens = b.prefill_kv_tokens * imbalance / dpd;
+  s.prefill_sampled = share(b.prefill_sampled);
+  s.decode_seqs = share(b.decode_seqs);
+  s.decode_kv_tokens = b.decode_kv_tokens * imbalance / dpd;
+  s.decode_query_tokens = b.decode_query_tokens;
+  return s;
+}
+
+std::int64_t attention_dp_rank_seqs(std::int64_t seqs, const ParallelConfig& parallel) {
+  const std::int64_t dp = parallel.attention_dp_size();
+  if (dp <= 1) return seqs;
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(seqs) * parallel.attention_dp_load_imbalance / static_cast<double>(dp)));
+}
+
 StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
                             const KernelPlan& plan, const ParallelConfig& par, const BatchShape& shape, const LaunchConfig& launch,
                             std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache) {
-  const std::int64_t tp = par.tensor_parallel_size, pp = par.pipeline_parallel_size;
+  // Under attention DP the op list is one rank's (no tensor-parallel split outside the experts).
+  const std::int64_t tp = par.attention_tp(), pp = par.pipeline_parallel_size;
   if (pp <= 1) {
     build_iteration_ops(model, shape, precision, ops, plan, tp, par.moe_routing());
     return estimate_step(ops, hw, precision.weights, launch, batch_seqs, cache);
@@ -149,7 +176,7 @@ std::size_t prefill_memo_slot(const BatchShape& s, unsigned bits) {
 IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, KernelTimeCaches* shared)
     : scenario_(scenario),
       parallel_(parallel),
-      sharded_model_(scenario.model.sharded(parallel.tensor_parallel_size, parallel.expert_parallel_size)),
+      sharded_model_(scenario.model.sharded(parallel.attention_tp(), parallel.expert_parallel_size)),
       cache_((shared ? *shared : own_caches_).get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::step_ops)),
       context_cache_((shared ? *shared : own_caches_)
                          .get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::context_ops)) {}
@@ -214,7 +241,7 @@ StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const Launc
                                    const AttentionWorkRates* decode_rates) {
   const Scenario& s = scenario_;
   const KernelPlan& plan = s.engine.profile.kernels;
-  const std::int64_t tp = parallel_.tensor_parallel_size;
+  const std::int64_t tp = parallel_.attention_tp();
   const double per_kernel_s = launch.per_kernel_s(s.hw);
   // The runs' queue maps hold the launch cost (CUDA graphs or eager): rebuilt when it changes.
   if (!m.valid || !same_but_context(shape, m.shape) || m.pieces.per_kernel_s != per_kernel_s) {

@@ -29,9 +29,18 @@ std::string expert_parallel_error(const ModelSpec& model, std::int64_t ep);
 // The link a pipeline stage boundary crosses for a replica of tp x pp GPUs packed onto nodes.
 LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp);
 
+// Attention data parallelism (ParallelConfig::enable_attention_dp): the busiest rank's share of
+// the replica's batch `b`, which sets the step: each count of sequences and tokens dealt over the
+// attention_dp_size() ranks (rounded up) and each context sum split evenly, then scaled by
+// attention_dp_load_imbalance. `b` itself without attention DP.
+BatchShape attention_dp_rank(const BatchShape& b, const ParallelConfig& parallel);
+// The sequences the busiest rank's host prepares a step for (of `seqs` in the replica's batch).
+std::int64_t attention_dp_rank_seqs(std::int64_t seqs, const ParallelConfig& parallel);
+
 // Wall time of one iteration of `shape` on one replica; `ops` receives the op list of one GPU
 // (for pp > 1: one stage's ops for one micro-batch), reused across calls. `cache`, if given,
-// must be for (hw, precision.weights).
+// must be for (hw, precision.weights). Under attention DP `shape` is one rank's
+// (attention_dp_rank): the caller splits the batch.
 StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const Precision& precision,
                             const KernelPlan& plan, const ParallelConfig& parallel, const BatchShape& shape, const LaunchConfig& launch,
                             std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache = nullptr);

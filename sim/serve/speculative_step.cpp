@@ -90,7 +90,7 @@ class SpeculativeStepCost final : public StepCostModel {
 
   // One drafter forward pass of `shape`, graph-padded as the engine captures it, plus a head's fc.
   StepTime draft_step(const BatchShape& shape) {
-    BatchShape padded = shape;
+    BatchShape padded = attention_dp_rank(shape, draft_parallel_);  // one attention-DP rank's drafts
     LaunchConfig launch = draft_launch_;
     apply_cuda_graphs(launch, draft_->engine.profile.cuda_graph_batch_sizes, padded, draft_->engine.profile.cuda_graph_mode);
     StepTime d = timer_.time(padded, launch, 0);

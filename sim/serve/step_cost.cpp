@@ -20,21 +20,24 @@ namespace {
 class CalibratedStepCost final : public StepCostModel {
  public:
   CalibratedStepCost(const Scenario& s, const ParallelConfig& parallel, bool reference_path, KernelTimeCaches* caches)
-      : engine_(s.engine), launch_(s.engine.launch), timer_(s, parallel, caches), reference_path_(reference_path) {
-    apply_tp_workers(launch_, parallel.tensor_parallel_size);  // fixed for the replica: once, not per step
+      : engine_(s.engine), launch_(s.engine.launch), parallel_(parallel), timer_(s, parallel, caches), reference_path_(reference_path) {
+    apply_tp_workers(launch_, parallel.attention_tp());  // fixed for the replica: once, not per step
   }
 
   StepTime step_time(const BatchShape& planned) override {
-    BatchShape shape = planned;
+    // Under attention DP the busiest rank's share, padded to its own captured graph sizes.
+    BatchShape shape = attention_dp_rank(planned, parallel_);
     LaunchConfig launch = launch_;
     apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape, engine_.profile.cuda_graph_mode);
-    const std::int64_t batch_seqs = planned.total_seqs();  // host work is per real sequence, not padding
+    // Host work is per real sequence, not padding.
+    const std::int64_t batch_seqs = attention_dp_rank_seqs(planned.total_seqs(), parallel_);
     return reference_path_ ? timer_.time_uncached(shape, launch, batch_seqs) : timer_.time(shape, launch, batch_seqs);
   }
-  // The padding and launch configuration once per run, not per step.
+  // The padding and launch configuration once per run, not per step (attention DP: each step
+  // split by step_time).
   void begin_decode_run(const BatchShape& planned) override {
     StepCostModel::begin_decode_run(planned);
-    if (reference_path_) return;
+    if (reference_path_ || parallel_.enable_attention_dp) return;
     BatchShape shape = planned;
     LaunchConfig launch = launch_;
     apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape, engine_.profile.cuda_graph_mode);
@@ -42,7 +45,7 @@ class CalibratedStepCost final : public StepCostModel {
     timer_.begin_decode_run(shape, launch, planned.total_seqs());
   }
   StepTime decode_run_step(double decode_kv_tokens) override {
-    if (reference_path_) return StepCostModel::decode_run_step(decode_kv_tokens);
+    if (reference_path_ || parallel_.enable_attention_dp) return StepCostModel::decode_run_step(decode_kv_tokens);
     // apply_cuda_graphs' padding: each padded slot is an empty decode (add_decode(0): one token).
     // Token counts are whole numbers far below 2^53, so one addition of the slot count gives the
     // same double as the padding's one-by-one additions.
@@ -52,6 +55,7 @@ class CalibratedStepCost final : public StepCostModel {
  private:
   const EngineConfig& engine_;
   LaunchConfig launch_;  // the engine's, with this replica's tensor-parallel host term
+  ParallelConfig parallel_;
   IterationTimer timer_;
   bool reference_path_;
   std::int64_t padded_seqs_ = 0;  // empty decodes CUDA-graph padding adds to the decode run's batch
@@ -61,11 +65,13 @@ class CalibratedStepCost final : public StepCostModel {
 // prints), summed over the op list of one GPU of the tensor-parallel group.
 class RooflineStepCost final : public StepCostModel {
  public:
-  RooflineStepCost(const Scenario& s, const ParallelConfig& parallel)
-      : s_(s), tp_(parallel.tensor_parallel_size) {}
+  RooflineStepCost(const Scenario& s, const ParallelConfig& parallel) : s_(s), parallel_(parallel) {}
 
-  StepTime step_time(const BatchShape& shape) override {
-    build_iteration_ops(s_.model, shape, s_.precision, ops_, s_.engine.profile.kernels, tp_);
+  StepTime step_time(const BatchShape& planned) override {
+    const BatchShape shape = attention_dp_rank(planned, parallel_);
+    // (Without attention DP this model has always priced MoE layers without expert parallelism.)
+    build_iteration_ops(s_.model, shape, s_.precision, ops_, s_.engine.profile.kernels, parallel_.attention_tp(),
+                        parallel_.enable_attention_dp ? parallel_.moe_routing() : MoeRouting{});
     StepTime t;
     for (const Op& op : ops_) {
       const double n = static_cast<double>(op.count);
@@ -86,7 +92,7 @@ class RooflineStepCost final : public StepCostModel {
 
  private:
   const Scenario& s_;
-  std::int64_t tp_;
+  ParallelConfig parallel_;
   std::vector<Op> ops_;  // reused across iterations
 };
 

@@ -27,8 +27,8 @@ std::set<std::string> fleet_paths(const nlohmann::json& report) {
 
 TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the writer produces") {
   // Plain, tensor-parallel, two instances per GPU, disaggregated with an SLO, speculative
-  // decoding: every conditional section.
-  std::vector<nlohmann::json> docs(5, test::base_scenario());
+  // decoding, attention DP: every conditional section.
+  std::vector<nlohmann::json> docs(6, test::base_scenario());
   docs[1]["parallel"] = {{"tensor_parallel_size", 2}};
   docs[2]["parallel"] = {{"instances_per_gpu", 2}};
   docs[2]["workload"]["arrival"]["rate_per_s"] = 20.0;
@@ -36,6 +36,10 @@ TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the
   docs[3]["disaggregation"] = {{"prefill", {{"replicas", 1}}}, {"decode", {{"replicas", 1}}}};
   docs[3]["slo"] = {{"ttft_s", 5.0}};  // slo.met is written only with a latency target
   docs[4]["engine"]["speculative"] = {{"method", "eagle"}, {"num_speculative_tokens", 3}};
+  docs[5]["model"] = "qwen3-30b-a3b";
+  docs[5]["hardware"] = "h100-sxm";
+  docs[5]["dtype"] = "bf16";
+  docs[5]["parallel"] = {{"tensor_parallel_size", 2}, {"expert_parallel_size", 2}, {"enable_attention_dp", true}};
   std::set<std::string> registered;
   for (const auto& m : report_metrics()) registered.insert(m.path);
   std::set<std::string> seen;
