@@ -26,6 +26,11 @@ struct PublishedRow {
   std::string skip;         // non-empty: not simulated, and why
   std::string assumptions;  // what the scenario took where the source is silent
   std::int64_t requests = 0;  // simulated requests (may be fewer than published: see PublishedOptions)
+  // The serving feature the row measures beyond its release's plain runs: "attention DP" (data-
+  // parallel attention with the experts over every GPU) or "MTP" (speculative decoding), else "".
+  // Such rows carry their own engine label (`engine` + "+adp" / "+mtp"), are kept out of plan's
+  // error bands, and their median is bounded apart (kPublishedFeatureMedianTarget).
+  std::string feature;
   double error() const { return (predicted - published) / published; }
 };
 
@@ -54,6 +59,9 @@ std::vector<ValidationRow> published_validation_rows(const std::vector<Published
 // label over all its GPUs: phase "all"), and the target the issue sets (median 10%).
 std::vector<ValidationBound> published_bounds();
 constexpr double kPublishedMedianTarget = 0.10;
+// The median |error| over the rows with a feature (attention DP, MTP): issue 38's target 15%;
+// the bound stated is data/validation/bounds.json's "published/feature-rows-median".
+constexpr double kPublishedFeatureMedianTarget = 0.15;
 
 // The error bands `plan` shows for whole-engine answers: one per (GPU, servesim engine profile),
 // phase "throughput", over the simulated rows whose metric is an output or input throughput
