@@ -76,20 +76,21 @@ StepTime stage_slot(const std::vector<Op>& ops, Placement skip, const HwProfile&
 
 BatchShape attention_dp_rank(const BatchShape& b, const ParallelConfig& parallel) {
   const std::int64_t dp = parallel.attention_dp_size();
-  const double imbalance = parallel.attention_dp_load_imbalance;
   if (dp <= 1) return b;
-  const double dpd = static_cast<double>(dp);
-  const auto share = [&](std::int64_t v) {
-    return static_cast<std::int64_t>(std::ceil(static_cast<double>(v) * imbalance / dpd));
-  };
+  // Ranks are dealt sequences, not tokens: a prompt (or its chunk) is prefilled by the rank that
+  // holds its request, and a decoding sequence's KV lives on one rank. The busiest rank holds its
+  // share of the sequences (rounded up) and those sequences' share of the tokens and context.
+  const auto seqs = [&parallel](std::int64_t n) { return std::min(n, attention_dp_rank_seqs(n, parallel)); };
+  const auto frac = [](std::int64_t part, std::int64_t whole) { return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; };
   BatchShape s;
-  s.prefill_seqs = share(b.prefill_seqs);
-  s.prefill_tokens = share(b.prefill_tokens);
-  s.prefill_attn_pairs = b.prefill_attn_pairs * imbalance / dpd;
-  s.prefill_kv_tokens = b.prefill_kv_tokens * imbalance / dpd;
-  s.prefill_sampled = share(b.prefill_sampled);
-  s.decode_seqs = share(b.decode_seqs);
-  s.decode_kv_tokens = b.decode_kv_tokens * imbalance / dpd;
+  s.prefill_seqs = seqs(b.prefill_seqs);
+  const double pf = frac(s.prefill_seqs, b.prefill_seqs);
+  s.prefill_tokens = static_cast<std::int64_t>(std::ceil(static_cast<double>(b.prefill_tokens) * pf));
+  s.prefill_attn_pairs = b.prefill_attn_pairs * pf;
+  s.prefill_kv_tokens = b.prefill_kv_tokens * pf;
+  s.prefill_sampled = std::min(s.prefill_seqs, static_cast<std::int64_t>(std::ceil(static_cast<double>(b.prefill_sampled) * pf)));
+  s.decode_seqs = seqs(b.decode_seqs);
+  s.decode_kv_tokens = b.decode_kv_tokens * frac(s.decode_seqs, b.decode_seqs);
   s.decode_query_tokens = b.decode_query_tokens;
   return s;
 }

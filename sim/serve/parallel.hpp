@@ -30,9 +30,10 @@ std::string expert_parallel_error(const ModelSpec& model, std::int64_t ep);
 LinkScope pipeline_link(const HwProfile& hw, std::int64_t tp, std::int64_t pp);
 
 // Attention data parallelism (ParallelConfig::enable_attention_dp): the busiest rank's share of
-// the replica's batch `b`, which sets the step: each count of sequences and tokens dealt over the
-// attention_dp_size() ranks (rounded up) and each context sum split evenly, then scaled by
-// attention_dp_load_imbalance. `b` itself without attention DP.
+// the replica's batch `b`, which sets the step. Ranks are dealt sequences: the busiest holds
+// attention_dp_rank_seqs of the prefilling and of the decoding sequences, with those sequences'
+// share of the tokens and context sums (a prompt is prefilled whole by the rank holding its
+// request). `b` itself without attention DP.
 BatchShape attention_dp_rank(const BatchShape& b, const ParallelConfig& parallel);
 // The sequences the busiest rank's host prepares a step for (of `seqs` in the replica's batch).
 std::int64_t attention_dp_rank_seqs(std::int64_t seqs, const ParallelConfig& parallel);

@@ -51,9 +51,14 @@ TEST_CASE("attention DP: a rank's share of the batch, and the experts see every 
   CHECK(attention_dp_rank(b, p).decode_seqs == 10);  // off: the batch itself
   p.enable_attention_dp = true;
   const BatchShape r = attention_dp_rank(b, p);
-  CHECK(r.decode_seqs == 3);  // 10 sequences over 4 ranks: the busiest has 3
-  CHECK(r.prefill_tokens == 128);
-  CHECK(r.decode_kv_tokens == doctest::Approx(10 * 1001 / 4.0));
+  CHECK(r.decode_seqs == 3);  // 10 sequences over 4 ranks: the busiest has 3, and their context
+  CHECK(r.decode_kv_tokens == doctest::Approx(3 * 1001.0));
+  CHECK(r.prefill_seqs == 1);  // one prompt is one rank's, whole: ranks are dealt sequences, not tokens
+  CHECK(r.prefill_tokens == 512);
+  CHECK(r.prefill_sampled == 1);
+  BatchShape four;
+  for (int i = 0; i < 4; ++i) four.add_prefill(512, 0, true);
+  CHECK(attention_dp_rank(four, p).prefill_tokens == 512);  // four prompts over four ranks: one each
   CHECK(attention_dp_rank_seqs(11, p) == 3);
   p.attention_dp_load_imbalance = 2.0;
   CHECK(attention_dp_rank(b, p).decode_seqs == 5);
