@@ -81,7 +81,8 @@ bool has_card(const std::string& card) {
 // Weight precision text -> servesim quantization scheme ("" = 16-bit).
 std::string quant_for(const std::string& weights) {
   if (weights.rfind("nvfp4", 0) == 0) return "nvfp4";
-  if (weights.rfind("fp8", 0) == 0) return "fp8";
+  // DeepSeek's native FP8 checkpoints scale per 128x128 weight block and 1x128 activation group.
+  if (weights.rfind("fp8", 0) == 0) return weights.find("block-scaled") != std::string::npos ? "fp8-block" : "fp8";
   return "";
 }
 
@@ -89,7 +90,10 @@ std::string quant_for(const std::string& weights) {
 // @04cba882, the heuristic behind every perf-overview row): KV requests that fit beside the
 // weights at the KV fraction, capped at 4096 and rounded up; tokens = batch x (1 + ISL/OSL),
 // capped at 32768, at least 2048, rounded. Device memory in GiB as NVML reports it; weights from
-// the parameter count at the quantization's bytes; KV heads at least tp.
+// the parameter count at the quantization's bytes; KV heads at least tp; the head size config.json
+// states, else hidden / heads (bench/build/dataclasses.py ModelConfig.set_values_if_none): an MLA
+// model's config.json (DeepSeek-V3/R1) has no head_dim, so trtllm-bench prices its cache as
+// num_attention_heads KV heads of hidden / heads, not the latent cache the engine allocates.
 struct BenchLimits {
   std::int64_t max_batch_size = 0, max_num_tokens = 0;
 };
@@ -97,7 +101,8 @@ BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double 
                                 std::int64_t tp, std::int64_t pp, std::int64_t isl, std::int64_t osl, double kv_fraction) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   const double kv_heads = static_cast<double>(std::max(tp, m.num_kv_heads));
-  const double gib_per_token = 2.0 * static_cast<double>(m.num_layers) * kv_heads * static_cast<double>(m.head_dim) * kv_bytes_per_elem / kGiB;
+  const double head_size = static_cast<double>(m.is_mla() ? m.hidden_size / m.num_attention_heads : m.head_dim);
+  const double gib_per_token = 2.0 * static_cast<double>(m.num_layers) * kv_heads * head_size * kv_bytes_per_elem / kGiB;
   const double engine_gib = m.total_params() * weight_bytes_per_param / kGiB;
   const double total_gib = memory_bytes / kGiB * static_cast<double>(tp * pp);
   const double kv_requests = (total_gib - engine_gib) * kv_fraction / (gib_per_token * static_cast<double>(isl + osl));
@@ -114,8 +119,9 @@ BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double 
   return l;
 }
 
-// The bytes per parameter and per KV element trtllm-bench's heuristic uses (tuning.py BYTES_PER_ELEM).
-double bench_bytes(const std::string& quant) { return quant == "nvfp4" ? 0.5 : quant == "fp8" ? 1.0 : 2.0; }
+// The bytes per parameter and per KV element trtllm-bench's heuristic uses (tuning.py
+// BYTES_PER_ELEM: FP8 and FP8_BLOCK_SCALES 1, NVFP4 0.5).
+double bench_bytes(const std::string& quant) { return quant == "nvfp4" ? 0.5 : quant == "fp8" || quant == "fp8-block" ? 1.0 : 2.0; }
 
 // TensorRT-LLM sizes the KV cache as a fraction of the memory left after the model and its
 // activation workspace (KvCacheConfig.free_gpu_memory_fraction); servesim's
@@ -124,7 +130,8 @@ double bench_bytes(const std::string& quant) { return quant == "nvfp4" ? 0.5 : q
 void set_free_memory_fraction(Scenario& s, double fraction) {
   s.engine.gpu_memory_utilization = 1.0;
   const MemoryPlan full = plan_memory(s.model, s.hw, s.precision, s.engine, s.parallel.tensor_parallel_size,
-                                      s.parallel.pipeline_parallel_size, s.instances, s.parallel.expert_parallel_size);
+                                      s.parallel.pipeline_parallel_size, s.instances, s.parallel.expert_parallel_size,
+                                      s.parallel.attention_dp_size());
   s.engine.gpu_memory_utilization = 1.0 - (1.0 - fraction) * std::max(0.0, full.kv_bytes) / s.hw.memory_bytes;
 }
 
@@ -148,6 +155,7 @@ struct RowInput {
   nlohmann::json settings;
   // Engine settings a harness reads (the rest of `settings` is the source's free text).
   std::int64_t num_scheduler_steps = 1;  // vLLM 0.6 multi-step scheduling; 1 = off
+  std::int64_t mtp_layers = 0;           // speculative_decoding "MTP, num_nextn_predict_layers N": N draft tokens; 0 = off
   std::int64_t max_model_len = 0;        // 0: not stated as a number
   double gpu_memory_utilization = 0.0;   // 0: not stated
 };
@@ -206,6 +214,16 @@ RowInput read_row(const nlohmann::json& row, const std::string& file, const std:
     // Free text where the source gives no number ("not stated ..."); a number must be valid.
     JsonReader es(in.settings, file, r.path_of("engine_settings"));
     if (es.has("num_scheduler_steps")) in.num_scheduler_steps = es.integer_in("num_scheduler_steps", 1, 1024);
+    if (es.has("enable_attention_dp") && es.raw("enable_attention_dp").is_boolean() && es.raw("enable_attention_dp").get<bool>()) {
+      in.attention_dp = true;  // the perf-overview rows state it among the engine settings
+    }
+    // DeepSeek's multi-token prediction as TensorRT-LLM configures it (speculative_config
+    // decoding_type MTP, num_nextn_predict_layers N): N draft tokens per step.
+    const std::string spec = in.settings.value("speculative_decoding", "");
+    const std::string mtp_key = "num_nextn_predict_layers ";
+    if (spec.rfind("MTP", 0) == 0 && spec.find(mtp_key) != std::string::npos) {
+      in.mtp_layers = std::max<std::int64_t>(1, std::atoll(spec.c_str() + spec.find(mtp_key) + mtp_key.size()));
+    }
     if (es.has("max_model_len") && !es.raw("max_model_len").is_string()) {
       in.max_model_len = es.integer_in("max_model_len", 1, std::int64_t{1} << 24);
     }
@@ -227,9 +245,7 @@ const SourceMap* source_map(const RowInput& in) {
 // Why servesim cannot run the row, or "" when it can.
 std::string skip_reason(const RowInput& in, const SourceMap& src, const std::string& card) {
   const nlohmann::json& es = in.settings;
-  if (es.contains("speculative_decoding")) return "speculative decoding (MTP) is not modelled";
-  const bool dp = in.attention_dp || es.value("enable_attention_dp", false);
-  if (dp && in.tp != 1) return "data-parallel attention (attention DP) is not modelled";
+  if (es.contains("speculative_decoding") && in.mtp_layers == 0) return "speculative decoding other than MTP is not mapped";
   if (es.value("pd_disaggregation", false)) return "phase-isolated PD-disaggregated measurement";
   if (src.harness == Harness::none) return "no harness mapped for this source";
   if (!has_card(card)) return "no model card for " + in.model + " in models/";
@@ -243,7 +259,6 @@ std::string skip_reason(const RowInput& in, const SourceMap& src, const std::str
   if (in.metric.rfind("itl", 0) == 0 && in.num_scheduler_steps > 1) {
     return "ITL of multi-step scheduling (the client's gap between chunks of tokens) is not reported";
   }
-  if (in.concurrency > 0 && src.harness == Harness::trtllm_bench) return "closed-loop --concurrency runs are not mapped";
   return "";
 }
 
@@ -261,12 +276,17 @@ double metric_of(const RowInput& in, const SimResult& r) {
   if (in.metric == "tpot_median") return 1e3 * r.metrics.tpot_s.quantile(0.5);
   if (in.metric == "itl_median") return 1e3 * r.metrics.itl_s.quantile(0.5);
   if (in.metric == "e2e_median") return 1e3 * r.metrics.e2e_s.quantile(0.5);
+  // trtllm-bench's "Per User Output Throughput (tokens/sec/user)": output tokens over request
+  // latency (first token included), per request; its rows run one request at a time (concurrency
+  // 1) with fixed lengths, so every request's is the mean's.
+  if (in.metric == "output_rate_per_user") return static_cast<double>(in.osl) / r.metrics.e2e_s.mean();
   return 0.0;
 }
 
 bool metric_known(const std::string& m) {
   return m == "output_throughput_total" || m == "output_throughput_per_gpu" || m == "ttft" || m == "ttft_mean" || m == "itl_mean" ||
-         m == "request_throughput" || m == "ttft_median" || m == "tpot_median" || m == "itl_median" || m == "e2e_median";
+         m == "request_throughput" || m == "ttft_median" || m == "tpot_median" || m == "itl_median" || m == "e2e_median" ||
+         m == "output_rate_per_user";
 }
 
 // What a harness asks of the scenario beyond its keys.
@@ -287,21 +307,40 @@ HarnessSettings trtllm_bench_setup(const RowInput& in, const std::string& card, 
   const double memory = load_hw_profile(resolve_data_ref("hwprofiles", in.gpu, file, in.id)).memory_bytes;
   BenchLimits l = trtllm_bench_limits(model, memory, bench_bytes(quant), fp8_kv ? 1.0 : 2.0, in.tp, in.pp, in.isl, in.osl,
                                       h.kv_free_fraction);
+  // A row that states its limits (the DeepSeek-R1 blog's commands) runs with them.
+  const auto stated = [&in](const char* key) -> std::int64_t {
+    return in.settings.contains(key) && in.settings[key].is_number_integer() ? in.settings[key].get<std::int64_t>() : 0;
+  };
+  const bool stated_limits = stated("max_batch_size") > 0 && stated("max_num_tokens") > 0;
+  if (stated_limits) l = {stated("max_batch_size"), stated("max_num_tokens")};
+  if (in.settings.contains("kv_cache_free_gpu_mem_fraction") && in.settings["kv_cache_free_gpu_mem_fraction"].is_number()) {
+    h.kv_free_fraction = in.settings["kv_cache_free_gpu_mem_fraction"].get<double>();
+  }
   const bool chunked = in.settings.value("enable_chunked_context", false);
   // Without context chunking trtllm-bench raises max_num_tokens to hold the longest prompt
   // beside a full batch of decodes (bench/benchmark/utils/general.py get_settings).
-  if (!chunked) l.max_num_tokens = std::max(l.max_num_tokens, in.isl + l.max_batch_size);
-  engine["max_num_seqs"] = l.max_batch_size;
-  engine["max_num_batched_tokens"] = l.max_num_tokens;
+  if (!chunked && !stated_limits) l.max_num_tokens = std::max(l.max_num_tokens, in.isl + l.max_batch_size);
+  // Under attention DP both limits are each rank's ("--max_batch_size: Max batch size in each
+  // rank", the DeepSeek-R1 blog); the replica's scheduler holds every rank's.
+  const std::int64_t ranks = in.attention_dp && in.tp > 1 ? in.tp : 1;
+  engine["max_num_seqs"] = ranks * l.max_batch_size;
+  engine["max_num_batched_tokens"] = ranks * l.max_num_tokens;
   engine["max_model_len"] = in.isl + in.osl;
   // GUARANTEED_NO_EVICT admits a request only with blocks for its whole length.
   engine["kv_reservation"] = "contiguous";
   engine["scheduler"] = {{"impl", chunked ? "chunked-prefill" : "inflight"}};
-  assumed += "trtllm-bench limits max_batch_size " + std::to_string(l.max_batch_size) + ", max_num_tokens " +
-             std::to_string(l.max_num_tokens) + "; KV 0.95 of free memory; ";
+  if (!stated_limits) {
+    assumed += "trtllm-bench limits max_batch_size " + std::to_string(l.max_batch_size) + ", max_num_tokens " + std::to_string(l.max_num_tokens) +
+               (ranks > 1 ? " per rank" : "") + "; ";
+  }
+  char kv[64];
+  std::snprintf(kv, sizeof kv, "KV %.2f of free memory; ", h.kv_free_fraction);
+  assumed += kv;
   h.padded_graphs = in.settings.contains("cuda_graph_batch_sizes");
   workload["prompt_tokens"] = fixed(in.isl);
   workload["output_tokens"] = fixed(in.osl);
+  // trtllm-bench --concurrency N keeps N requests in flight (a closed loop of N clients).
+  if (in.concurrency > 0) workload["arrival"] = {{"impl", "concurrency"}, {"clients", in.concurrency}};
   return h;
 }
 
@@ -398,9 +437,16 @@ Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::str
   if (!quant.empty() || fp8_kv) {
     doc["quantization"] = {{"method", quant.empty() ? "none" : quant}, {"kv_cache_dtype", fp8_kv ? "fp8" : "auto"}};
   }
-  const std::int64_t ep = in.ep > 0 ? in.ep : 1;
+  // Attention DP over the TP GPUs (TensorRT-LLM enable_attention_dp) with the experts over all of
+  // them: the rows that state ep say tp; the 1.0 tables pass --ep without its value, and the
+  // post-1.0 table (perf-overview @03e27c7) names the same models' runs DEP4 / DEP8 (its H100 DEP8
+  // Qwen3-235B at 1000/1000, 1,932 tok/s per GPU, is 4% above the 1.0 table's TP8 figure).
+  const bool attention_dp = in.attention_dp && in.tp > 1;
+  const std::int64_t ep = in.ep > 0 ? in.ep : attention_dp ? in.tp : 1;
   doc["parallel"] = {{"tensor_parallel_size", in.tp}, {"pipeline_parallel_size", in.pp}, {"expert_parallel_size", ep}};
+  if (attention_dp) doc["parallel"]["enable_attention_dp"] = true;
   if (in.ep == 0 && card != in.model) assumed += "ep 1; ";
+  if (in.ep == 0 && attention_dp) assumed += "ep " + std::to_string(in.tp) + " (attention DP over every GPU, as the later table's DEP); ";
   std::int64_t requests = in.num_requests > 0 ? in.num_requests : 1;
   if (opt.max_requests > 0) requests = std::min(requests, opt.max_requests);
   nlohmann::json engine = {{"profile", src.profile}};
@@ -413,6 +459,11 @@ Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::str
     case Harness::vllm_sharegpt: vllm_sharegpt_setup(engine, workload, assumed); break;
     case Harness::bench_sharegpt: bench_sharegpt_setup(in, engine, workload, assumed); break;
     case Harness::none: break;
+  }
+  if (in.mtp_layers > 0) {
+    // The MTP module's acceptance at its default (DeepSeek-V3 report; model/speculative.cpp).
+    engine["speculative"] = {{"method", "mtp"}, {"num_speculative_tokens", in.mtp_layers}};
+    assumed += "MTP acceptance 0.85 (the method's default); ";
   }
   doc["engine"] = engine;
   doc["workload"] = workload;
@@ -454,6 +505,8 @@ std::vector<PublishedRow> validate_published(const nlohmann::json& doc, const st
     r.engine = src->label;
     r.profile = src->profile;
     const std::string card = card_for(in.model);
+    r.feature = in.mtp_layers > 0 ? "MTP" : in.attention_dp && in.tp > 1 ? "attention DP" : "";
+    if (!r.feature.empty()) r.engine += in.mtp_layers > 0 ? "+mtp" : "+adp";
     r.skip = skip_reason(in, *src, card);
     if (r.skip.empty() && !metric_known(in.metric)) r.skip = "metric " + in.metric + " is not mapped";
     if (!r.skip.empty()) continue;
@@ -475,7 +528,8 @@ std::vector<ErrorBand> published_error_bands(const std::vector<PublishedRow>& ro
   };
   std::map<std::pair<std::string, std::string>, Group> groups;  // (profile, gpu)
   for (const PublishedRow& r : rows) {
-    if (!r.skip.empty() || r.metric.find("throughput") == std::string::npos) continue;
+    // Rows of a serving feature plan does not run (attention DP, MTP) stay out of its bands.
+    if (!r.skip.empty() || !r.feature.empty() || r.metric.find("throughput") == std::string::npos) continue;
     Group& g = groups[{r.profile, r.gpu}];
     g.abs_errors.push_back(std::abs(r.error()));
     g.labels.insert(r.engine);
