@@ -225,6 +225,22 @@ struct SpeculativeConfig {
   }
 };
 
+// KV offload tiers (vLLM's OffloadingConnector, --kv-offloading-size; LMCache's local CPU and disk
+// backends): cached prefix blocks the GPU evicts are kept in host memory, then on disk, and a
+// prompt whose next blocks are there loads them instead of computing them (kv/offload_tiers.hpp,
+// sched/replica_state.cpp). Sizes are per GPU, as swap_space_bytes. Off while cpu_bytes is 0.
+struct KvOffloadConfig {
+  double cpu_bytes = 0.0;
+  double cpu_bandwidth_bytes_per_s = 0.0;  // 0: the hardware's host link (PCIe, or NVLink-C2C)
+  double disk_bytes = 0.0;
+  double disk_bandwidth_bytes_per_s = 0.0;
+  // async: a request waits out its load while the batch runs on (vLLM's OffloadingConnector);
+  // blocking: the load is copied before the next forward pass, which waits for it (LMCache's
+  // default retrieval).
+  bool blocking_load = false;
+  bool enabled() const { return cpu_bytes > 0.0; }
+};
+
 struct EngineConfig {
   // The engine a scenario (or `servesim step`) runs when it names none: vLLM V1, what people
   // serve with; `generic` is servesim's former unnamed default.
@@ -251,6 +267,7 @@ struct EngineConfig {
   LaunchConfig launch;
   SchedulerConfig scheduler;
   SpeculativeConfig speculative;
+  KvOffloadConfig kv_offload;
   EngineProfile profile;  // kernels per layer, captured batch sizes, cold start (engine.profile)
   double frontend_latency_s = 0.0;  // the server's latency outside the steps (EngineProfile's, or the key)
   // Whether the scenario file set the two limits itself (otherwise the engine's per-GPU defaults,

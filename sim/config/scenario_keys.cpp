@@ -141,6 +141,22 @@ std::vector<ScenarioKey> build() {
           "share full KV blocks by chained content hash, LRU eviction of free cached blocks (paged only)"),
       text("engine.preemption_mode", "recompute", "what preemption does with a victim's KV (swap: copied over the host link)", "recompute|swap"),
       key("engine.swap_space_bytes", T::number, "4 GiB", closed(0.0, 1e15), "host memory for swapped KV (full: recompute instead)"),
+      // KV offload tiers (KvOffloadConfig, sched/replica_state.cpp).
+      object("engine.kv_offload", "none (off)",
+             "KV offload tiers below the GPU prefix cache (vLLM --kv-offloading-size, LMCache CPU/disk): evicted cached blocks "
+             "kept in host memory, then disk; prompt hits there are loaded instead of computed (needs enable_prefix_caching)"),
+      key("engine.kv_offload.cpu_bytes", T::number, "required", closed(0.0, 1e15),
+          "host memory for offloaded KV blocks, per GPU (as swap_space_bytes); 0: offload off (a sweep's baseline)"),
+      key("engine.kv_offload.cpu_bandwidth_bytes_per_s", T::number, "the hardware's host link", above(0.0, 1e13),
+          "GPU <-> host copy bandwidth, one direction (hardware host_link: PCIe, or NVLink-C2C on GH200/GB200)"),
+      key("engine.kv_offload.disk_bytes", T::number, "0 (no disk tier)", closed(0.0, 1e16),
+          "disk for blocks the CPU tier evicts, per GPU (LMCache local_disk)"),
+      key("engine.kv_offload.disk_bandwidth_bytes_per_s", T::number, "required with disk_bytes", above(0.0, 1e13),
+          "disk read bandwidth (a load from disk runs at the slower of it and the host link)"),
+      text("engine.kv_offload.load", "async",
+           "async: a request waits for its load while the batch runs on, saves off the step (vLLM OffloadingConnector); "
+           "blocking: the step waits for its loads and for saving the KV it prefills (LMCache's connector)",
+           "async|blocking"),
       object("engine.cold_start", "the profile's", "start-up cost model"),
       key("engine.cold_start.disk_bandwidth_bytes_per_s", T::number, number_text(cold.disk_bandwidth_bytes_per_s) + " (or the profile's)",
           above(0.0, 1e13), "weights read from local storage"),

@@ -259,6 +259,21 @@ std::string speculative_line(const nlohmann::json& r) {
                 s["expected_tokens_per_step"].get<double>(), 100.0 * s["draft_acceptance_frac"].get<double>());
   return line;
 }
+
+// KV offload tiers, when on: where prompt tokens were found and what loading them cost.
+std::string offload_line(const nlohmann::json& r) {
+  if (!r.contains("kv_offload")) return "";
+  const auto& o = r["scenario"]["engine"]["kv_offload"];
+  const auto& k = r["kv_offload"];
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "  offload    CPU %.3g GB at %.3g GB/s%s, %s loads: prompt hits GPU %.1f%% / CPU %.1f%% / disk %.1f%%, %.3g GB loaded in %.3g s\n",
+                o["cpu_bytes"].get<double>() * 1e-9, o["cpu_bandwidth_bytes_per_s"].get<double>() * 1e-9,
+                o.contains("disk_bytes") ? (", disk " + std::to_string(static_cast<long long>(o["disk_bytes"].get<double>() * 1e-9)) + " GB").c_str() : "",
+                o["load"].get<std::string>().c_str(), 100.0 * k["gpu_hit_ratio"].get<double>(), 100.0 * k["cpu_hit_ratio"].get<double>(),
+                100.0 * k["disk_hit_ratio"].get<double>(), k["load_bytes"].get<double>() * 1e-9, k["load_s"].get<double>());
+  return line;
+}
 }  // namespace
 
 void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
@@ -311,7 +326,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                 b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * b["padding_waste_frac"].get<double>(),
                 100.0 * g["busy_frac"].get<double>(), 100.0 * g["hbm_bw_util_frac"].get<double>());
   os << line;
-  os << speculative_line(r);
+  os << speculative_line(r) << offload_line(r);
   const auto& c = r["cluster"];
   if (c["gpus"].get<long long>() > 1) {
     std::snprintf(line, sizeof line, "  cluster    %lld replicas on %lld GPUs, router %s\n", c["replicas"].get<long long>(),

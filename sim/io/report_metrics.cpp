@@ -211,6 +211,54 @@ std::vector<ReportFigure> speculative_figures() {
   };
 }
 
+bool offloading(Src x) { return x.scenario.engine.kv_offload.enabled(); }
+std::int64_t gpu_hit_tokens(Src x) { return x.metrics.prefix_hit_tokens - x.metrics.offload_cpu_hit_tokens - x.metrics.offload_disk_hit_tokens; }
+
+// KV offload tiers (engine.kv_offload): written only when a tier is on. Hits are prompt tokens
+// found in each tier against prompt tokens looked up (kv_cache.prefix_hit_ratio counts all
+// tiers: a block loaded from a lower tier is a GPU hit by the time its request is admitted).
+std::vector<ReportFigure> offload_figures() {
+  const char* when = "KV offload tiers (engine.kv_offload)";
+  return {
+      {"kv_offload.gpu_hit_ratio", "prompt tokens found in the GPU prefix cache / looked up",
+       [](Src x) -> Json { return ratio(as_double(gpu_hit_tokens(x)), as_double(x.metrics.prefix_query_tokens)); },
+       when, offloading},
+      {"kv_offload.cpu_hit_ratio", "prompt tokens loaded from the CPU tier / looked up",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.offload_cpu_hit_tokens), as_double(x.metrics.prefix_query_tokens)); }, when,
+       offloading},
+      {"kv_offload.disk_hit_ratio", "prompt tokens loaded from the disk tier / looked up",
+       [](Src x) -> Json { return ratio(as_double(x.metrics.offload_disk_hit_tokens), as_double(x.metrics.prefix_query_tokens)); }, when,
+       offloading},
+      {"kv_offload.gpu_hit_tokens", "prompt tokens found in the GPU prefix cache",
+       [](Src x) -> Json { return gpu_hit_tokens(x); }, when, offloading},
+      {"kv_offload.cpu_hit_tokens", "prompt tokens loaded from the CPU tier", [](Src x) -> Json { return x.metrics.offload_cpu_hit_tokens; },
+       when, offloading},
+      {"kv_offload.disk_hit_tokens", "prompt tokens loaded from the disk tier",
+       [](Src x) -> Json { return x.metrics.offload_disk_hit_tokens; }, when, offloading},
+      {"kv_offload.loads", "requests that loaded blocks from a lower tier", [](Src x) -> Json { return x.metrics.offload_loads; }, when,
+       offloading},
+      {"kv_offload.load_bytes", "KV bytes copied up to the GPU, per GPU", [](Src x) -> Json { return x.metrics.offload_load_bytes; }, when,
+       offloading},
+      {"kv_offload.load_s", "time the loads' copies took (bytes / link bandwidth), summed", [](Src x) -> Json { return x.metrics.offload_load_s; },
+       when, offloading},
+      {"kv_offload.mean_wait_s", "async loads: a request's wait for its copy, queueing on the link included, mean",
+       [](Src x) -> Json { return x.scenario.engine.kv_offload.blocking_load ? 0.0 : ratio(x.metrics.offload_wait_s, as_double(x.metrics.offload_loads)); },
+       when, offloading},
+      {"kv_offload.stall_s", "blocking offload: step time waiting for copies (loads, and the save of each step's prefilled KV)", [](Src x) -> Json { return x.metrics.offload_stall_s; },
+       when, offloading},
+      {"kv_offload.stored_bytes", "KV bytes of evicted GPU blocks copied to the CPU tier (asynchronous, off the step), per GPU",
+       [](Src x) -> Json { return x.metrics.offload_stored_bytes; }, when, offloading},
+      {"kv_offload.disk_write_bytes", "KV bytes the CPU tier moved down to disk, per GPU",
+       [](Src x) -> Json { return x.metrics.offload_disk_write_bytes; }, when, offloading},
+      {"kv_offload.dropped_blocks", "blocks evicted from the lowest tier", [](Src x) -> Json { return x.metrics.offload_dropped_blocks; },
+       when, offloading},
+      {"kv_offload.cpu_capacity_blocks", "blocks the CPU tier holds, all replicas",
+       [](Src x) -> Json { return x.metrics.offload_cpu_capacity_blocks; }, when, offloading},
+      {"kv_offload.disk_capacity_blocks", "blocks the disk tier holds, all replicas",
+       [](Src x) -> Json { return x.metrics.offload_disk_capacity_blocks; }, when, offloading},
+  };
+}
+
 bool disaggregated(Src x) { return x.scenario.disaggregation.enabled; }
 bool attention_dp(Src x) { return x.scenario.parallel.enable_attention_dp; }
 
@@ -255,7 +303,8 @@ std::vector<ReportFigure> fleet_figures() {
 
 std::vector<ReportFigure> build_figures() {
   std::vector<ReportFigure> out;
-  for (auto section : {field_figures, request_figures, kv_cache_figures, batch_gpu_memory_figures, speculative_figures}) {
+  for (auto section : {field_figures, request_figures, kv_cache_figures, batch_gpu_memory_figures, speculative_figures,
+                       offload_figures}) {
     for (ReportFigure& f : section()) out.push_back(std::move(f));
   }
   for (ReportFigure& f : fleet_figures()) {

@@ -422,6 +422,23 @@ SpeculativeConfig parse_speculative(KeyReader r) {
   return c;
 }
 
+// The offload tiers' keys; prefix caching is checked by the caller (the engine's key).
+KvOffloadConfig parse_kv_offload(KeyReader r) {
+  KvOffloadConfig c;
+  c.cpu_bytes = r.number("cpu_bytes");
+  c.cpu_bandwidth_bytes_per_s = r.number("cpu_bandwidth_bytes_per_s", 0.0);
+  c.disk_bytes = r.number("disk_bytes", 0.0);
+  if (c.disk_bytes > 0.0) {
+    if (c.cpu_bytes <= 0.0) r.fail("disk_bytes", "the disk tier holds what the CPU tier evicts: needs cpu_bytes > 0");
+    c.disk_bandwidth_bytes_per_s = r.number("disk_bandwidth_bytes_per_s");
+  } else if (r.has("disk_bandwidth_bytes_per_s")) {
+    r.fail("disk_bandwidth_bytes_per_s", "only read with a disk tier (disk_bytes > 0)");
+  }
+  c.blocking_load = r.string("load", "async") == "blocking";
+  r.finish();
+  return c;
+}
+
 EngineConfig parse_engine(KeyReader r) {
   EngineConfig e;
   e.launch.host_overhead_per_step_s = EngineConfig::kDefaultHostOverheadPerStepS;
@@ -467,6 +484,10 @@ EngineConfig parse_engine(KeyReader r) {
   e.swap_space_bytes = r.number("swap_space_bytes", e.swap_space_bytes);
   if (auto s = r.object_if("scheduler")) e.scheduler = parse_scheduler(*s);
   if (auto s = r.object_if("speculative")) e.speculative = parse_speculative(*s);
+  if (auto o = r.object_if("kv_offload")) e.kv_offload = parse_kv_offload(*o);
+  if (e.kv_offload.enabled() && !e.enable_prefix_caching) {
+    r.fail("kv_offload", "offloaded blocks are prefix-cache blocks: needs engine.enable_prefix_caching true");
+  }
   if (e.speculative.enabled() && e.num_scheduler_steps > 1) {
     r.fail("speculative", "does not combine with multi-step scheduling (engine.num_scheduler_steps > 1)");
   }
@@ -583,6 +604,10 @@ void resolve_references(Scenario& s) {
   if (s.parallel.enable_attention_dp && !s.model.is_moe()) {
     throw InputError(file, "parallel.enable_attention_dp", "pairs attention data parallelism with expert parallelism: " + s.model.name + " is dense");
   }
+  // The CPU tier copies over the GPU's host link unless the scenario says otherwise (GH200 and
+  // GB200 profiles give NVLink-C2C as their host link).
+  KvOffloadConfig& offload = s.engine.kv_offload;
+  if (offload.enabled() && offload.cpu_bandwidth_bytes_per_s <= 0.0) offload.cpu_bandwidth_bytes_per_s = s.hw.host_link_bytes_per_s;
   if (s.parallel.expert_parallel_size > 1) {
     const std::string why = expert_parallel_error(s.model, s.parallel.expert_parallel_size);
     if (!why.empty()) throw InputError(file, "parallel.expert_parallel_size", why);
@@ -779,6 +804,18 @@ void echo_features(nlohmann::json& j, const Scenario& s) {
     j["parallel"]["attention_dp_load_imbalance"] = s.parallel.attention_dp_load_imbalance;
   }
 }
+
+// The offload tiers as a report echoes them (the disk tier only when there is one).
+nlohmann::json kv_offload_to_json(const KvOffloadConfig& o) {
+  nlohmann::json j = {{"cpu_bytes", o.cpu_bytes},
+                      {"cpu_bandwidth_bytes_per_s", o.cpu_bandwidth_bytes_per_s},
+                      {"load", o.blocking_load ? "blocking" : "async"}};
+  if (o.disk_bytes > 0.0) {
+    j["disk_bytes"] = o.disk_bytes;
+    j["disk_bandwidth_bytes_per_s"] = o.disk_bandwidth_bytes_per_s;
+  }
+  return j;
+}
 }  // namespace
 
 nlohmann::json scenario_to_json(const Scenario& s) {
@@ -831,6 +868,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (e.num_scheduler_steps != 1) j["engine"]["num_scheduler_steps"] = e.num_scheduler_steps;
   if (e.frontend_latency_s > 0.0) j["engine"]["frontend_latency_s"] = e.frontend_latency_s;
   echo_features(j, s);
+  if (e.kv_offload.enabled()) j["engine"]["kv_offload"] = kv_offload_to_json(e.kv_offload);  // only when on: other reports keep their bytes
   if (s.model.is_moe()) {  // only for MoE models, so dense reports keep their bytes
     j["parallel"]["expert_parallel_size"] = s.parallel.expert_parallel_size;
     j["parallel"]["expert_load_imbalance"] = s.parallel.expert_load_imbalance;

@@ -67,7 +67,7 @@ void BlockAllocator::lru_remove(std::int32_t b) {
 }
 
 // A fresh block: an uncached one if any, else the least recently freed cached block, whose hash
-// is forgotten (evicted).
+// is forgotten (evicted), or kept in a lower tier with KV offload.
 std::int32_t BlockAllocator::take_block() {
   if (refill_free_list(1)) {
     const std::int32_t b = free_list_.back();
@@ -77,6 +77,7 @@ std::int32_t BlockAllocator::take_block() {
   const std::int32_t b = lru_head_;
   lru_remove(b);
   const auto i = static_cast<std::size_t>(b);
+  if (offload_) offload_->evicted_from_gpu(hashed_[i] == kIndexed, hash_[i]);
   if (hashed_[i] == kIndexed) index_.erase(hash_[i]);
   hashed_[i] = kUncached;
   --cached_;

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/kv/offload_tiers.hpp"
+
 namespace servesim {
 
 using SeqId = std::uint32_t;
@@ -90,6 +92,10 @@ class BlockAllocator {
   // entry in the hash index, so publishing and evicting them costs no hash-table work.
   void publish_unindexed(SeqId seq, std::int64_t first, std::int64_t last);
 
+  // KV offload (engine.kv_offload): the cached blocks this allocator evicts go to `tiers` (null:
+  // dropped, as without offload). The tiers must outlive the allocator's use of them.
+  void set_offload(OffloadTiers* tiers) { offload_ = tiers; }
+
   // Throws std::logic_error when an invariant is broken. O(capacity); for tests and debug builds.
   void check_invariants() const;
 
@@ -120,6 +126,7 @@ class BlockAllocator {
   std::int64_t evictable_ = 0;
   std::int64_t evictions_ = 0;
   std::unordered_map<std::uint64_t, std::int32_t> index_;
+  OffloadTiers* offload_ = nullptr;
 };
 
 }  // namespace servesim

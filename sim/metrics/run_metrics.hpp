@@ -117,6 +117,19 @@ struct ClassMetrics {
   X(double, swap_out_bytes, sum, "kv_cache.swap_out_bytes", "KV bytes swapped out to host memory")                      \
   X(double, swap_in_bytes, sum, "kv_cache.swap_in_bytes", "KV bytes swapped back in from host memory")                  \
   X(double, swap_s, sum, "kv_cache.swap_s", "time spent copying swapped KV")                                            \
+  /* KV offload tiers (engine.kv_offload): prefix blocks loaded from host memory / disk, their copies, stalls. */      \
+  X(std::int64_t, offload_loads, sum, "", "")                                                                           \
+  X(std::int64_t, offload_cpu_hit_tokens, sum, "", "")                                                                  \
+  X(std::int64_t, offload_disk_hit_tokens, sum, "", "")                                                                 \
+  X(double, offload_load_bytes, sum, "", "")                                                                            \
+  X(double, offload_load_s, sum, "", "")                                                                                \
+  X(double, offload_wait_s, sum, "", "")                                                                                \
+  X(double, offload_stall_s, sum, "", "")                                                                               \
+  X(double, offload_stored_bytes, sum, "", "")                                                                          \
+  X(double, offload_disk_write_bytes, sum, "", "")                                                                      \
+  X(std::int64_t, offload_dropped_blocks, sum, "", "")                                                                  \
+  X(std::int64_t, offload_cpu_capacity_blocks, sum, "", "")                                                             \
+  X(std::int64_t, offload_disk_capacity_blocks, sum, "", "")                                                            \
   X(double, launch_wait_s, sum, "", "") /* GPU idle inside steps waiting for kernel launches */                         \
   X(std::int64_t, kernels, sum, "", "") /* kernels launched */                                                          \
   X(std::int64_t, sampled_tokens, sum, "", "") /* tokens produced by iterations (decode + first tokens) */              \

@@ -60,6 +60,12 @@ ReplicaState::ReplicaState(const EngineConfig& cfg, std::int64_t kv_capacity_blo
       kv_block_bytes(block_bytes) {
   watermark_blocks = static_cast<std::int64_t>(std::floor(cfg.watermark_frac * static_cast<double>(kv_capacity_blocks)));
   if (block_bytes > 0.0) swap_capacity_blocks = static_cast<std::int64_t>(std::floor(cfg.swap_space_bytes / block_bytes));
+  const KvOffloadConfig& o = cfg.kv_offload;
+  if (o.enabled() && block_bytes > 0.0) {
+    offload = OffloadTiers(static_cast<std::int64_t>(std::floor(o.cpu_bytes / block_bytes)),
+                           static_cast<std::int64_t>(std::floor(o.disk_bytes / block_bytes)));
+    kv.set_offload(&offload);
+  }
 }
 
 std::size_t ReplicaState::class_of(const Sequence& s) const {
@@ -177,6 +183,7 @@ std::size_t ReplicaState::admit_front(const PrefixProbe& probe, std::int64_t chu
     prefix_hit_tokens += probe.hit_blocks * b;
   }
   if (config.enable_prefix_caching) seq.eager_blocks = std::max(seq.eager_blocks, shared_blocks(requests[seq.request]));
+  if (!held_slots.empty()) release_held(seq.request);  // its loaded blocks are its own now
   seq.computed_tokens = probe.hit_blocks * b;
   seq.chain_hash = probe.chain_hash;
   seq.hashed_blocks = static_cast<std::int32_t>(probe.hit_blocks);
@@ -511,6 +518,7 @@ void ReplicaState::drop_expired() {
       // Only requests that never started: dropping a preempted one would waste its tokens.
       if (r.started_ns >= 0 || now_ns - r.arrival_ns <= limit) break;
       r.state = RequestState::rejected;
+      if (!held_slots.empty()) release_held(q.front().request);
       dropped_ids.push_back(q.front().request);
       q.pop_front();
       waiting.removed_one();
@@ -525,6 +533,7 @@ void ReplicaState::abort_older_than(TimeNs timeout_ns) {
     if (now_ns - r.arrival_ns < timeout_ns) return false;
     r.state = RequestState::timed_out;
     timed_out_ids.push_back(seq.request);
+    if (!held_slots.empty()) release_held(seq.request);
     return true;
   };
   for (std::size_t c = 0; c < waiting.classes(); ++c) {
@@ -545,6 +554,7 @@ void ReplicaState::abort_older_than(TimeNs timeout_ns) {
     return true;
   });
   std::erase_if(migrated, expired);
+  std::erase_if(loading, [&](const OffloadLoad& l) { return expired(l.seq); });
 }
 
 void ReplicaState::join_running(const Sequence& seq) {
@@ -638,6 +648,113 @@ void ReplicaState::release(const Sequence& seq) {
   frag_slots -= kv.blocks_for_tokens(seq.kv_tokens) * kv.block_size_tokens() - seq.kv_tokens;
   kv.free(seq.slot);
   free_slots.push_back(seq.slot);
+}
+
+void ReplicaState::release_held(std::uint32_t request) {
+  const auto it = held_slots.find(request);
+  if (it == held_slots.end()) return;
+  kv.free(it->second.slot);
+  free_slots.push_back(it->second.slot);
+  promised_blocks -= it->second.promised_blocks;
+  held_slots.erase(it);
+}
+
+void ReplicaState::finish_offload_loads() {
+  std::size_t ready = 0;
+  while (ready < loading.size() && loading[ready].ready_ns <= now_ns) ++ready;
+  for (std::size_t k = ready; k-- > 0;) waiting.push_front(loading[k].seq, class_of(loading[k].seq));
+  loading.erase(loading.begin(), loading.begin() + static_cast<std::ptrdiff_t>(ready));
+}
+
+namespace {
+// A waiting sequence's prompt blocks, as far as the GPU cache and then the offload tiers hold
+// them in a row (the last prompt token is always computed, as probe_prefix).
+struct TierWalk {
+  std::vector<std::uint64_t> hashes;  // GPU hits, then lower-tier blocks
+  std::vector<OffloadTier> tiers;     // of the lower-tier blocks
+  std::int64_t gpu_hits = 0, free_gpu_hits = 0, cpu_blocks = 0, disk_blocks = 0;
+};
+}  // namespace
+
+void ReplicaState::start_offload_loads() {
+  if (!offload.enabled() || waiting.empty()) return;
+  const std::int64_t b = kv.block_size_tokens();
+  std::int64_t room = config.max_num_seqs - static_cast<std::int64_t>(running.size() + loading.size());
+  TierWalk walk;
+  bool full = false;
+  for (std::size_t c = 0; c < waiting.classes() && room > 0 && !full; ++c) {
+    auto& q = waiting.queue(c);
+    for (std::size_t i = 0; i < q.size() && room > 0; --room) {
+      const Sequence seq = q[i];
+      if (held_slots.count(seq.request)) {  // loaded, not admitted yet
+        ++i;
+        continue;
+      }
+      const Request& r = requests[seq.request];
+      const TokenSource src{r.prefix_id, r.prefix_tokens, r.stream_id};
+      walk = TierWalk{};
+      std::uint64_t h = 0;
+      for (std::int64_t k = 0; k < (seq.target_tokens - 1) / b; ++k) {
+        h = chain_block_hash(h, src, k, b);
+        if (walk.tiers.empty()) {
+          if (const std::int32_t block = kv.cached_block(h); block >= 0) {
+            walk.hashes.push_back(h);
+            walk.gpu_hits += 1;
+            walk.free_gpu_hits += kv.is_free(block) ? 1 : 0;
+            continue;
+          }
+        }
+        const OffloadTier t = offload.find(h);
+        if (t == OffloadTier::none) break;
+        walk.hashes.push_back(h);
+        walk.tiers.push_back(t);
+        (t == OffloadTier::cpu ? walk.cpu_blocks : walk.disk_blocks) += 1;
+      }
+      const auto lower = static_cast<std::int64_t>(walk.tiers.size());
+      if (lower == 0) {
+        ++i;
+        continue;
+      }
+      const std::int64_t rest = std::max<std::int64_t>(0, kv.blocks_for_tokens(reserve_target(seq.target_tokens)) - walk.gpu_hits - lower);
+      if (!fits_with_watermark(lower + walk.free_gpu_hits + rest + promised_blocks)) {
+        full = true;
+        break;
+      }
+      // Hold the GPU hits, take the blocks out of their tiers (before new GPU blocks evict
+      // others into them), then give them GPU blocks registered under their hashes.
+      const std::uint32_t slot = take_slot();
+      for (std::int64_t k = 0; k < walk.gpu_hits; ++k) kv.append_cached(slot, kv.cached_block(walk.hashes[static_cast<std::size_t>(k)]));
+      for (std::int64_t k = walk.gpu_hits; k < walk.gpu_hits + lower; ++k) offload.take(walk.hashes[static_cast<std::size_t>(k)]);
+      if (!kv.grow_to(slot, (walk.gpu_hits + lower) * b)) throw std::logic_error("start_offload_loads: blocks were checked");
+      for (std::int64_t k = walk.gpu_hits; k < walk.gpu_hits + lower; ++k) kv.publish(slot, k, walk.hashes[static_cast<std::size_t>(k)]);
+      held_slots.emplace(seq.request, Hold{slot, rest});
+      promised_blocks += rest;
+      // Disk blocks are read into host memory and copied on, chunk by chunk, so the slower of
+      // the two links sets their pace.
+      const KvOffloadConfig& o = config.kv_offload;
+      const double cpu_bytes = static_cast<double>(walk.cpu_blocks) * kv_block_bytes;
+      const double disk_bytes = static_cast<double>(walk.disk_blocks) * kv_block_bytes;
+      double copy_s = cpu_bytes / o.cpu_bandwidth_bytes_per_s;
+      if (disk_bytes > 0.0) copy_s += disk_bytes / std::min(o.disk_bandwidth_bytes_per_s, o.cpu_bandwidth_bytes_per_s);
+      offload_loads += 1;
+      offload_cpu_hit_tokens += walk.cpu_blocks * b;
+      offload_disk_hit_tokens += walk.disk_blocks * b;
+      offload_load_bytes += cpu_bytes + disk_bytes;
+      offload_load_s += copy_s;
+      TimeNs ready = now_ns;
+      if (o.blocking_load) {
+        pending_load_s += copy_s;
+      } else {
+        ready = std::max(now_ns, load_link_free_ns) + std::max<TimeNs>(1, seconds_to_ns(copy_s));
+        load_link_free_ns = ready;
+        offload_wait_s += ns_to_seconds(ready - now_ns);
+      }
+      loading.push_back({seq, ready});
+      q.erase(q.begin() + static_cast<std::ptrdiff_t>(i));
+      waiting.removed_one();
+    }
+  }
+  if (config.kv_offload.blocking_load) finish_offload_loads();
 }
 
 }  // namespace servesim

@@ -6,10 +6,12 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
 #include "sim/kv/block_allocator.hpp"
+#include "sim/kv/offload_tiers.hpp"
 #include "sim/model/ops.hpp"
 #include "sim/sched/request.hpp"
 
@@ -46,11 +48,20 @@ struct PrefixProbe {
 
 struct IterationPlan;
 
-// What a policy may read and change. The replica owns it.
+// A waiting sequence whose prefix blocks are being copied up from an offload tier (async loads).
+struct OffloadLoad {
+  Sequence seq;
+  TimeNs ready_ns = 0;
+};
+
+// What a policy may read and change. The replica owns it. Not copied or moved: the allocator
+// points at the offload tiers beside it.
 struct ReplicaState {
-  // kv_block_bytes: bytes of one allocation unit (for swap traffic).
+  // kv_block_bytes: bytes of one allocation unit (for swap and offload traffic).
   ReplicaState(const EngineConfig& config, std::int64_t kv_capacity_blocks, double kv_block_bytes,
                RequestPool& request_table);
+  ReplicaState(const ReplicaState&) = delete;
+  ReplicaState& operator=(const ReplicaState&) = delete;
 
   const EngineConfig& config;
   BlockAllocator kv;  // allocation unit: block_size tokens, or 1 token under token reservation
@@ -68,6 +79,39 @@ struct ReplicaState {
   std::vector<std::uint32_t> preempted_ids;  // requests preempted since the replica last cleared it
   std::vector<std::uint32_t> dropped_ids;    // requests dropped by max_waiting_time_s, likewise
   std::vector<std::uint32_t> timed_out_ids;  // requests whose client gave up, likewise
+
+  // KV offload (engine.kv_offload; off: the tiers hold nothing and none of this runs). Before the
+  // policy runs, waiting prompts whose next blocks after their GPU hit sit in a lower tier get GPU
+  // blocks for them and load them (start_offload_loads): the blocks are held by a slot of their
+  // own (held_slots, by request) and registered in the GPU cache, so the policy's admission finds
+  // them as ordinary hits and the hold is let go then. Async loads take the sequence out of the
+  // waiting queue until its copy is done (loading, ready_ns; queued one after another on the host
+  // link); blocking loads leave it there and the replica adds the copy time to the next step.
+  OffloadTiers offload;
+  std::deque<OffloadLoad> loading;  // started first, ready first
+  // By request: the slot holding its loaded blocks, and the blocks the rest of its prompt needs
+  // (promised: a load starts only if every held prompt can still be admitted whole, so held
+  // blocks never leave the policy unable to admit the prompts holding them).
+  struct Hold {
+    std::uint32_t slot = 0;
+    std::int64_t promised_blocks = 0;
+  };
+  std::unordered_map<std::uint32_t, Hold> held_slots;
+  std::int64_t promised_blocks = 0;
+  TimeNs load_link_free_ns = 0;
+  double pending_load_s = 0.0;  // blocking loads not yet added to a step
+  std::int64_t offload_loads = 0, offload_cpu_hit_tokens = 0, offload_disk_hit_tokens = 0;
+  double offload_load_bytes = 0.0, offload_load_s = 0.0, offload_wait_s = 0.0;
+  // Loads whose copy is done by now_ns go back to the front of their waiting queue (vLLM puts a
+  // request whose KV arrived back where it waited).
+  void finish_offload_loads();
+  // Starts the loads of waiting sequences, front first, as long as running and loading sequences
+  // stay under max_num_seqs; stops at the first whose blocks do not fit (vLLM's scheduler stops
+  // at the first request it cannot allocate). A blocking load is done at once and its sequence
+  // goes to the front of its queue, as an async one does when its copy is done.
+  void start_offload_loads();
+  // The slot holding `request`'s loaded blocks, if any, is let go (admitted, dropped, aborted).
+  void release_held(std::uint32_t request);
 
   // Counters read by the replica's metrics.
   std::int64_t preemptions = 0, recomputed_tokens = 0, swap_outs = 0;

@@ -39,7 +39,7 @@ Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool&
 ReplicaLoad Replica::load(bool with_kv_demand) const {
   ReplicaLoad l;
   l.outstanding = static_cast<std::int64_t>(state_.waiting.size() + deferred_.size() + state_.running.size() +
-                                            state_.swapped.size() + state_.migrated.size()) +
+                                            state_.swapped.size() + state_.migrated.size() + state_.loading.size()) +
                   handing_off_ + inbound_;
   l.kv_used_blocks = state_.kv.used_blocks();
   if (with_kv_demand) {
@@ -198,14 +198,24 @@ std::optional<TimeNs> Replica::start_iteration(TimeNs now) {
   // Swaps are copies on the same stream before the forward pass (vLLM's cache engine), so they
   // add their host-link time to the step.
   const double swap_s = state_.pending_swap_bytes > 0.0 ? state_.pending_swap_bytes / scenario_.hw.host_link_bytes_per_s : 0.0;
-  if (plan_.decode_steps > 1) return record_window(now, swap_s);
+  // Blocking offload (engine.kv_offload.load, LMCache's connector) copies on the step's path:
+  // the loads before the forward pass (start_load_kv) and the save of the KV the step prefills
+  // (wait_for_save), both synchronous there; async offload (vLLM's connector) copies on its own
+  // streams, off the step.
+  double load_s = state_.pending_load_s;
+  state_.pending_load_s = 0.0;
+  if (scenario_.engine.kv_offload.blocking_load && plan_.shape.prefill_tokens > 0) {
+    const double save_bytes = static_cast<double>(plan_.shape.prefill_tokens) * state_.kv_block_bytes / static_cast<double>(state_.kv.block_size_tokens());
+    load_s += save_bytes / scenario_.engine.kv_offload.cpu_bandwidth_bytes_per_s;
+  }
+  if (plan_.decode_steps > 1) return record_window(now, swap_s, load_s);
   StepTime step = have_priced_ && same_shape(priced_shape_, plan_.shape) ? priced_step_ : cost_->step_time(plan_.shape);
   have_priced_ = false;
   if (gpu_share_) {
     gpu_share_->busy += 1;
     stretch_by_contention(step);
   }
-  return record_iteration(now, step, swap_s);
+  return record_iteration(now, step, swap_s, load_s);
 }
 
 void Replica::speculate() {
@@ -252,7 +262,14 @@ inline void Replica::run_policy(TimeNs now) {
   // Sequences whose KV arrived from a prefill replica take blocks before the policy runs; they
   // then decode with the running batch whatever the policy.
   state_.admit_migrated();
+  if (state_.offload.enabled()) {
+    state_.finish_offload_loads();
+    state_.start_offload_loads();
+  }
   scheduler_->schedule(state_, plan_);
+  if (!state_.loading.empty() && (plan_.wake_at_ns < 0 || state_.loading.front().ready_ns < plan_.wake_at_ns)) {
+    plan_.wake_at_ns = state_.loading.front().ready_ns;  // idle, the replica wakes when a load is done
+  }
   metrics_.preemptions += state_.preemptions - preemptions_before;
   if (scenario_.engine.speculative.enabled()) speculate();
 }
@@ -309,19 +326,20 @@ inline bool Replica::account_plan(TimeNs now) {
   return true;
 }
 
-inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double swap_s) {
+inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double swap_s, double load_s) {
   const auto seqs = static_cast<std::int64_t>(plan_.seqs());
   metrics_.iterations += 1;
   if (plan_.shape.prefill_seqs > 0) metrics_.prefill_iterations += 1;
   if (step.launch_bound) metrics_.launch_bound_iterations += 1;
   metrics_.batch_seqs_sum += static_cast<double>(seqs);
   metrics_.max_batch_seqs = std::max(metrics_.max_batch_seqs, seqs);
-  metrics_.busy_s += step.time_s + swap_s;
+  metrics_.busy_s += step.time_s + swap_s + load_s;
   metrics_.gpu_s += step.gpu_s;
   metrics_.comm_s += step.comm_s;
   metrics_.bubble_s += step.bubble_frac * (step.time_s - step.host_s);
   metrics_.bytes_moved += step.bytes;
   metrics_.swap_s += swap_s;
+  metrics_.offload_stall_s += load_s;
   metrics_.padding_tokens += plan_.padding_tokens;
   metrics_.computed_tokens += plan_.shape.total_tokens();
   metrics_.launch_wait_s += step.launch_wait_s;
@@ -330,7 +348,7 @@ inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double
   metrics_.hbm_bw_util_frac.add(step.bytes / (step.time_s * scenario_.hw.hbm_bandwidth_bytes_per_s));
   busy_ = true;
   // At least 1 ns so time always advances.
-  const TimeNs duration_ns = std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s));
+  const TimeNs duration_ns = std::max<TimeNs>(1, seconds_to_ns(step.time_s + swap_s + load_s));
   last_start_ns_ = now;
   last_end_ns_ = now + duration_ns;
   if (observer_) {
@@ -353,7 +371,7 @@ inline TimeNs Replica::record_iteration(TimeNs now, const StepTime& step, double
   return duration_ns;
 }
 
-TimeNs Replica::record_window(TimeNs now, double swap_s) {
+TimeNs Replica::record_window(TimeNs now, double swap_s, double load_s) {
   const BatchShape first = plan_.shape;
   const auto seqs = static_cast<double>(plan_.shape.decode_seqs);
   if (gpu_share_) gpu_share_->busy += 1;
@@ -363,7 +381,7 @@ TimeNs Replica::record_window(TimeNs now, double swap_s) {
     StepTime step = cost_->step_time(plan_.shape);
     if (gpu_share_) stretch_by_contention(step);
     // Swaps happen once, before the window's first forward pass.
-    elapsed += record_iteration(now + elapsed, step, k == 0 ? swap_s : 0.0);
+    elapsed += record_iteration(now + elapsed, step, k == 0 ? swap_s : 0.0, k == 0 ? load_s : 0.0);
   }
   plan_.shape = first;
   return elapsed;
@@ -376,6 +394,7 @@ bool Replica::quiet_decode() const {
   return !busy_ && st.lazy_computed && gpu_share_ == nullptr && !check_every_iteration_ &&
          scenario_.workload.request_timeout_s <= 0.0 && !st.running.empty() &&
          st.lazy_members == static_cast<std::int64_t>(st.running.size()) && st.migrated.empty() && deferred_.empty() &&
+         !(st.offload.enabled() && !(st.loading.empty() && st.waiting.empty())) &&
          scheduler_->decodes_only(st);
 }
 
@@ -414,7 +433,7 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
     st.frag_slots += fresh * block - n;
     st.now_ns = now;
     note_kv_usage(now);
-    record_iteration(now, step, 0.0);
+    record_iteration(now, step, 0.0, 0.0);
     // finish_iteration: commit_decode_all's window step, one inter-token gap per sequence.
     busy_ = false;
     const TimeNs gap_ns = end - st.window_last_ns;
@@ -623,6 +642,7 @@ void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
   note_kv_usage(now);
   if (check_every_iteration_) {
     state_.kv.check_invariants();
+    state_.offload.check_invariants();
     state_.check_window_invariants();
   }
 }
@@ -638,6 +658,17 @@ void Replica::finish_run(TimeNs end) {
   metrics_.prefix_query_tokens = state_.prefix_query_tokens;
   metrics_.prefix_hit_tokens = state_.prefix_hit_tokens;
   metrics_.prefix_evictions = state_.kv.evictions();
+  metrics_.offload_loads = state_.offload_loads;
+  metrics_.offload_cpu_hit_tokens = state_.offload_cpu_hit_tokens;
+  metrics_.offload_disk_hit_tokens = state_.offload_disk_hit_tokens;
+  metrics_.offload_load_bytes = state_.offload_load_bytes;
+  metrics_.offload_load_s = state_.offload_load_s;
+  metrics_.offload_wait_s = state_.offload_wait_s;
+  metrics_.offload_stored_bytes = static_cast<double>(state_.offload.stored_blocks()) * state_.kv_block_bytes;
+  metrics_.offload_disk_write_bytes = static_cast<double>(state_.offload.disk_written_blocks()) * state_.kv_block_bytes;
+  metrics_.offload_dropped_blocks = state_.offload.dropped_blocks();
+  metrics_.offload_cpu_capacity_blocks = state_.offload.capacity_blocks(OffloadTier::cpu);
+  metrics_.offload_disk_capacity_blocks = state_.offload.capacity_blocks(OffloadTier::disk);
   metrics_.kv_released_reserved_slots = state_.released_reserved_slots;
   metrics_.kv_released_unwritten_slots = state_.released_unwritten_slots;
 }

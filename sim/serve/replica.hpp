@@ -134,7 +134,8 @@ class Replica {
   // says whether there is anything to run; the iteration's metrics and observer record.
   void run_policy(TimeNs now);
   bool account_plan(TimeNs now);
-  TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s);
+  // swap_s, load_s: swap and blocking offload copies before the forward pass, added to the step.
+  TimeNs record_iteration(TimeNs now, const StepTime& step, double swap_s, double load_s);
   // Speculative decoding (engine.speculative): each planned decode becomes a verify pass whose
   // accepted drafts are drawn now (truncated geometric in the acceptance rate, from this
   // replica's stream), so the item commits 1 + accepted tokens (at most the request's remaining
@@ -145,7 +146,7 @@ class Replica {
   // start_iteration for a multi-step decode window (plan_.decode_steps > 1): prices and records
   // each of its steps, every sequence's context one token longer than in the step before;
   // returns the window's duration.
-  TimeNs record_window(TimeNs now, double swap_s);
+  TimeNs record_window(TimeNs now, double swap_s, double load_s);
   void stretch_by_contention(StepTime& step);
   void note_kv_usage(TimeNs now);
   // The time integrals of KV usage up to now: all of note_kv_usage when nothing changed since

@@ -27,8 +27,8 @@ std::set<std::string> fleet_paths(const nlohmann::json& report) {
 
 TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the writer produces") {
   // Plain, tensor-parallel, two instances per GPU, disaggregated with an SLO, speculative
-  // decoding, attention DP: every conditional section.
-  std::vector<nlohmann::json> docs(6, test::base_scenario());
+  // decoding, attention DP, KV offload: every conditional section.
+  std::vector<nlohmann::json> docs(7, test::base_scenario());
   docs[1]["parallel"] = {{"tensor_parallel_size", 2}};
   docs[2]["parallel"] = {{"instances_per_gpu", 2}};
   docs[2]["workload"]["arrival"]["rate_per_s"] = 20.0;
@@ -40,6 +40,8 @@ TEST_CASE("the registry lists exactly the fleet-level scalars of the reports the
   docs[5]["hardware"] = "h100-sxm";
   docs[5]["dtype"] = "bf16";
   docs[5]["parallel"] = {{"tensor_parallel_size", 2}, {"expert_parallel_size", 2}, {"enable_attention_dp", true}};
+  docs[6]["engine"]["enable_prefix_caching"] = true;
+  docs[6]["engine"]["kv_offload"] = {{"cpu_bytes", 1e9}};
   std::set<std::string> registered;
   for (const auto& m : report_metrics()) registered.insert(m.path);
   std::set<std::string> seen;
