@@ -2,7 +2,8 @@
 // turns calibrate/run_all.sh results into a measured hardware profile; `calibrate vidur` fits one
 // to vidur's operator timings; `calibrate rewrite` lays a profile out as the fitters write it.
 // Each writes the profile and its measured tables (hwprofiles/tables/NAME.json); `calibrate
-// quant-kernels` adds measured quantized GEMM kernel tables to a profile. `calibrate
+// quant-kernels` adds measured quantized GEMM kernel tables to a profile, `calibrate kv-decode` the
+// measured decode-attention time of quantized KV caches over bf16. `calibrate
 // engine FILE... -o PROFILE.json [--base ENGINE]` fits an engine profile's host terms to a user's
 // own benchmark runs (validate/engine_fit.hpp).
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "sim/calib/fit.hpp"
 #include "sim/calib/grouped_gemm_fit.hpp"
 #include "sim/calib/independent.hpp"
+#include "sim/calib/kv_decode_fit.hpp"
 #include "sim/calib/quant_kernels_fit.hpp"
 #include "sim/calib/vidur.hpp"
 #include "sim/cli/commands.hpp"
@@ -292,6 +294,23 @@ int cmd_calibrate_engine(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// The DATA file, --hw profile (its file, read) of a subcommand that adds measured tables to a
+// profile (quant-kernels, kv-decode); InputError naming what is missing.
+struct ProfileUpdate {
+  std::string data, hw_path;
+  nlohmann::json profile;
+};
+ProfileUpdate read_profile_update(const cxxopts::ParseResult& p, const std::string& cmd, const char* data_name) {
+  for (const char* key : {"data", "hw", "out"}) {
+    if (!p.count(key)) throw InputError(cmd, key == std::string("data") ? data_name : std::string("--") + key, "required");
+  }
+  ProfileUpdate u;
+  u.data = p["data"].as<std::string>();
+  u.hw_path = resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw");
+  u.profile = load_json_file(u.hw_path);
+  return u;
+}
+
 // `calibrate quant-kernels QUANT.json --hw PROFILE -o OUT`: the quantized GEMM kernels measured by
 // calibrate/quant/measure_quant.py (torch._scaled_mm, torch._int_mm, tinygemm) become the
 // profile's calibration.quant_kernels tables, which engine profiles name (`quant_kernels`); the
@@ -310,12 +329,7 @@ int cmd_calibrate_quant_kernels(const std::vector<std::string>& args) {
     std::cout << opts.help() << "\n";
     return kExitOk;
   }
-  for (const char* key : {"data", "hw", "out"}) {
-    if (!p.count(key)) throw InputError(cmd, key == std::string("data") ? "QUANT.json" : std::string("--") + key, "required");
-  }
-  const std::string data = p["data"].as<std::string>();
-  const std::string hw_path = resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw");
-  nlohmann::json profile = load_json_file(hw_path);
+  auto [data, hw_path, profile] = read_profile_update(p, cmd, "QUANT.json");
   const HwProfile hw = parse_hw_profile(profile, hw_path);
   const QuantKernelFit fit = fit_quant_kernels(load_json_file(data), data, hw, command_line(args),
                                                static_cast<int>(holdout_every.read(p, cmd)));
@@ -346,6 +360,46 @@ int cmd_calibrate_quant_kernels(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// `calibrate kv-decode KV.json --hw PROFILE -o OUT`: the calibrator's attention_decode_kv section
+// (paged decode attention over fp8/int8/int4 KV caches) becomes the profile's
+// calibration.attention_decode_kv, the median time over bf16 per cache format; the rest of the
+// profile is kept. Prints each format's median and spread.
+int cmd_calibrate_kv_decode(const std::vector<std::string>& args) {
+  const std::string cmd = "servesim calibrate kv-decode";
+  cxxopts::Options opts(cmd, "Fit a hardware profile's quantized-KV decode attention ratios from the calibrator's attention_decode_kv section");
+  opts.add_options()("data", "attention_decode_kv.json (or a raw.json with the section) from calibrate/run_all.sh",
+                     cxxopts::value<std::string>())("hw", "hardware profile name or path the kernel was measured on",
+                                                    cxxopts::value<std::string>())(
+      "o,out", "output profile path", cxxopts::value<std::string>())("h,help", "show help");
+  opts.parse_positional({"data"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  auto [data, hw_path, profile] = read_profile_update(p, cmd, "KV.json");
+  parse_hw_profile(profile, hw_path);  // valid before rewriting
+  const KvDecodeFit fit = fit_kv_decode(load_json_file(data), data, command_line(args));
+  inline_hw_tables(profile, hw_path);
+  // The file and the command are recorded in the table's source, not in provenance.sources, which
+  // every report echoes: reports of runs that use no quantized KV cache stay byte-identical.
+  profile["tables"]["calibration"]["attention_decode_kv"] = fit.table;
+  const std::string wrote = write_profile(p["out"].as<std::string>(), profile);
+  std::printf("wrote %s: decode attention time over bf16 measured on %s (%s), the standard kernel family\n", wrote.c_str(),
+              fit.gpu.c_str(), fit.date.c_str());
+  std::printf("  %-6s %6s %8s %8s %8s %14s\n", "format", "points", "median", "min", "max", "median b>=64");
+  for (const KvDecodeFormatFit& f : fit.formats) {
+    std::vector<double> large;
+    for (std::size_t i = 0; i < f.ratios.size(); ++i) {
+      if (f.batches[i] >= 64) large.push_back(f.ratios[i]);
+    }
+    std::printf("  %-6s %6zu %8.3f %8.3f %8.3f %14.3f\n", f.format.c_str(), f.ratios.size(), f.median,
+                *std::min_element(f.ratios.begin(), f.ratios.end()), *std::max_element(f.ratios.begin(), f.ratios.end()),
+                large.empty() ? 0.0 : median(large));
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
@@ -355,9 +409,10 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "grouped-gemm") return cmd_calibrate_grouped(args);
   if (!args.empty() && args[0] == "independent") return cmd_calibrate_independent(args);
   if (!args.empty() && args[0] == "quant-kernels") return cmd_calibrate_quant_kernels(args);
+  if (!args.empty() && args[0] == "kv-decode") return cmd_calibrate_kv_decode(args);
   if (args.empty() || args[0] != "fit") {
     throw InputError("servesim calibrate", "",
-                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ..., quant-kernels ...)");
+                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ..., quant-kernels ..., kv-decode ...)");
   }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(

@@ -55,6 +55,11 @@ nlohmann::json quant_table(const StepQuery& q, long long context) {
   const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context}, {"engine", q.engine ? q.engine->name : "none"},
                         {"batches", batches}, {"schemes", nlohmann::json::array()}, {"unsupported", nlohmann::json::array()}};
+  // Decode attention on an integer cache: the profile's measured time over bf16 where it has one
+  // (calibration.attention_decode_kv), else the modelled dequantization cost.
+  if (const auto& kv = q.hw.kv_decode_time_over_bf16; kv.int8 > 0.0 || kv.int4 > 0.0) {
+    out["kv_decode_time_over_bf16"] = {{"int8", kv.int8}, {"int4", kv.int4}};
+  }
   std::vector<double> base_time;
   for (const Row& scheme : schemes) {
     StepQuery sq = q;
@@ -112,8 +117,14 @@ void print_quant_table(const nlohmann::json& out) {
   }
   for (const auto& u : out["unsupported"]) std::printf("%-12s not run: %s\n", u["scheme"].get<std::string>().c_str(), u["why"].get<std::string>().c_str());
   std::printf("* emulated: the GPU lacks the format; weights are converted to 16 bits at run time\n");
-  std::printf("kv-FORMAT: 16-bit weights, the KV cache in FORMAT (int8/int4: dequantized in attention at a modelled "
-              "CUDA-core cost, docs/gpu-physics.md)\n");
+  if (const auto kv = out.find("kv_decode_time_over_bf16"); kv != out.end()) {
+    std::printf("kv-FORMAT: 16-bit weights, the KV cache in FORMAT (int8/int4: decode attention at the time over bf16 measured on "
+                "this GPU's CUDA-core paged kernel, int8 x%.2f, int4 x%.2f (0: modelled); docs/gpu-physics.md)\n",
+                (*kv)["int8"].get<double>(), (*kv)["int4"].get<double>());
+  } else {
+    std::printf("kv-FORMAT: 16-bit weights, the KV cache in FORMAT (int8/int4: dequantized in attention at a modelled "
+                "CUDA-core cost, docs/gpu-physics.md)\n");
+  }
   std::printf("kernel: the engine's GEMM kernel for the scheme on this GPU (%s's quant_kernels; auto: servesim's generic choice, "
               "docs/gpu-physics.md)\n", out["engine"].get<std::string>().c_str());
 }

@@ -193,18 +193,65 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
   return roofline(op, bytes, hw, gemm_dtype, extra_compute_s, peak_rate(op, hw, gemm_dtype), measured_frac(op, hw, gemm_dtype));
 }
 
+// time_s and bound from compute_s, memory_s and overhead_s (after one of them was rescaled).
+void settle(KernelTime& t) {
+  const double busy = std::max(t.compute_s, t.memory_s);
+  t.time_s = busy + t.overhead_s;
+  t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+}
+
 // ALU seconds an attention kernel spends dequantizing an integer KV cache as it reads it: each
 // cached element converted and scaled once per launch that reads it (a decode kernel's program per
 // sequence and KV head serves all the query heads of its group), at the profile's CUDA-core
 // dequantization rate (the weight-only kernels' ~2 operations per 8-bit value, ~4 per 4-bit:
-// HwProfile::dequant_weights_per_s). MODELLED, not measured: no paged attention kernel on an
-// integer cache has been timed here yet. Prefill kernels re-read each KV tile once per query tile;
+// HwProfile::dequant_weights_per_s). MODELLED: decode attention takes the measured ratio instead
+// where the profile has one (measured_int_kv_ratio). Prefill kernels re-read each KV tile once per query tile;
 // counted once (their tensor-core work dominates). fp8 caches: converted by the hardware, no cost.
+// Cached K and V elements one launch of attention op `op` reads.
+double kv_elements_per_launch(const Op& op) {
+  return 2.0 * op.attn_kv_tokens * static_cast<double>(op.attn_kv_heads * op.attn_head_dim) /
+         static_cast<double>(std::max<std::int64_t>(1, op.per_layer));
+}
+
 double kv_dequant_s(const Op& op, const HwProfile& hw) {
   if (!integer_kv_cache(op.attn_kv_dtype) || op.attn_head_dim <= 0) return 0.0;
-  const double elements = 2.0 * op.attn_kv_tokens * static_cast<double>(op.attn_kv_heads * op.attn_head_dim) /
-                          static_cast<double>(std::max<std::int64_t>(1, op.per_layer));
-  return elements / hw.dequant_weights_per_s(op.attn_kv_dtype == Dtype::int4 ? 4 : 8);
+  return kv_elements_per_launch(op) / hw.dequant_weights_per_s(op.attn_kv_dtype == Dtype::int4 ? 4 : 8);
+}
+
+// The measured time over bf16 of decode attention on op's integer KV cache, where the profile
+// has one (calibration.attention_decode_kv); 0 = the modelled cost (kv_dequant_s). Only the
+// standard kernel family: the measurement is our CUDA-core paged decode kernel (4 query heads per
+// KV head, calibrate/src/kernels.cuh), where the FMAs per KV byte make a smaller cache issue-bound
+// (docs/calibration.md); SDPA and other families have no such measurement. fp8 caches keep the
+// model (bytes only): their measured 1.10 is not applied, so runs without an integer cache keep
+// their reports.
+double measured_int_kv_ratio(const Op& op, const HwProfile& hw) {
+  if (op.kind != OpKind::attention_decode || op.attn_kernel != AttentionKernel::standard || !integer_kv_cache(op.attn_kv_dtype) ||
+      op.attn_head_dim <= 0) {
+    return 0.0;
+  }
+  return hw.kv_decode_time_over_bf16.of(op.attn_kv_dtype);
+}
+
+// `op` reading its cache in the 16-bit `base` format instead: the same shape, 2-byte elements.
+Op with_16bit_kv(const Op& op, Dtype base) {
+  Op b = op;
+  b.bytes += kv_elements_per_launch(op) * (dtype_bytes(base) - kv_cache_element_bytes(op.attn_kv_dtype, op.attn_head_dim));
+  b.attn_kv_dtype = base;
+  return b;
+}
+
+// Integer-cache op `op` from its 16-bit twin's time `t`: the busy part (compute and memory)
+// `ratio` times as long, the fixed launch cost kept (the launch's, not the cache format's); the
+// bytes and the roofline floor are op's own.
+KernelTime measured_int_kv(KernelTime t, const Op& op, const HwProfile& hw, Dtype base, double ratio) {
+  t.compute_s *= ratio;
+  t.memory_s *= ratio;
+  settle(t);
+  const double peak = peak_rate(op, hw, base);
+  t.roofline_s = std::max(peak > 0.0 ? op.flops / peak : 0.0, op.bytes / hw.hbm_bandwidth_bytes_per_s);
+  t.bytes = op.bytes;
+  return t;
 }
 
 // Converts the 8/4-bit weights of `op` to 16 bits in a separate pass, then runs the dense GEMM.
@@ -264,9 +311,7 @@ KernelTime calibrated_weight_only(const Op& op, const HwProfile& hw, Dtype base,
 // A kernel timed by a published benchmark: its weights stream at `frac` of the rate the model gave `t`.
 void stream_at(KernelTime& t, double frac) {
   t.memory_s /= frac;
-  const double busy = std::max(t.compute_s, t.memory_s);
-  t.time_s = busy + t.overhead_s;
-  t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+  settle(t);
 }
 
 // A GEMM on the tensor cores of its 8-bit (or FP4) format: the engine's kernel where this GPU has
@@ -319,6 +364,9 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
     return t;
   }
   if (op.kind == OpKind::grouped_gemm) return estimate_grouped_gemm(op, hw, base);
+  if (const double r = measured_int_kv_ratio(op, hw); r > 0.0) {
+    return measured_int_kv(estimate(with_16bit_kv(op, base), hw, base), op, hw, base, r);
+  }
   const GemmKernel kind = choose_gemm_kernel(op, hw);
   switch (kind) {
     case GemmKernel::dense: return roofline(op, op.bytes, hw, base, kv_dequant_s(op, hw));
@@ -488,6 +536,9 @@ KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype ba
   // estimate() takes roofline() for attention (a dense kernel, 16-bit rate), and roofline() the
   // grid's fraction when there is one.
   if (op.kind != OpKind::attention_decode || op.attn_seqs <= 0) return estimate(op, hw, base);
+  if (const double r = measured_int_kv_ratio(op, hw); r > 0.0) {
+    return measured_int_kv(estimate_decode_attention(with_16bit_kv(op, base), hw, base, cursor), op, hw, base, r);
+  }
   if (cursor.grid == nullptr || cursor.kernel != op.attn_kernel || cursor.head_dim != op.attn_head_dim) {
     cursor = {&decode_grid(op, hw), op.attn_kernel, op.attn_head_dim, {}};
   }

@@ -57,6 +57,16 @@ struct HwProfile {
   // the generic curves above for their op kind: see cost_model.cpp.
   std::array<GemmTable, kNumDtypes> gemm_tables;   // indexed by Dtype: roofline fraction over (m; n, k)
   LogGrid2D attention_decode_frac;        // roofline fraction over (KV head-tokens per launch, context)
+  // Paged decode attention over a quantized KV cache, measured as its time over the bf16 cache's
+  // on the same shapes (calibration.attention_decode_kv, `servesim calibrate kv-decode`): the
+  // median over the measured points, per cache format; 0 = not measured. The measured kernel is a
+  // CUDA-core paged kernel (the standard family's); cost_model.cpp applies the integer formats'.
+  struct KvDecodeRatios {
+    double fp8 = 0.0, int8 = 0.0, int4 = 0.0;
+    std::string source;
+    double of(Dtype kv) const { return kv == Dtype::fp8 ? fp8 : kv == Dtype::int8 ? int8 : kv == Dtype::int4 ? int4 : 0.0; }
+  };
+  KvDecodeRatios kv_decode_time_over_bf16;
   // Grouped (MoE) GEMMs: the measured kernel's speed relative to the dense-equivalent GEMM the
   // cost model times it as (sim/hw/moe_cost.hpp), over tokens per active expert; may exceed 1.
   EfficiencyTable grouped_gemm_frac_by_tokens_per_expert;

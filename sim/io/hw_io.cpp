@@ -183,6 +183,21 @@ void parse_quant_kernel_tables(JsonReader kernels, HwProfile& hw) {
   kernels.finish();
 }
 
+// calibration.attention_decode_kv: {"kernel": "standard", "time_over_bf16": {"fp8", "int8", "int4"},
+// "points", "source"}, written by `servesim calibrate kv-decode`.
+void parse_kv_decode_ratios(JsonReader kv, HwProfile& hw) {
+  if (kv.string_or("kernel", "standard") != "standard") kv.fail("kernel", "must be \"standard\" (the CUDA-core paged kernel measured)");
+  JsonReader by_format = kv.object("time_over_bf16");
+  HwProfile::KvDecodeRatios& k = hw.kv_decode_time_over_bf16;
+  for (const auto& [key, value] : {std::pair<const char*, double*>{"fp8", &k.fp8}, {"int8", &k.int8}, {"int4", &k.int4}}) {
+    if (by_format.has(key)) *value = by_format.number_in(key, 0.1, 10.0);
+  }
+  by_format.finish();
+  kv.accept("points");
+  k.source = kv.string_or("source", "");
+  kv.finish();
+}
+
 // "calibration": measured tables written by `servesim calibrate fit|vidur|independent` (all optional).
 void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto gemm = r.object_if("gemm")) {
@@ -224,6 +239,7 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
   }
   if (auto kernels = r.object_if("quant_kernels")) parse_quant_kernel_tables(std::move(*kernels), hw);
   if (auto attn = r.object_if("attention_decode")) hw.attention_decode_frac = parse_decode_grid(*attn);
+  if (auto kv = r.object_if("attention_decode_kv")) parse_kv_decode_ratios(std::move(*kv), hw);
   if (auto families = r.object_if("attention_kernels")) {
     for (std::size_t i = 1; i < kAttentionKernels; ++i) {
       const char* name = attention_kernel_name(static_cast<AttentionKernel>(i));

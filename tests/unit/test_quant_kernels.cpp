@@ -3,6 +3,7 @@
 // (calibration.quant_kernels), and the cost model times a GEMM by the kernel it is given.
 #include <doctest/doctest.h>
 
+#include "sim/calib/kv_decode_fit.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
@@ -237,8 +238,10 @@ TEST_CASE("integer KV caches: bytes with their per-token scales, capacity, dequa
   CHECK(b.kv_bytes == doctest::Approx(a.kv_bytes));
   CHECK(static_cast<double>(b.kv_blocks) / static_cast<double>(a.kv_blocks) == doctest::Approx(2.0 / 0.53125).epsilon(0.01));
 
-  // Attention reads the smaller cache and spends CUDA-core time converting it (modelled).
-  const HwProfile h = hw("h100-sxm");
+  // Attention reads the smaller cache and spends CUDA-core time converting it (modelled: a profile
+  // without a measured calibration.attention_decode_kv).
+  const HwProfile h = hw("h200-sxm");
+  REQUIRE(h.kv_decode_time_over_bf16.int8 == 0.0);
   const Op att16 = decode_attention(m, 64, 4096, Dtype::bf16), att4 = decode_attention(m, 64, 4096, Dtype::int4);
   const Op att8 = decode_attention(m, 64, 4096, Dtype::int8);
   CHECK(att4.bytes < 0.3 * att16.bytes);
@@ -312,4 +315,64 @@ TEST_CASE("activation scales: dynamic per-token scales cost a reduction and a sc
   const double width = (2.0 * 4096.0 + 4096.0 + 14336.0) / 4.0;
   CHECK(dynamic.bytes == doctest::Approx(8.0 * width * 3.0 + 4.0 * 8.0));
   CHECK(dynamic.flops == doctest::Approx(3.0 * 8.0 * width));
+}
+
+TEST_CASE("integer KV caches on a profile with the measured paged-decode ratio: the bf16 kernel's time times the ratio") {
+  const ModelSpec m = load_model(resolve_data_ref("models", "llama-3-8b", "", ""));
+  const HwProfile h = hw("h100-sxm");
+  // h100-sxm's ratios are `servesim calibrate kv-decode` over the measurement the repository holds.
+  const std::string file = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h100/attention_decode_kv.json";
+  const KvDecodeFit fit = fit_kv_decode(load_json_file(file), file, "test");
+  REQUIRE(fit.formats.size() == 3);
+  for (const KvDecodeFormatFit& f : fit.formats) {
+    CAPTURE(f.format);
+    CHECK(f.ratios.size() == 12);
+    const Dtype kv = f.format == "fp8" ? Dtype::fp8 : f.format == "int8" ? Dtype::int8 : Dtype::int4;
+    CHECK(h.kv_decode_time_over_bf16.of(kv) == doctest::Approx(f.median).epsilon(1e-4));  // the tables' 5 digits
+  }
+  CHECK(h.kv_decode_time_over_bf16.int8 == doctest::Approx(1.57).epsilon(0.01));  // docs/calibration.md's table
+  CHECK(h.kv_decode_time_over_bf16.int4 == doctest::Approx(1.55).epsilon(0.01));
+
+  for (const std::int64_t seqs : {1, 16, 256}) {
+    CAPTURE(seqs);
+    const Op att16 = decode_attention(m, seqs, 2048, Dtype::bf16);
+    const KernelTime t16 = estimate(att16, h, Dtype::bf16);
+    for (const Dtype kv : {Dtype::int8, Dtype::int4}) {
+      CAPTURE(dtype_name(kv));
+      const Op att = decode_attention(m, seqs, 2048, kv);
+      const KernelTime t = estimate(att, h, Dtype::bf16);
+      const double ratio = h.kv_decode_time_over_bf16.of(kv);
+      // The kernel's busy time is the bf16 kernel's times the ratio; the launch cost is kept.
+      CHECK(t.time_s - t.overhead_s == doctest::Approx(ratio * (t16.time_s - t16.overhead_s)).epsilon(1e-12));
+      CHECK(t.overhead_s == t16.overhead_s);
+      CHECK(t.time_s > t16.time_s);  // slower than bf16, as measured, though it reads fewer bytes
+      CHECK(t.bytes == att.bytes);
+      DecodeAttentionCursor cursor;
+      CHECK(estimate_decode_attention(att, h, Dtype::bf16, cursor).time_s == t.time_s);
+      // A kernel family the measurement is not of (PyTorch SDPA) keeps the modelled cost.
+      Op sdpa = att;
+      sdpa.attn_kernel = AttentionKernel::sdpa;
+      Op sdpa16 = att16;
+      sdpa16.attn_kernel = AttentionKernel::sdpa;
+      CHECK(estimate(sdpa, h, Dtype::bf16).compute_s - estimate(sdpa16, h, Dtype::bf16).compute_s ==
+            doctest::Approx(2.0 * static_cast<double>(seqs) * 2049.0 * 8.0 * 128.0 / h.dequant_weights_per_s(kv == Dtype::int4 ? 4 : 8))
+                .epsilon(1e-6));
+    }
+    // fp8 caches keep the model (fewer bytes, no measured ratio applied).
+    const Op att8 = decode_attention(m, seqs, 2048, Dtype::fp8);
+    CHECK(estimate(att8, h, Dtype::bf16).memory_s < t16.memory_s);
+  }
+
+  // A profile without the measurement is the model, as before (h200-sxm: the test case above).
+  // A malformed table is refused naming the key.
+  nlohmann::json doc = load_json_file(resolve_data_ref("hwprofiles", "a100-80gb-sxm", "", ""));
+  inline_hw_tables(doc, resolve_data_ref("hwprofiles", "a100-80gb-sxm", "", ""));
+  doc["tables"]["calibration"]["attention_decode_kv"] = {{"kernel", "sdpa"}, {"time_over_bf16", {{"int8", 1.5}}}};
+  std::string err;
+  try {
+    parse_hw_profile(doc, "x.json");
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  CHECK(err.find("attention_decode_kv.kernel") != std::string::npos);
 }
