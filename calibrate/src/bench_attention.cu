@@ -49,6 +49,23 @@ static std::vector<int> make_table(int B, int nb, int first, std::mt19937& rng) 
   return ids;
 }
 
+// nrot block tables of B sequences x nb blocks, one per rotation over its own disjoint region of
+// the pool, and every sequence's length C, on the device (the caller frees both).
+static void upload_tables(int B, int nb, int C, int nrot, std::mt19937& rng, int*& d_tables, int*& d_lens) {
+  const size_t need = (size_t)B * nb;
+  std::vector<int> tables;
+  tables.reserve((size_t)nrot * need);
+  for (int r = 0; r < nrot; ++r) {
+    auto t = make_table(B, nb, (int)(r * need), rng);
+    tables.insert(tables.end(), t.begin(), t.end());
+  }
+  const std::vector<int> lens(B, C);
+  CK(cudaMalloc(&d_tables, tables.size() * 4));
+  CK(cudaMalloc(&d_lens, B * 4));
+  CK(cudaMemcpy(d_tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+}
+
 static double check_decode(const __nv_bfloat16* kc, const __nv_bfloat16* vc, DecodeBufs& w, cudaStream_t s, int bs,
                            int part) {
   const int hq = 32, hkv = 8, D = kHeadDim;
@@ -168,19 +185,8 @@ void run_attention_decode(const Args& a) {
         const int nb = (C + bs - 1) / bs;
         const size_t pool_blocks = pool_tokens / bs, need = (size_t)B * nb;
         const int nrot = std::min<int>(rotation_count(kv_bytes), (int)(pool_blocks / need));
-        // One block table per rotation, each over its own disjoint region of the pool.
-        std::vector<int> tables;
-        tables.reserve((size_t)nrot * need);
-        for (int r = 0; r < nrot; ++r) {
-          auto t = make_table(B, nb, (int)(r * need), rng);
-          tables.insert(tables.end(), t.begin(), t.end());
-        }
-        std::vector<int> lens(B, C);
         int *d_tables, *d_lens;
-        CK(cudaMalloc(&d_tables, tables.size() * 4));
-        CK(cudaMalloc(&d_lens, B * 4));
-        CK(cudaMemcpy(d_tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+        upload_tables(B, nb, C, nrot, rng, d_tables, d_lens);
         const int part = choose_part(B, hkv, C);
         TimeResult t = time_op(
             s,
@@ -392,17 +398,8 @@ void time_format(const std::vector<int>& batches, const std::vector<int>& contex
       const size_t need = (size_t)B * nb, pool_blocks = pool_tokens / bs;
       const size_t kv_bytes = (size_t)B * C * hkv * slot_bytes * 2;
       const int nrot = std::max(1, std::min<int>(rotation_count(kv_bytes), (int)(pool_blocks / need)));
-      std::vector<int> tables;
-      for (int r = 0; r < nrot; ++r) {
-        auto t = make_table(B, nb, (int)(r * need), rng);
-        tables.insert(tables.end(), t.begin(), t.end());
-      }
-      std::vector<int> lens(B, C);
       int *d_tables, *d_lens;
-      CK(cudaMalloc(&d_tables, tables.size() * 4));
-      CK(cudaMalloc(&d_lens, B * 4));
-      CK(cudaMemcpy(d_tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+      upload_tables(B, nb, C, nrot, rng, d_tables, d_lens);
       const int part = choose_part(B, hkv, C);
       const TimeResult t = time_op(
           s,
