@@ -10,6 +10,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/io/scenario_io.hpp"
+#include "paths.hpp"
 
 namespace servesim::test {
 
@@ -47,7 +48,7 @@ struct CommandResult {
 // Runs the servesim binary with `args` (a shell-quoted string).
 inline CommandResult run_cli(const std::string& args) {
   CommandResult r;
-  const std::string cmd = std::string(SERVESIM_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = std::string(servesim::test::servesim_binary()) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf{};

@@ -30,7 +30,7 @@ std::string file_bytes(const std::string& path) {
 
 TEST_CASE("same scenario and seed: byte-identical report.json") {
   // The machine's wall time is printed, not written (it made every rerun's report differ).
-  const std::string scenario = std::string(SERVESIM_TEST_DATA_DIR) + "/golden/small.json";
+  const std::string scenario = std::string(servesim::test::test_data_dir()) + "/golden/small.json";
   const auto a = run_report(scenario, "/tmp/servesim_det_a");
   run_report(scenario, "/tmp/servesim_det_b");
   CHECK(file_bytes("/tmp/servesim_det_a/report.json") == file_bytes("/tmp/servesim_det_b/report.json"));
@@ -40,7 +40,7 @@ TEST_CASE("same scenario and seed: byte-identical report.json") {
 }
 
 TEST_CASE("golden report: tests/golden/small.json") {
-  const std::string dir = SERVESIM_TEST_DATA_DIR;
+  const std::string dir = servesim::test::test_data_dir();
   const auto report = run_report(dir + "/golden/small.json", "/tmp/servesim_golden");
   const std::string golden_path = dir + "/golden/small.report.json";
   if (std::getenv("SERVESIM_UPDATE_GOLDEN")) {

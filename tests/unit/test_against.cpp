@@ -16,7 +16,7 @@ using namespace servesim;
 
 namespace {
 
-std::string example(const std::string& name) { return std::string(SERVESIM_REFERENCE_DIR) + "/examples/" + name; }
+std::string example(const std::string& name) { return std::string(servesim::test::reference_dir()) + "/examples/" + name; }
 
 AgainstOptions on_h100(std::vector<std::string> more = {}) {
   AgainstOptions o;

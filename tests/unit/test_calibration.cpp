@@ -12,11 +12,12 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
 namespace {
-const std::string kRaw = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/raw.json";
+const std::string kRaw = std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h200/raw.json";
 }
 
 TEST_CASE("H200 fit: calibrated GEMM points are reproduced, held-out points are predicted") {

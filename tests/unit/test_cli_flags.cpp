@@ -13,7 +13,7 @@
 using namespace servesim::test;
 
 TEST_CASE("cli: no numeric flag is added without its range (RangedFlag)") {
-  const std::filesystem::path cli = std::filesystem::path(SERVESIM_TEST_DATA_DIR) / ".." / "sim" / "cli";
+  const std::filesystem::path cli = std::filesystem::path(servesim::test::test_data_dir()) / ".." / "sim" / "cli";
   const std::regex numeric(R"(cxxopts::value<\s*(int|long|long long|unsigned|double|float|std::u?int\d+_t|std::size_t)\s*>)");
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(cli)) {

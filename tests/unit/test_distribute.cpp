@@ -39,13 +39,13 @@ struct Scratch {
   std::string operator/(const std::string& f) const { return (dir / f).string(); }
 };
 
-const std::string scenario = std::string(SERVESIM_TEST_DATA_DIR) + "/dist/small.json";
+const std::string scenario = std::string(servesim::test::test_data_dir()) + "/dist/small.json";
 const std::string sweep_args = "sweep " + scenario + " --grid engine.max_num_seqs=4,16,64 --grid workload.arrival.rate_per_s=2,8 --replications 2";
 
 // Runs `servesim ARGS` in the scratch folder: its exit code and stdout (stderr too when `with_stderr`).
 test::CommandResult run_in(const Scratch& s, const std::string& args, bool with_stderr = false) {
   test::CommandResult r;
-  const std::string cmd = "cd '" + s.dir.string() + "' && " + SERVESIM_BINARY + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  const std::string cmd = "cd '" + s.dir.string() + "' && " + servesim::test::servesim_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   char buf[4096];

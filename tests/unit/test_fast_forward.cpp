@@ -23,7 +23,7 @@ using namespace servesim::test;
 
 namespace {
 
-const std::filesystem::path kRepo = std::filesystem::path(SERVESIM_TEST_DATA_DIR).parent_path();
+const std::filesystem::path kRepo = std::filesystem::path(servesim::test::test_data_dir()).parent_path();
 
 // Runs `s` both ways and returns the fast-forward run.
 SimResult check_same_report(const Scenario& s, const std::string& label) {

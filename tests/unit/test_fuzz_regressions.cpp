@@ -65,7 +65,7 @@ std::string outcome(const std::string& target, const fs::path& file) {
 
 std::vector<std::pair<std::string, fs::path>> inputs() {
   std::vector<std::pair<std::string, fs::path>> out;
-  const fs::path root = fs::path(SERVESIM_TEST_DATA_DIR).parent_path();
+  const fs::path root = fs::path(servesim::test::test_data_dir()).parent_path();
   for (const std::string target : {"scenario", "hw", "model", "trace"}) {
     for (const auto& e : fs::directory_iterator(root / "fuzz" / "corpus" / target)) out.emplace_back(target, e.path());
   }

@@ -29,7 +29,7 @@ constexpr double kStepTolerance = 2e-4;
 constexpr double kCentralTolerance = 0.01;
 constexpr double kTailTolerance = 0.05;
 
-const std::filesystem::path kRepo = std::filesystem::path(SERVESIM_TEST_DATA_DIR).parent_path();
+const std::filesystem::path kRepo = std::filesystem::path(servesim::test::test_data_dir()).parent_path();
 
 std::vector<std::filesystem::path> scenarios_to_check() {
   std::vector<std::filesystem::path> paths = {kRepo / "bench" / "vidur.json", kRepo / "bench" / "million.json"};

@@ -58,7 +58,7 @@ std::string temp_scenario(const std::string& name, int requests, double rate_per
 // servesim ARGS on a pseudo-terminal (`script`), progress bars drawn at once; what reached stderr
 // (stdout goes to /dev/null), after checking the command succeeded.
 std::string run_on_tty(const std::string& args) {
-  const std::string cmd = "SERVESIM_PROGRESS_DELAY_MS=0 script -qec \"" + std::string(SERVESIM_BINARY) + " " + args +
+  const std::string cmd = "SERVESIM_PROGRESS_DELAY_MS=0 script -qec \"" + std::string(servesim::test::servesim_binary()) + " " + args +
                           " >/dev/null\" /dev/null 2>&1";
   std::string out;
   FILE* pipe = popen(cmd.c_str(), "r");

@@ -18,7 +18,7 @@ using namespace servesim;
 
 namespace {
 // A few hundred milliseconds per simulation (tests/dist/small.json), one seed, a coarse search.
-const std::string kSmall = std::string(SERVESIM_TEST_DATA_DIR) + "/dist/small.json";
+const std::string kSmall = std::string(servesim::test::test_data_dir()) + "/dist/small.json";
 const std::string kPlan = "plan --model llama-2-7b --rate 4 --slo ttft=2s,tpot=100ms --tp 1 --replications 1 --tolerance 0.1 --workload " + kSmall;
 
 nlohmann::json plan_json(const std::string& extra) {
@@ -88,7 +88,7 @@ TEST_CASE("plan rows predict the configuration at the target rate: a run of the 
 namespace {
 // hwprofiles/BASE.json under other names (its "name" too), the HBM bandwidth times `bandwidth_x`.
 std::string profile_copy(const std::string& base, const std::string& name, double bandwidth_x) {
-  nlohmann::json doc = load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/../hwprofiles/" + base + ".json");
+  nlohmann::json doc = load_json_file(std::string(servesim::test::test_data_dir()) + "/../hwprofiles/" + base + ".json");
   REQUIRE_FALSE(doc.contains("tables"));  // a copy elsewhere would lose a relative tables path
   doc["name"] = name;
   doc["hbm_bandwidth_bytes_per_s"] = doc["hbm_bandwidth_bytes_per_s"].get<double>() * bandwidth_x;

@@ -16,7 +16,7 @@ using namespace servesim;
 using namespace servesim::cli;
 
 namespace {
-const std::string kSmall = std::string(SERVESIM_TEST_DATA_DIR) + "/dist/small.json";
+const std::string kSmall = std::string(servesim::test::test_data_dir()) + "/dist/small.json";
 const std::string kPlan = "plan --model llama-2-7b --rate 4 --slo ttft=2s,tpot=100ms --tp 1 --replications 1 --tolerance 0.1 "
                           "--hw a100-80gb-sxm,h100-sxm --workload " + kSmall;
 

@@ -321,7 +321,7 @@ TEST_CASE("integer KV caches on a profile with the measured paged-decode ratio: 
   const ModelSpec m = load_model(resolve_data_ref("models", "llama-3-8b", "", ""));
   const HwProfile h = hw("h100-sxm");
   // h100-sxm's ratios are `servesim calibrate kv-decode` over the measurement the repository holds.
-  const std::string file = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h100/attention_decode_kv.json";
+  const std::string file = std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h100/attention_decode_kv.json";
   const KvDecodeFit fit = fit_kv_decode(load_json_file(file), file, "test");
   REQUIRE(fit.formats.size() == 3);
   for (const KvDecodeFormatFit& f : fit.formats) {

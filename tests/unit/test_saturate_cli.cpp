@@ -94,7 +94,7 @@ TEST_CASE("saturate: an SLO no rate meets is one line saying what the lowest rat
 
   // plan says the same of an option that meets no rate.
   const auto plan = test::run_cli("plan --model llama-2-7b --rate 1 --slo ttft=1ms --hw a100-80gb-sxm --tp 1 --replications 1 --workload " +
-                                  std::string(SERVESIM_TEST_DATA_DIR) + "/dist/small.json 2>/dev/null");
+                                  std::string(servesim::test::test_data_dir()) + "/dist/small.json 2>/dev/null");
   REQUIRE(plan.exit_code == 0);
   CHECK(plan.output.find("a100-80gb-sxm bf16 tp 1: no rate meets the SLO: even at ") != std::string::npos);
 }

@@ -106,7 +106,7 @@ TEST_CASE("bad rows are InputErrors naming the file and the line") {
 }
 
 TEST_CASE("the shipped samples read back and replay what they were generated from") {
-  const std::string dir = std::string(SERVESIM_TEST_DATA_DIR) + "/../scenarios/traces/";
+  const std::string dir = std::string(servesim::test::test_data_dir()) + "/../scenarios/traces/";
   auto src = test::scenario_from(nlohmann::json::parse(std::ifstream(dir + "sample_source.json")));
   WorkloadGenerator gen(src.workload, src.seed);
   for (const char* f : {"sample_azure.csv", "sample_burstgpt.csv", "sample_requests.jsonl", "sample_splitwise.csv"}) {
@@ -133,7 +133,7 @@ TEST_CASE("the shipped samples read back and replay what they were generated fro
 }
 
 TEST_CASE("real Azure 2023 conversation lengths (data/traces) replay as a workload") {
-  const std::string path = std::string(SERVESIM_REFERENCE_DIR) + "/traces/splitwise_conv_lengths.csv";
+  const std::string path = std::string(servesim::test::reference_dir()) + "/traces/splitwise_conv_lengths.csv";
   auto doc = test::base_scenario();
   doc["workload"] = nlohmann::json::parse(R"({"arrival": {"impl": "trace"},
       "prompt_tokens": {"impl": "trace"}, "output_tokens": {"impl": "trace"}})");

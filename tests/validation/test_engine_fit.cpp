@@ -120,7 +120,7 @@ TEST_CASE("calibrate engine recovers the host terms of runs servesim wrote with 
 }
 
 TEST_CASE("calibrate engine on the example files: a profile that reads back, with provenance and left-out errors") {
-  const std::string ex = std::string(SERVESIM_REFERENCE_DIR) + "/examples/";
+  const std::string ex = std::string(servesim::test::reference_dir()) + "/examples/";
   const std::string out = test::write_temp("engine_fit_profile.json", "");
   const test::CommandResult r =
       test::run_cli("calibrate engine " + ex + "vllm-bench-concurrency16.json " + ex + "vllm-bench-rate2-detailed.json" +

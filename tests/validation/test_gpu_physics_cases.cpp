@@ -24,6 +24,7 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/validate/bounds.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 using servesim::StepQuery;
@@ -50,7 +51,7 @@ double rel_err(double predicted, double measured) { return (predicted - measured
 TEST_CASE("published quantized cases: gpt-fast on A100 (V18), TensorRT-LLM fp8 on L40S/H100 (V6, V7)") {
   // The mapping is `servesim validate`'s (sim/analysis/public_cases.cpp: the step model with the
   // case's quantization and engine; each case's bound and its reason are stated there).
-  const std::string file = std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json";
+  const std::string file = std::string(servesim::test::reference_dir()) + "/validation/public_cases.json";
   std::map<std::string, CaseResult> by_id;
   for (const auto& r : run_public_cases(load_json_file(file), file)) by_id[r.id] = r;
   std::printf("\n%-6s %-22s %-14s %12s %12s %8s %7s\n", "case", "metric", "gpu", "published", "servesim", "error", "bound");
@@ -68,7 +69,7 @@ TEST_CASE("published quantized cases: gpt-fast on A100 (V18), TensorRT-LLM fp8 o
 }
 
 TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes sharing the GPU") {
-  const auto doc = load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/engines_decode.json");
+  const auto doc = load_json_file(std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h200/engines_decode.json");
   // engines_decode.json timed calibrate/results/h200/bench_engines_decode.py's Model, whose kernel
   // set differs from the decoder the torch-* profiles now describe (calibrate/independent's):
   // RoPE in 7 ops per tensor and one reshape copy per layer (44 kernels per layer, the profiler's
@@ -138,7 +139,7 @@ TEST_CASE("H200 measurements: eager vs CUDA-graph decode and two processes shari
 namespace {
 
 nlohmann::json h200_engines_2() {
-  return load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/engines_decode_2.json");
+  return load_json_file(std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h200/engines_decode_2.json");
 }
 
 }  // namespace
@@ -261,7 +262,7 @@ TEST_CASE("H200 measurements: PyTorch quantized GEMMs vs servesim op gemm") {
 }
 
 TEST_CASE("H200 calibration: weight-only GEMMs (raw.json quant_gemm) fitted into the profile, held-out points") {
-  const std::string raw_file = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/raw.json";
+  const std::string raw_file = std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h200/raw.json";
   const std::string base_file = resolve_data_ref("hwprofiles", "h200-sxm", "", "");
   FitOptions opt;
   opt.name = "h200-sxm";

@@ -17,6 +17,7 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/validate/bounds.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
@@ -39,7 +40,7 @@ struct Errors {
 }  // namespace
 
 TEST_CASE("H200 fused reference decoder vs servesim step (decode and prefill)") {
-  const auto ref = load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/reference_steps_fused.json");
+  const auto ref = load_json_file(std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h200/reference_steps_fused.json");
   const ModelSpec model = load_model(resolve_data_ref("models", "llama-3-8b", "", ""));
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h200-sxm", "", ""));
   REQUIRE(hw.provenance.kind == "measured");

@@ -20,6 +20,7 @@
 #include "sim/hw/interconnect.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/hw_io.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
@@ -29,7 +30,7 @@ using Key = std::pair<int, int>;  // (num_workers, devices_per_node)
 using Curve = std::vector<std::pair<double, double>>;  // (bytes, seconds), sorted
 
 std::map<Key, Curve> load_csv(const std::string& dir, const std::string& op) {
-  const std::string path = std::string(SERVESIM_REFERENCE_DIR) + "/vidur/network/" + dir + "/" + op + ".csv";
+  const std::string path = std::string(servesim::test::reference_dir()) + "/vidur/network/" + dir + "/" + op + ".csv";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "cannot read " << path);
   std::string line;

@@ -25,12 +25,13 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/validate/bounds.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
 namespace {
 
-const std::string kRunDir = std::string(SERVESIM_TEST_DATA_DIR) + "/../calibrate/results/h200/independent/";
+const std::string kRunDir = std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h200/independent/";
 // run b: Mixtral-8x7B, Qwen3-30B-A3B, DeepSeek-V3; run e: eight more expert shapes and Mixtral-8x7B again.
 const std::vector<std::string> kRuns = {kRunDir + "run_b.json", kRunDir + "run_e.json"};
 

@@ -57,7 +57,7 @@ std::pair<std::int64_t, std::int64_t> trtllm_bench_limits(const ModelSpec& m, do
 }  // namespace
 
 TEST_CASE("MoE engine throughput vs published TensorRT-LLM tables (Mixtral-8x7B, Qwen3 MoE)") {
-  const auto doc = load_json_file(std::string(SERVESIM_TEST_DATA_DIR) + "/validation/published_engines.json");
+  const auto doc = load_json_file(std::string(servesim::test::test_data_dir()) + "/validation/published_engines.json");
   // The datasheet memory trtllm-bench's heuristic reads (H100 80 GB, H200 141 GB, B200 180 GB).
   const std::map<std::string, double> datasheet_memory = {{"h100-sxm", 80e9}, {"h200-sxm", 141e9}, {"b200", 180e9}};
   std::vector<double> modelled, loose;

@@ -14,12 +14,13 @@
 #include "sim/io/report_io.hpp"
 #include "sim/io/scenario_io.hpp"
 #include "sim/serve/simulation.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
 namespace {
 
-const std::filesystem::path kSources = std::filesystem::path(SERVESIM_TEST_DATA_DIR).parent_path() / "data/validation/sources";
+const std::filesystem::path kSources = std::filesystem::path(servesim::test::test_data_dir()).parent_path() / "data/validation/sources";
 
 struct SourceCheck {
   const char* file;

@@ -10,11 +10,12 @@
 #include "sim/core/median.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/validate/bounds.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
 TEST_CASE("public cases: predicted vs published") {
-  const std::string file = std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json";
+  const std::string file = std::string(servesim::test::reference_dir()) + "/validation/public_cases.json";
   const auto results = run_public_cases(load_json_file(file), file);
   std::vector<double> errors;
   for (const auto& r : results) {

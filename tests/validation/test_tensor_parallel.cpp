@@ -15,6 +15,7 @@
 #include "sim/io/model_io.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/validate/bounds.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
@@ -32,7 +33,7 @@ double iteration_s(const ModelSpec& m, const HwProfile& hw, Dtype d, std::int64_
 }  // namespace
 
 TEST_CASE("V8 and V19: Llama-2-70B tensor parallel on A100") {
-  const auto cases = load_json_file(std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json");
+  const auto cases = load_json_file(std::string(servesim::test::reference_dir()) + "/validation/public_cases.json");
   const ModelSpec model = load_model(resolve_data_ref("models", "llama-2-70b", "", ""));
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "a100-80gb-sxm", "", ""));
   struct Row {

@@ -17,6 +17,7 @@
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/validate/bounds.hpp"
+#include "../paths.hpp"
 
 using namespace servesim;
 
@@ -47,7 +48,7 @@ double layer_non_attention_s(const ModelSpec& m, const HwProfile& hw, std::int64
 }  // namespace
 
 TEST_CASE("vidur per-layer operator sums, Llama-2-7B, A100 and H100") {
-  const auto cases = load_json_file(std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json");
+  const auto cases = load_json_file(std::string(servesim::test::reference_dir()) + "/validation/public_cases.json");
   const ModelSpec model = load_model(resolve_data_ref("models", "llama-2-7b", "", ""));
   std::vector<double> errors;
   std::printf("%-8s %-15s %7s %12s %12s %8s\n", "case", "hw", "tokens", "published ms", "predicted ms", "error");
@@ -59,7 +60,7 @@ TEST_CASE("vidur per-layer operator sums, Llama-2-7B, A100 and H100") {
     // compared after the loop.
     const std::string hw_name = id == "VL-a100" ? "a100-80gb-sxm" : "h100-sxm-vidur";
     const HwProfile hw = id == "VL-a100" ? load_hw_profile(resolve_data_ref("hwprofiles", hw_name, "", ""))
-                                         : load_hw_profile(std::string(SERVESIM_REFERENCE_DIR) + "/validation/profiles/h100-sxm-vidur.json");
+                                         : load_hw_profile(std::string(servesim::test::reference_dir()) + "/validation/profiles/h100-sxm-vidur.json");
     for (const auto& [tokens, value] : c["value"].items()) {
       const double published_ms = value.get<double>();
       const double predicted_ms = 1e3 * layer_non_attention_s(model, hw, std::stoll(tokens));
@@ -84,7 +85,7 @@ TEST_CASE("cross-check: the H100 profile fitted from our calibrators against vid
   // after the first comparison (development, not held out): median 8%, worst 30%. Measured
   // 2026-12-06: median 3.8%, worst -23.7% at 256 tokens, where vidur's vLLM GEMMs run slower
   // than cuBLAS in our calibration.
-  const auto cases = load_json_file(std::string(SERVESIM_REFERENCE_DIR) + "/validation/public_cases.json");
+  const auto cases = load_json_file(std::string(servesim::test::reference_dir()) + "/validation/public_cases.json");
   const ModelSpec model = load_model(resolve_data_ref("models", "llama-2-7b", "", ""));
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h100-sxm", "", ""));
   std::vector<double> errors;
