@@ -626,6 +626,9 @@ def section_moe(torch, F, quick, res):
                         res.setdefault("errors", []).append(f"skewed {name} {proj} t={t}: {e!r}"[:300])
         log("moe grouped", name, "done")
         flush()
+        if os.environ.get("MEASURE_MOE_FP8") == "1":
+            w_kn = None  # room for the fp8 copies (DeepSeek-V3's bf16 weights in two layouts are 45 GB)
+            section_moe_fp8(torch, res, name, E, tlist, {"gate_up": (w13, H, 2 * Fe), "down": (w2, Fe, H)})
         if hasattr(torch, "_grouped_mm"):
             router = torch.randn(E, H, device="cuda", dtype=torch.bfloat16) * 0.02
             for T in ([1, 4, 16, 64, 256, 1024, 4096, 8192] if not quick else [16]):
@@ -645,6 +648,40 @@ def section_moe(torch, F, quick, res):
             flush()
         del w13, w2, w_kn
         torch.cuda.empty_cache()
+
+
+def section_moe_fp8(torch, res, name, E, tlist, projs):
+    """MEASURE_MOE_FP8=1: the same balanced grouped GEMMs in fp8 (torch._scaled_grouped_mm, e4m3 A and
+    W, row-wise A scales and per-expert-column W scales, bf16 out, fast accumulation): the kind of
+    grouped kernel fp8 MoE serving runs on Hopper. Rows in res["grouped_fp8"], errors kept."""
+    if not hasattr(torch, "_scaled_grouped_mm"):
+        res.setdefault("errors", []).append("fp8 grouped: torch._scaled_grouped_mm missing")
+        return
+    res.setdefault("grouped_fp8", [])
+    for proj, (w, kdim, ndim) in projs.items():
+        w8 = w.to(torch.float8_e4m3fn)  # [E, N, K] row-major; its transpose is the column-major B
+        scale_b = torch.ones(E, ndim, device="cuda", dtype=torch.float32)
+        for t in tlist:
+            rows = t * E
+            if rows * max(kdim, ndim) * 2 > 4e9:
+                continue
+            a8 = torch.randn(rows, kdim, device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+            scale_a = torch.ones(rows, device="cuda", dtype=torch.float32)
+            offs = torch.arange(1, E + 1, device="cuda", dtype=torch.int32) * t
+            row = {"model": name, "experts": E, "proj": proj, "n": ndim, "k": kdim, "tokens_per_expert": t,
+                   "split": "balanced"}
+            try:
+                row["grouped_fp8_s"], _ = graph_time_per_call(torch, [lambda: torch._scaled_grouped_mm(
+                    a8, w8.transpose(-2, -1), scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16,
+                    use_fast_accum=True)])
+                res["grouped_fp8"].append(row)
+            except Exception as e:  # noqa: BLE001
+                res.setdefault("errors", []).append(f"fp8 grouped {name} {proj} t={t}: {e!r}"[:300])
+            del a8, scale_a
+        del w8
+        torch.cuda.empty_cache()
+    log("moe grouped fp8", name, "done")
+    flush()
 
 
 def itertools_accumulate(xs):
