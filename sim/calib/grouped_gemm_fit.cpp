@@ -12,15 +12,16 @@
 
 namespace servesim {
 
-std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& section, const std::string& file) {
-  std::vector<GroupedGemmPoint> out;
-  if (!section.is_object() || !section.contains("grouped") || !section["grouped"].is_array()) {
-    throw InputError(file, "grouped", "must be an array of grouped GEMM rows (a measure.py moe section)");
-  }
-  const auto& rows = section["grouped"];
+namespace {
+
+// The balanced rows of one array of a moe section (`key`), their time read from `time_key`.
+void read_grouped_rows(const nlohmann::json& section, const std::string& file, const char* key, const char* time_key,
+                       QuantScheme quant, std::vector<GroupedGemmPoint>& out) {
+  const auto& rows = section[key];
+  if (!rows.is_array()) throw InputError(file, key, "must be an array of grouped GEMM rows (a measure.py moe section)");
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    JsonReader r(rows[i], file, "grouped[" + std::to_string(i) + "]");
-    if (r.string_or("split", "balanced") != "balanced" || !r.has("grouped_s")) continue;  // skewed splits: not fitted
+    JsonReader r(rows[i], file, std::string(key) + "[" + std::to_string(i) + "]");
+    if (r.string_or("split", "balanced") != "balanced" || !r.has(time_key)) continue;  // skewed splits: not fitted
     GroupedGemmPoint p;
     p.model = r.string("model");
     p.proj = r.string("proj");
@@ -28,9 +29,21 @@ std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& section,
     p.tokens_per_expert = r.positive_integer("tokens_per_expert");
     p.n = r.positive_integer("n");
     p.k = r.positive_integer("k");
-    p.measured_s = r.positive("grouped_s");
+    p.measured_s = r.positive(time_key);
+    p.quant = quant;
     out.push_back(p);
   }
+}
+
+}  // namespace
+
+std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& section, const std::string& file) {
+  std::vector<GroupedGemmPoint> out;
+  if (!section.is_object() || !section.contains("grouped")) {
+    throw InputError(file, "grouped", "must be an array of grouped GEMM rows (a measure.py moe section)");
+  }
+  read_grouped_rows(section, file, "grouped", "grouped_s", QuantScheme::none, out);
+  if (section.contains("grouped_fp8")) read_grouped_rows(section, file, "grouped_fp8", "grouped_fp8_s", QuantScheme::fp8, out);
   return out;
 }
 
@@ -43,8 +56,12 @@ double grouped_gemm_model_s(const GroupedGemmPoint& p, const HwProfile& hw) {
   op.groups = p.experts;
   const double rows = static_cast<double>(p.experts * p.tokens_per_expert);
   const double n = static_cast<double>(p.n), k = static_cast<double>(p.k), e = static_cast<double>(p.experts);
+  op.quant = p.quant;
   op.flops = 2.0 * rows * n * k;
-  op.bytes = (rows * k + e * k * n + rows * n) * dtype_bytes(bf16.activations);
+  // Inputs and weights in the GEMM's format (fp8: one byte), the output in bf16 either way.
+  const double in_b = w8a8_dtype(p.quant) ? quant_input_bytes(p.quant) : dtype_bytes(bf16.activations);
+  const double weight_b = quant_weight_bytes(p.quant, bf16.weights, bf16.group_size);
+  op.bytes = rows * k * in_b + e * k * n * weight_b + rows * n * dtype_bytes(bf16.activations);
   return estimate_grouped_gemm(op, hw, Dtype::bf16).time_s;
 }
 
@@ -53,7 +70,7 @@ std::vector<std::pair<double, double>> fit_grouped_gemm_frac(const std::vector<G
   hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
   std::map<std::int64_t, std::vector<double>> ratios;
   for (const GroupedGemmPoint& p : points) {
-    if (fit_models.count(p.model) == 0) continue;
+    if (fit_models.count(p.model) == 0 || p.quant != QuantScheme::none) continue;
     const double model_busy = grouped_gemm_model_s(p, hw) - hw.kernel_overhead_s;
     const double measured_busy = std::max(p.measured_s - hw.kernel_overhead_s, 0.5 * p.measured_s);
     ratios[p.tokens_per_expert].push_back(model_busy / measured_busy);

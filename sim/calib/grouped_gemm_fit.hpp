@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/hw/hw_profile.hpp"
+#include "sim/model/quant.hpp"
 
 namespace servesim {
 
@@ -19,19 +20,25 @@ struct GroupedGemmPoint {
   std::string proj;   // gate_up or down
   std::int64_t experts = 0, tokens_per_expert = 0, n = 0, k = 0;
   double measured_s = 0.0;
+  // none: a bf16 row (grouped_s, torch._grouped_mm); fp8: an fp8 row (grouped_fp8_s,
+  // torch._scaled_grouped_mm with row-wise scales), timed as the fp8 (w8a8) grouped GEMM.
+  QuantScheme quant = QuantScheme::none;
 };
 
-// The balanced grouped rows (grouped_s) of a measure.py `moe` section; InputError naming `file`
-// and the key on a malformed row.
+// The balanced grouped rows of a measure.py `moe` section: bf16 (`grouped`, grouped_s) and, where
+// the run timed them (MEASURE_MOE_FP8=1), fp8 (`grouped_fp8`, grouped_fp8_s); InputError naming
+// `file` and the key on a malformed row.
 std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& moe_section, const std::string& file);
 
-// The cost model's time for one point on `hw` (bf16, every expert active), through
+// The cost model's time for one point on `hw` (bf16 or fp8, every expert active), through
 // estimate_grouped_gemm (and so through `hw`'s grouped table, if it has one).
 double grouped_gemm_model_s(const GroupedGemmPoint& p, const HwProfile& hw);
 
 // The fraction table: for each tokens-per-expert value of the points whose model is in
 // `fit_models`, the median over them of modelled busy time / measured busy time (busy = minus
 // the profile's per-kernel overhead), with `hw`'s own grouped table ignored. Rounded to 3 digits.
+// Only bf16 points are fitted: the one table scales every dtype's dense-equivalent time, and the
+// fp8 rows stay held out to check that it carries over.
 std::vector<std::pair<double, double>> fit_grouped_gemm_frac(const std::vector<GroupedGemmPoint>& points,
                                                              const std::set<std::string>& fit_models, HwProfile hw);
 

@@ -213,7 +213,7 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
     const double m = grouped_gemm_model_s(g, hw);
     std::printf("%-14s %-8s %8lld %9.4fms %9.4fms %+7.1f%% %s\n", g.model.c_str(), g.proj.c_str(),
                 static_cast<long long>(g.tokens_per_expert), 1e3 * g.measured_s, 1e3 * m, 100.0 * (m / g.measured_s - 1.0),
-                fit_models.count(g.model) ? "fit" : "held out");
+                g.quant != QuantScheme::none ? "held out (fp8)" : fit_models.count(g.model) ? "fit" : "held out");
   }
   return kExitOk;
 }
