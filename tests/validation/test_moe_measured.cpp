@@ -5,10 +5,10 @@
 // - H200 (2026-12-04, calibrate/results/h200/independent/run_b.json and run_e.json).
 // - H100 (2026-12-06, calibrate/results/h100/independent/run_c.json), which also timed the same
 //   grouped GEMMs in fp8 (torch._scaled_grouped_mm, row-wise scales, fast accumulation).
-// Each profile's grouped-GEMM table is fitted on its bf16 GEMM rows (servesim calibrate
-// grouped-gemm); the whole-layer block rows and the fp8 rows are held out of it. Both the GEMM rows
-// and the block rows of a shape are checked against the table refitted without that shape's GEMM
-// rows. Target (the MoE issue): the Mixtral-shaped layer within 15% median across token counts.
+// The H200 profile's grouped-GEMM table is fitted on its bf16 GEMM rows (servesim calibrate
+// grouped-gemm); the whole-layer block rows are held out of it, and both the GEMM rows and the block
+// rows of a shape are checked against the table refitted without that shape's GEMM rows. The H100
+// profile has no such table (docs/validation.md says why): there every row is held out of every fit. Target (the MoE issue): the Mixtral-shaped layer within 15% median across token counts.
 // The H100 bounds were written before the H100 rows were first compared with the model.
 #include <doctest/doctest.h>
 
@@ -122,23 +122,30 @@ HwProfile without_shape(const HwProfile& hw, const std::vector<GroupedGemmPoint>
 }
 
 
-// The profile's table is what the fit on every shape gives (rerunnable from the data); each
-// shape's rows against the table refitted without it.
+// A profile with a grouped table (the H200's): the table is what the fit on every shape gives
+// (rerunnable from the data), and each shape's rows are checked against the table refitted without
+// it. A profile without one (the H100's: see docs/validation.md) times the experts as the
+// dense-equivalent GEMM alone, fitted on none of these rows; that is what is bounded, the
+// leave-one-shape-out table's error printed beside it.
 void check_grouped_gemms(const MoeRuns& set, Bounds bound) {
   const auto points = all_points(set);
   const std::set<std::string> shapes = shapes_of(points);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", set.profile, "", ""));
-  const auto fitted = fit_grouped_gemm_frac(points, shapes, hw);
-  REQUIRE(fitted.size() == hw.grouped_gemm_frac_by_tokens_per_expert.points().size());
-  for (std::size_t i = 0; i < fitted.size(); ++i) {
-    CHECK(fitted[i].first == hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].first);
-    CHECK(fitted[i].second == doctest::Approx(hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].second).epsilon(1e-9));
+  const bool tabled = !hw.grouped_gemm_frac_by_tokens_per_expert.empty();
+  if (tabled) {
+    const auto fitted = fit_grouped_gemm_frac(points, shapes, hw);
+    REQUIRE(fitted.size() == hw.grouped_gemm_frac_by_tokens_per_expert.points().size());
+    for (std::size_t i = 0; i < fitted.size(); ++i) {
+      CHECK(fitted[i].first == hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].first);
+      CHECK(fitted[i].second == doctest::Approx(hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].second).epsilon(1e-9));
+    }
   }
   HwProfile untabled = hw;
   untabled.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
   std::printf("grouped GEMMs on the %s (torch._grouped_mm, bf16): measured vs servesim with the table refitted\n"
-              "without the row's shape (leave one shape out), and with no table (the dense-equivalent GEMM alone)\n", set.gpu);
-  std::printf("%-14s %-8s %8s %11s %11s %8s %10s\n", "shape", "proj", "tokens/e", "measured ms", "servesim ms", "error", "untabled");
+              "without the row's shape (leave one shape out), and with no table (the dense-equivalent GEMM alone);\n"
+              "bounded: %s\n", set.gpu, tabled ? "leave one shape out" : "no table (the profile has none)");
+  std::printf("%-14s %-8s %8s %11s %11s %8s %10s\n", "shape", "proj", "tokens/e", "measured ms", "loso ms", "error", "untabled");
   for (const std::string& held : shapes) {
     const HwProfile loso = without_shape(hw, points, held);
     std::vector<double> err, raw_err;
@@ -151,11 +158,13 @@ void check_grouped_gemms(const MoeRuns& set, Bounds bound) {
                   static_cast<long long>(p.tokens_per_expert), 1e3 * p.measured_s, 1e3 * predicted,
                   100 * (predicted / p.measured_s - 1.0), 100 * (raw / p.measured_s - 1.0));
     }
-    const double worst = *std::max_element(err.begin(), err.end());
-    std::printf("%s held out (%zu points): median |error| %.1f%%, worst %.1f%%; with no table: median %.1f%%\n", held.c_str(),
-                err.size(), 100 * median(err), 100 * worst, 100 * median(raw_err));
+    const std::vector<double>& bounded = tabled ? err : raw_err;
+    const double worst = *std::max_element(bounded.begin(), bounded.end());
+    std::printf("%s (%zu points): leave one shape out median |error| %.1f%%, worst %.1f%%; no table median %.1f%%, worst %.1f%%\n",
+                held.c_str(), err.size(), 100 * median(err), 100 * *std::max_element(err.begin(), err.end()), 100 * median(raw_err),
+                100 * *std::max_element(raw_err.begin(), raw_err.end()));
     CHECK(err.size() >= 20);
-    CHECK(median(err) <= bound.median);
+    CHECK(median(bounded) <= bound.median);
     CHECK(worst <= bound.worst);
   }
 }
@@ -213,9 +222,9 @@ void check_blocks(const MoeRuns& set, double mixtral_median, Bounds other) {
   }
 }
 
-// The fp8 grouped GEMMs (H100): the table, fitted on the bf16 rows, scales the fp8 dense-equivalent
-// GEMM (the profile's measured fp8 GEMM table) as it scales the bf16 one; none of these rows is in
-// any fit.
+// The fp8 grouped GEMMs (H100): timed as the fp8 dense-equivalent GEMM (the profile's measured fp8
+// GEMM table), scaled by the profile's grouped table where it has one; none of these rows is in any
+// fit.
 void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
   const auto points = all_points(set, QuantScheme::fp8);
   REQUIRE(points.size() >= 100);
