@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/model/quant.hpp"
+
 namespace servesim {
 
 namespace {
@@ -79,6 +81,27 @@ std::string describe_slo(const SloConfig& s) {
   if (targets.empty()) return "no latency target";
   return targets + " at p" + fmt("%g", 100.0 * s.percentile) + "; >= " + fmt("%g", 100.0 * s.min_success_frac) +
          "% of requests completed";
+}
+
+std::string describe_precision(const Precision& p) {
+  std::string out = dtype_name(p.weights);
+  if (p.quant != QuantScheme::none) {
+    const auto gemm = w8a8_dtype(p.quant);
+    out = std::string(quant_name(p.quant)) + " (" + std::to_string(weight_bits(p.quant, p.weights)) + "-bit weights, " +
+          dtype_name(gemm.value_or(p.activations)) + " GEMMs; base " + out + ")";
+  }
+  if (p.kv_cache != p.weights) out += std::string(", KV cache ") + dtype_name(p.kv_cache);
+  return out;
+}
+
+std::string describe_layout(const ParallelConfig& p) {
+  const auto n = [](std::int64_t v) { return std::to_string(v); };
+  std::string out = "tp " + n(p.tensor_parallel_size);
+  if (p.pipeline_parallel_size > 1) out += ", pp " + n(p.pipeline_parallel_size);
+  if (p.enable_attention_dp) out += ", attention DP " + n(p.attention_dp_size());
+  if (p.expert_parallel_size > 1) out += ", experts over " + n(p.expert_parallel_size);
+  if (p.instances_per_gpu > 1) out += ", " + n(p.instances_per_gpu) + " instances per GPU";
+  return out;
 }
 
 }  // namespace servesim

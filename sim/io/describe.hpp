@@ -17,5 +17,12 @@ std::string describe_arrival(const ArrivalConfig& a);  // "poisson, 5 req/s"
 std::string describe_lengths(const LengthDist& d);     // "lognormal, mean 600, sigma 0.8 in [16, 3000]"
 // "TTFT <= 2 s, TPOT <= 100 ms at p99; >= 99.9% of requests completed", or "no latency target".
 std::string describe_slo(const SloConfig& s);
+// The precision a run computes in: "bf16"; "fp8 (8-bit weights, fp8 GEMMs; base bf16)";
+// "w4a16-awq (4-bit weights, bf16 GEMMs; base bf16), KV cache fp8" (the KV dtype when it is not
+// the base dtype).
+std::string describe_precision(const Precision& p);
+// How one replica splits the model: "tp 2"; pp, attention DP, experts over N and instances per
+// GPU when set.
+std::string describe_layout(const ParallelConfig& p);
 
 }  // namespace servesim

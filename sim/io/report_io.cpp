@@ -187,21 +187,26 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   return j;
 }
 
-namespace {
 // The engine, precision and layout the answer is for: every output names the engine.
-std::string engine_line(const nlohmann::json& r) {
+std::string engine_layout(const nlohmann::json& r) {
   const auto& sc = r["scenario"];
   if (!sc.contains("engine") || !sc["engine"].contains("profile")) return "";  // an older report
   const auto& prof = sc["engine"]["profile"];
   const auto& par = sc["parallel"];
-  const std::string method = r["quantization"]["method"].get<std::string>();
+  const std::string method = r["quantization"]["method"].get<std::string>(), dtype = sc["dtype"].get<std::string>();
+  const std::string kv = r["quantization"]["kv_cache_dtype"].get<std::string>();
   const long long pp = par["pipeline_parallel_size"].get<long long>(), dp = par["data_parallel_size"].get<long long>();
   const std::string tp = std::to_string(par["tensor_parallel_size"].get<long long>());
   const bool adp = par.contains("enable_attention_dp") && par["enable_attention_dp"].get<bool>();
-  return "  engine     " + prof["name"].get<std::string>() + " (" + prof["display_name"].get<std::string>() + "); " +
-         (method == "none" ? sc["dtype"].get<std::string>() : method) + ", tp " + tp +
-         (adp ? " as attention DP " + tp + " x experts over " + tp : "") + (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " +
-         std::to_string(dp) + (dp == 1 ? " replica\n" : " replicas\n");
+  return prof["name"].get<std::string>() + " (" + prof["display_name"].get<std::string>() + "); " + (method == "none" ? dtype : method) +
+         (kv != dtype ? ", KV cache " + kv : "") + ", tp " + tp + (adp ? " as attention DP " + tp + " x experts over " + tp : "") +
+         (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " + std::to_string(dp) + (dp == 1 ? " replica" : " replicas");
+}
+
+namespace {
+std::string engine_line(const nlohmann::json& r) {
+  const std::string layout = engine_layout(r);
+  return layout.empty() ? "" : "  engine     " + layout + "\n";
 }
 // When the arrivals outpace the configuration (requests.overloaded): the rates and what TTFT is
 // made of; empty otherwise or in a report written before the flag.

@@ -121,6 +121,72 @@ TEST_CASE("report.html renders in headless Chromium without console errors, with
              dir + "/report.png");
 }
 
+namespace {
+// `html` with its Content-Security-Policy removed and a script that opens every <details> and lists
+// the card cells (and folded text) whose box reaches past their card's right edge or whose
+// content is wider than the cell; `extra_css` is appended to the page's style. The probe writes
+// "N:first ones" into the body's data-overflow attribute, which --dump-dom shows.
+std::string overflow_probe(const std::string& html, const std::string& extra_css) {
+  std::string page = html;
+  const std::size_t csp = page.find("<meta http-equiv=\"Content-Security-Policy\"");
+  REQUIRE(csp != std::string::npos);
+  page.erase(csp, page.find('>', csp) + 1 - csp);
+  page.replace(page.find("</style>"), 8, extra_css + "</style>");
+  const std::string script =
+      "<script>document.querySelectorAll('details').forEach(function(d){d.open=true});var bad=[];"
+      "document.querySelectorAll('.card').forEach(function(c){var edge=c.getBoundingClientRect().right;"
+      "c.querySelectorAll('td,h3,details div').forEach(function(e){if(e.getBoundingClientRect().right>edge+0.5||"
+      "e.scrollWidth>e.clientWidth+1)bad.push(e.textContent.slice(0,40))})});"
+      "document.body.setAttribute('data-overflow',bad.length+':'+bad.slice(0,3).join('|'))</script>";
+  page.replace(page.rfind("</body>"), 7, script + "</body>");
+  return page;
+}
+std::string overflow_of(const std::string& dom) {
+  const std::size_t at = dom.find("data-overflow=\"");
+  return at == std::string::npos ? "(no probe result)" : dom.substr(at + 15, dom.find('"', at + 15) - at - 15);
+}
+}  // namespace
+
+TEST_CASE("report.html's cards: the precision and layout run, long provenance text kept inside its card") {
+  const std::string bin = find_chromium();
+  // A 2 x B200 fp8 run: the derived B200 profile's provenance runs to ~2,000 characters with long
+  // unbroken key names and URLs among its sources.
+  auto doc = base_scenario();
+  doc["hardware"] = "b200";
+  doc["dtype"] = "bf16";
+  doc["quantization"] = {{"method", "fp8"}, {"kv_cache_dtype", "fp8"}};
+  doc["parallel"] = {{"data_parallel_size", 2}};
+  doc["workload"]["num_requests"] = 100;
+  const std::string scen = write_temp("html_cards.json", doc.dump());
+  const std::string dir = "/tmp/servesim_htmlcards_" + std::to_string(::getpid());
+  const auto res = run_cli("run " + scen + " --out " + dir + " --no-trace --no-csv");
+  REQUIRE_MESSAGE(res.exit_code == 0, res.output);
+  CHECK(res.output.find("fp8, KV cache fp8, tp 1, 2 replicas") != std::string::npos);  // the summary's engine line
+  std::ifstream in(dir + "/report.html");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string html = ss.str();
+  CHECK(html.find("<td>precision</td><td>fp8 (8-bit weights, fp8 GEMMs; base bf16), KV cache fp8</td>") != std::string::npos);
+  CHECK(html.find("<td>layout</td><td>tp 1, 2 replicas on 2 GPUs</td>") != std::string::npos);
+  CHECK(html.find("FLOP/s fp8</td>") != std::string::npos);  // the peak the fp8 GEMMs run against
+  CHECK(html.find("<td>dtype</td>") == std::string::npos);
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found; the cards' overflow was NOT checked in a browser ***");
+    return;
+  }
+  const std::string probe = write_temp("cards_probe.html", overflow_probe(html, ""));
+  const std::string seen = overflow_of(chromium(bin, probe, "--dump-dom").stdout_text);
+  CHECK_MESSAGE(seen.rfind("0:", 0) == 0, "cells past their card: " << seen);
+  // Control: the page's style before the fix (a grid item as wide as its longest word, no breaks
+  // inside words) does overflow, so the probe sees it.
+  const std::string before = write_temp(
+      "cards_probe_before.html", overflow_probe(html, ".card{min-width:auto!important}.card td{overflow-wrap:normal!important}"));
+  const std::string seen_before = overflow_of(chromium(bin, before, "--dump-dom").stdout_text);
+  CHECK_MESSAGE(seen_before.rfind("0:", 0) != 0, "the control page shows no overflow: " << seen_before);
+  CHECK(seen_before.rfind("(no", 0) != 0);
+  MESSAGE("cells past their card: " << seen << "; with the old style: " << seen_before);
+}
+
 TEST_CASE("load page (sweep/saturate) renders in headless Chromium with its charts") {
   const std::string bin = find_chromium();
   if (bin.empty()) {
