@@ -4,6 +4,7 @@
 #include "sim/analysis/plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -80,6 +81,7 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
     so.split = nullptr;     // the options are what processes share
     so.decide_early = true;  // the options run in parallel, a probe's replications one by one
     const SaturateResult sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s, 1); }, seed, so);
+    row.probes = sat.probes;
     row.stable_qps_per_replica = sat.stable_qps;
     row.saturation_batch_size = sat.saturation_batch_size;
     row.meets_slo = sat.stable_qps > 0.0;
@@ -144,6 +146,37 @@ PlanPrediction prediction_from_json(JsonReader r) {
   return p;
 }
 
+// A probe as the load page and --load-csv read it: the rate, passed / runs and the load figures.
+constexpr std::array<double SaturateProbe::*, 9> kProbeFigures = {
+    &SaturateProbe::rate_per_s, &SaturateProbe::ttft_p50_s, &SaturateProbe::ttft_p99_s,     &SaturateProbe::tpot_p50_s,
+    &SaturateProbe::tpot_p99_s, &SaturateProbe::e2e_p50_s,  &SaturateProbe::e2e_p99_s,      &SaturateProbe::requests_per_s,
+    &SaturateProbe::output_tokens_per_s};
+
+nlohmann::json probes_to_json(const std::vector<SaturateProbe>& probes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SaturateProbe& p : probes) {
+    nlohmann::json j = nlohmann::json::array({p.passed, p.runs});
+    for (const auto field : kProbeFigures) j.push_back(exact_number(p.*field));
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<SaturateProbe> probes_from_json(const nlohmann::json& j, const JobOrigin& at) {
+  if (!j.is_array()) at.fail("probes", "must be an array");
+  std::vector<SaturateProbe> out;
+  const KeyRange runs{0.0, 100.0, false, false}, figure{0.0, 1e15, false, false};
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string key = "probes[" + std::to_string(i) + "]";
+    SaturateProbe p;
+    p.passed = static_cast<int>(at.integer(at.element(j[i], 0, 2 + kProbeFigures.size(), key, "passed, runs, rate and load figures"), runs, key));
+    p.runs = static_cast<int>(at.integer(j[i][1], runs, key));
+    for (std::size_t f = 0; f < kProbeFigures.size(); ++f) p.*kProbeFigures[f] = at.number(j[i][2 + f], figure, key);
+    out.push_back(p);
+  }
+  return out;
+}
+
 nlohmann::json row_to_json(const PlanRow& r) {
   return {{"fits", r.fits},
           {"meets_slo", r.meets_slo},
@@ -167,7 +200,8 @@ nlohmann::json row_to_json(const PlanRow& r) {
           {"decode_context_tokens", r.decode_context_tokens},
           {"prefill_step_s", exact_number(r.prefill_step_s)},
           {"decode_step_s", exact_number(r.decode_step_s)},
-          {"decode_comm_s", exact_number(r.decode_comm_s)}};
+          {"decode_comm_s", exact_number(r.decode_comm_s)},
+          {"probes", probes_to_json(r.probes)}};
 }
 
 // Read back strictly: every key, its type and its range (rates as the scenario's, counts as
@@ -206,6 +240,7 @@ PlanRow row_from_json(const nlohmann::json& j, const JobOrigin& at) {
   row.prefill_step_s = r.number_in("prefill_step_s", 0.0, 1e12);
   row.decode_step_s = r.number_in("decode_step_s", 0.0, 1e12);
   row.decode_comm_s = r.number_in("decode_comm_s", 0.0, 1e12);
+  row.probes = probes_from_json(r.raw("probes"), at);
   r.finish();
   return row;
 }

@@ -65,6 +65,8 @@ struct PlanRow {
   std::int64_t saturation_batch_size = 0, replicas = 0, gpus = 0;
   double mean_output_tokens = 0.0;  // measured in the search's run at the stable rate, base seed
   std::optional<PlanPrediction> at_target;  // when it meets the SLO (it has a replica count)
+  // The search's probes of one replica, in the order they ran (the load page and --load-csv).
+  std::vector<SaturateProbe> probes;
   // The other GPUs at the same precision and parallel sizes whose stable rate is within the
   // search's tolerance of this one's (stable_rates_tied): the search cannot order them.
   std::vector<std::string> tied_with;

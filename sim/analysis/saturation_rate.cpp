@@ -148,6 +148,20 @@ double bisection_probes(double hi_over_lo, double rel_tolerance) {
 }
 }  // namespace
 
+std::vector<LoadPoint> probe_points(const std::vector<SaturateProbe>& probes) {
+  std::vector<LoadPoint> out;
+  for (const SaturateProbe& pr : probes) {
+    LoadPoint pt;
+    pt.load = pr.rate_per_s;
+    pt.ttft_p50_s = pr.ttft_p50_s, pt.ttft_p99_s = pr.ttft_p99_s, pt.tpot_p50_s = pr.tpot_p50_s, pt.tpot_p99_s = pr.tpot_p99_s;
+    pt.e2e_p50_s = pr.e2e_p50_s, pt.e2e_p99_s = pr.e2e_p99_s;
+    pt.requests_per_s = pr.requests_per_s, pt.output_tokens_per_s = pr.output_tokens_per_s;
+    pt.meets_slo = passes(pr);
+    out.push_back(pt);
+  }
+  return out;
+}
+
 double lowest_probe_rate(const Scenario& s) {
   const double requests = static_cast<double>(s.workload.num_requests);
   return std::max(1e-4, requests > 0.0 ? 2.0 * requests / kMaxSimulatedTimeS : 0.0);

@@ -11,6 +11,7 @@
 
 #include "sim/analysis/summary.hpp"
 #include "sim/dist/job_split.hpp"
+#include "sim/io/load_data.hpp"
 #include "sim/metrics/slo.hpp"
 
 namespace servesim {
@@ -98,6 +99,10 @@ double lowest_probe_rate(const Scenario& s);
 std::string slo_miss(const WorkloadConfig& workload, const SloResult& slo);
 
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& options);
+
+// The probes as load levels (the load page, --load-csv): each one's rate, its replications' mean
+// latencies and throughput, and whether a majority of them met the SLO.
+std::vector<LoadPoint> probe_points(const std::vector<SaturateProbe>& probes);
 
 // Probes a search is expected to take, for work estimates before it starts: the same guess of 4
 // while bracketing as SaturateProgress::fraction, then bisection from a factor-2 bracket to the

@@ -109,6 +109,19 @@ void write_csv_if_asked(const cxxopts::ParseResult& p, const Table& t) {
   write_file(p["csv"].as<std::string>(), os.str());
 }
 
+void add_load_csv_flag(cxxopts::Options& opts) {
+  opts.add_options()("load-csv", "also write latency and throughput against the offered rate as CSV to FILE: one row per "
+                                 "configuration and rate (the load page's data; the same columns in saturate, sweep and plan)",
+                     cxxopts::value<std::string>());
+}
+
+void write_load_csv_if_asked(const cxxopts::ParseResult& p, const std::vector<LoadCurve>& curves) {
+  if (!p.count("load-csv")) return;
+  std::ostringstream os;
+  write_csv(os, load_table(curves));
+  write_file(p["load-csv"].as<std::string>(), os.str());
+}
+
 void emit_table(const cxxopts::ParseResult& p, const Table& t, const std::string& title) {
   write_csv_if_asked(p, t);
   if (p.count("md")) {

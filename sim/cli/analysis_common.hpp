@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/load_data.hpp"
 #include "sim/io/table.hpp"
 #include "sim/cli/options.hpp"
 #include "sim/config/scenario.hpp"
@@ -34,5 +35,10 @@ void add_output_flags(cxxopts::Options& opts);
 void emit_table(const cxxopts::ParseResult& p, const Table& t, const std::string& title);
 // --csv FILE alone (for commands that write their own text and markdown).
 void write_csv_if_asked(const cxxopts::ParseResult& p, const Table& t);
+
+// --load-csv FILE (saturate, sweep, plan): latency and throughput against the offered rate, one row
+// per configuration and rate, in load_table's columns (sim/io/load_data.hpp), the same for each.
+void add_load_csv_flag(cxxopts::Options& opts);
+void write_load_csv_if_asked(const cxxopts::ParseResult& p, const std::vector<LoadCurve>& curves);
 
 }  // namespace servesim::cli

@@ -1,7 +1,7 @@
 // `servesim plan --model M --rate R --slo ... [--hw all|a,b] [--quant bf16,fp8,w4a16-awq,...]
 //  [--tp 1,2,4,8|auto] [--engine NAME] [--workload SCENARIO.json] [--prices FILE] [--price GPU=USD,...]
 //  [--own [--purchase GPU=USD,...] [--own-years Y] [--own-utilization U] [--own-usd-per-kwh P] [--own-pue X]
-//  [--own-server-usd S]] [--json] [--csv FILE] [--md FILE]
+//  [--own-server-usd S]] [--json] [--csv FILE] [--md FILE] [--html FILE] [--load-csv FILE]
 //  [--mpi | --shard K/N]`:
 // for each GPU, precision and tensor-parallel size, whether the model fits, the replicas and GPUs
 // needed for rate R under the SLO and the cost. The text answer's first line names the cheapest
@@ -29,6 +29,7 @@
 #include "sim/core/suggest.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/describe.hpp"
+#include "sim/io/html_report.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/io/table_io.hpp"
@@ -47,6 +48,12 @@ void check_quant(const std::string& q) {
   std::string hint = did_you_mean(q, known);
   if (hint.empty()) hint = std::string(" (bf16, fp16, ") + kQuantNames + ")";
   throw InputError("servesim plan", "--quant", "unknown precision '" + q + "'" + hint);
+}
+
+std::string fmt_rate(double per_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", per_s);
+  return buf;
 }
 
 std::string money(double usd) {
@@ -332,7 +339,10 @@ cxxopts::Options plan_flags() {
       "price", "your price per GPU-hour for some GPUs, overriding the list: GPU=USD[,GPU=USD...]", cxxopts::value<std::string>())(
       "own", "price owning the GPUs instead of renting them: purchase and server share over --own-years, power, utilisation")(
       "purchase", "purchase price per GPU for --own, overriding the list: GPU=USD[,GPU=USD...]", cxxopts::value<std::string>())(
+      "html", "also write a page of cost against latency (the Pareto front marked) and each option's TTFT and TPOT p50/p99 "
+              "against the rates its search probed, with the SLO lines, to this file", cxxopts::value<std::string>())(
       "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
+  add_load_csv_flag(opts);
   rate_flag().add(opts);
   kReplications.add(opts);
   kTolerance.add(opts);
@@ -474,6 +484,77 @@ nlohmann::json plan_json(const PlanResult& result, const Table& t, const Scenari
   if (result.cheapest) j["cheapest"] = j["rows"][*result.cheapest];
   return j;
 }
+// "h100-sxm bf16 tp 2" (", ep 2" with expert parallelism).
+std::string option_label(const PlanOption& o) {
+  return o.hw + " " + o.quant + " tp " + std::to_string(o.tp) + (o.ep > 1 ? " ep " + std::to_string(o.ep) : "");
+}
+
+// A row's answer in a line, under its charts.
+std::string row_answer(const PlanRow& row) {
+  if (!row.meets_slo) return "no rate meets the SLO: " + row.note;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "stable %.3g req/s per replica: %lld %s, %lld GPUs", row.stable_qps_per_replica,
+                static_cast<long long>(row.replicas), row.replicas == 1 ? "replica" : "replicas", static_cast<long long>(row.gpus));
+  std::string text = buf;
+  if (row.usd_per_hour) text += ", " + money(*row.usd_per_hour) + "/hour, " + money(*row.usd_per_million_output_tokens) + " per million output tokens";
+  return row.usd_per_hour ? text : text + "; " + row.note;
+}
+
+// Every option that fits, in the table's order: its probes (one replica at each rate probed; the
+// means of the replications run there), the stable rate and one replica's price per hour.
+std::vector<LoadCurve> plan_curves(const PlanResult& r, const Scenario& base) {
+  std::vector<LoadCurve> curves;
+  for (const PlanRow& row : r.rows) {
+    if (row.probes.empty()) continue;
+    LoadCurve c;
+    c.name = option_label(row.option);
+    c.config = {base.model.name, row.option.hw, row.option.quant, row.engine, row.option.tp, row.option.ep, 1};
+    c.points = probe_points(row.probes);
+    if (row.meets_slo) c.marked_load = row.stable_qps_per_replica;
+    if (row.usd_per_gpu_hour) c.usd_per_hour = *row.usd_per_gpu_hour * row.option.tp;
+    c.note = row_answer(row);
+    curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+// The cost chart's points: each priced row's cost per million output tokens against its binding
+// latency at the target rate, as a share of that SLO target (1 = at the target).
+std::vector<CostPoint> plan_cost_points(const PlanResult& r, double percentile) {
+  std::vector<CostPoint> out;
+  for (const PlanRow& row : r.rows) {
+    if (!row.at_target || !row.usd_per_million_output_tokens) continue;
+    const PlanPrediction& p = *row.at_target;
+    const std::string tip = config_name(row) + ": " + money(*row.usd_per_million_output_tokens) + " per million output tokens, " +
+                            money(*row.usd_per_hour) + "/hour; binding " + binding_text(p, percentile) + "; TTFT p50/p99 " +
+                            ms_text(p.ttft_p50_s) + "/" + ms_text(p.ttft_p99_s) + " ms, TPOT " + ms_text(p.tpot_p50_s) + "/" +
+                            ms_text(p.tpot_p99_s) + " ms";
+    out.push_back({option_label(row.option), 1.0 - p.binding_headroom_frac, *row.usd_per_million_output_tokens, tip});
+  }
+  return out;
+}
+
+// --html: the cost chart (Pareto front marked), then each option's latency against offered rate.
+void write_plan_page(const std::string& path, const PlanResult& r, const std::vector<LoadCurve>& curves, const Scenario& assumed,
+                     double rate, const std::string& args) {
+  const double percentile = assumed.workload.classes.front().slo.percentile;
+  LoadPage page;
+  page.title = "plan: " + assumed.model.name + " at " + fmt_rate(rate) + " req/s";
+  page.facts = {{"command", "servesim plan " + args},
+                {"engine", assumed.engine.profile.name},
+                {"answer", r.cheapest ? "cheapest meeting the SLO: " + config_name(r.rows[*r.cheapest]) : "none meets the SLO with a price"}};
+  page.slos = slo_lines(assumed);
+  page.marked_label = "stable rate";
+  page.curves = curves;
+  page.costs = plan_cost_points(r, percentile);
+  page.cost_label = "$ per million output tokens";
+  page.latency_label = "binding latency / its SLO target";
+  page.costs_note = "each priced option at " + fmt_rate(rate) + " req/s with its replicas; hover a point for its figures";
+  std::ostringstream os;
+  write_load_html(os, page);
+  write_file(path, os.str());
+}
+
 // What the caller knows of every row: the engine, the error bands of its GPU and engine for the
 // SLO's metrics, and its price's basis.
 void annotate_rows(PlanResult& result, const Scenario& base, const std::vector<ErrorBand>& bands, const PlanCosts& costs) {
@@ -551,6 +632,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (!dist.writes_output()) return kExitOk;
   const Table t = plan_table(result);
   write_csv_if_asked(p, t);
+  const std::vector<LoadCurve> curves = plan_curves(result, base);
+  write_load_csv_if_asked(p, curves);
+  if (p.count("html")) write_plan_page(p["html"].as<std::string>(), result, curves, assumed, rate, join_args(dist.args));
   if (p.count("md")) {
     std::ostringstream os;
     os << "# plan\n\n`servesim plan " << join_args(dist.args) << "`\n\n";

@@ -1,6 +1,6 @@
 // `servesim saturate SCENARIO.json --slo ttft=..,tpot=..,e2e=..,p=.. [--replications R]
-//  [--start-rate R] [--tolerance F] [--json] [--csv FILE] [--md FILE] [--mpi]`: the highest arrival rate
-// meeting the SLO (stable_qps) and the saturation batch size.
+//  [--start-rate R] [--tolerance F] [--json] [--csv FILE] [--md FILE] [--html FILE] [--load-csv FILE] [--mpi]`:
+// the highest arrival rate meeting the SLO (stable_qps) and the saturation batch size.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/distribute.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/plan_prices.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/html_report.hpp"
@@ -60,6 +61,7 @@ cxxopts::Options saturate_flags() {
   kTolerance.add(opts);
   add_scenario_flags(opts);
   add_output_flags(opts);
+  add_load_csv_flag(opts);
   add_distribution_flags(opts, false);  // probes depend on the previous ones: no shards
   opts.parse_positional({"scenario"});
   return opts;
@@ -161,26 +163,28 @@ Table probe_table(const SaturateResult& r) {
   return t;
 }
 
-// --html: each probe a load level (its replications' mean percentiles and throughput; meets the SLO
-// when a majority of them did), the SLO's latency targets as lines, the stable rate marked.
-void write_load_page(const std::string& path, const SaturateResult& r, const SaturateOptions& o, const Scenario& base,
-                     const std::string& args) {
+// Each probe a load level (its replications' mean percentiles and throughput; meets the SLO when a
+// majority of them did), the stable rate marked: the page's points and --load-csv's rows.
+LoadCurve probe_curve(const SaturateResult& r, const Scenario& base) {
+  LoadCurve curve;
+  curve.config = load_config(base);
+  curve.points = probe_points(r.probes);
+  if (r.stable_qps > 0.0) curve.marked_load = r.stable_qps;
+  curve.usd_per_hour = listed_usd_per_hour(base);
+  return curve;
+}
+
+// --html: the probes against load, the SLO's latency targets as lines, the stable rate marked.
+void write_load_page(const std::string& path, const LoadCurve& curve, const SaturateResult& r, const SaturateOptions& o,
+                     const Scenario& base, const std::string& args) {
   LoadPage page;
   page.title = "saturate: " + base.model.name + " on " + base.hw.name;
   page.facts = {{"command", "servesim saturate " + args},
                 {"scenario", base.file},
                 {"probes", std::to_string(r.probes.size()) + " rates, " + std::to_string(o.replications) + " seeds each (majority decides)"}};
-  for (const SaturateProbe& pr : r.probes) {
-    LoadPoint pt;
-    pt.load = pr.rate_per_s;
-    pt.ttft_p50_s = pr.ttft_p50_s, pt.ttft_p99_s = pr.ttft_p99_s, pt.tpot_p50_s = pr.tpot_p50_s, pt.tpot_p99_s = pr.tpot_p99_s;
-    pt.e2e_p50_s = pr.e2e_p50_s, pt.e2e_p99_s = pr.e2e_p99_s;
-    pt.requests_per_s = pr.requests_per_s, pt.output_tokens_per_s = pr.output_tokens_per_s;
-    pt.meets_slo = 2 * pr.passed > pr.runs;
-    page.points.push_back(pt);
-  }
+  page.points = curve.points;
   page.slos = slo_lines(base);
-  if (r.stable_qps > 0.0) page.marked_load = r.stable_qps;
+  page.marked_load = curve.marked_load;
   std::ostringstream os;
   write_load_html(os, page);
   write_file(path, os.str());
@@ -282,7 +286,10 @@ int cmd_saturate(const std::vector<std::string>& args) {
   const Table probes = probe_table(r);
   print_result(p, r, o, knob, probes);
   write_files(p, r, probes, "# saturate\n\n`servesim saturate " + join_args(dist.args) + "`");
-  if (p.count("html")) write_load_page(p["html"].as<std::string>(), r, o, base, join_args(dist.args));
+  if (!p.count("load-csv") && !p.count("html")) return kExitOk;
+  const LoadCurve curve = probe_curve(r, base);
+  write_load_csv_if_asked(p, {curve});
+  if (p.count("html")) write_load_page(p["html"].as<std::string>(), curve, r, o, base, join_args(dist.args));
   return kExitOk;
 }
 

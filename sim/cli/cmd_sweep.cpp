@@ -1,6 +1,6 @@
 // `servesim sweep SCENARIO.json --grid key=v1,v2 [--grid ...] [--replications N] [--metrics a,b]
-//  [--serial] [--json] [--csv FILE] [--md FILE] [--mpi | --shard K/N]`: every combination of the grid,
-// one row each.
+//  [--serial] [--json] [--csv FILE] [--md FILE] [--html FILE] [--load-csv FILE] [--mpi | --shard K/N]`:
+// every combination of the grid, one row each.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -13,6 +13,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/distribute.hpp"
 #include "sim/cli/options.hpp"
+#include "sim/cli/plan_prices.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/html_report.hpp"
@@ -31,9 +32,10 @@ const std::vector<std::string> kLoadPaths = {"latency.ttft_s.p50", "latency.ttft
                                              "latency.e2e_s.p50",  "latency.e2e_s.p99",  "throughput.requests_per_s",
                                              "throughput.output_tokens_per_s", "slo.met"};
 
-void check_html_grid(const std::vector<GridAxis>& grid) {
+void check_load_grid(const std::vector<GridAxis>& grid, const std::string& flag) {
   if (grid.size() != 1 || grid.front().key != kRateKey) {
-    throw InputError("servesim sweep", "--html", std::string("draws latency against the arrival rate: give one --grid ") + kRateKey + "=r1,r2,...");
+    throw InputError("servesim sweep", flag, std::string(flag == "--html" ? "draws" : "writes") +
+                                                 " latency against the arrival rate: give one --grid " + kRateKey + "=r1,r2,...");
   }
 }
 
@@ -55,11 +57,10 @@ double number_cell(const Table& t, const std::vector<Cell>& row, const std::stri
 }
 
 // One load level per row (the base seed's run): the rate, the percentiles, the throughput and
-// whether the run met the SLO; the scenario's SLO targets as lines.
-void write_load_page(const std::string& path, const Table& t, const Scenario& base, const std::string& args) {
-  LoadPage page;
-  page.title = "sweep: " + base.model.name + " on " + base.hw.name;
-  page.facts = {{"command", "servesim sweep " + args}, {"scenario", base.file}};
+// whether the run met the SLO: the page's points and --load-csv's rows.
+LoadCurve rate_curve(const Table& t, const Scenario& base) {
+  LoadCurve curve;
+  curve.config = load_config(base);
   const auto met_at = static_cast<std::size_t>(std::find(t.columns.begin(), t.columns.end(), "slo.met") - t.columns.begin());
   for (const auto& row : t.rows) {
     LoadPoint p;
@@ -70,8 +71,18 @@ void write_load_page(const std::string& path, const Table& t, const Scenario& ba
     p.requests_per_s = number_cell(t, row, "throughput.requests_per_s");
     p.output_tokens_per_s = number_cell(t, row, "throughput.output_tokens_per_s");
     if (met_at < row.size() && std::holds_alternative<bool>(row[met_at])) p.meets_slo = std::get<bool>(row[met_at]);
-    page.points.push_back(p);
+    curve.points.push_back(p);
   }
+  curve.usd_per_hour = listed_usd_per_hour(base);
+  return curve;
+}
+
+// --html: the curve's levels, the scenario's SLO targets as lines.
+void write_load_page(const std::string& path, const LoadCurve& curve, const Scenario& base, const std::string& args) {
+  LoadPage page;
+  page.title = "sweep: " + base.model.name + " on " + base.hw.name;
+  page.facts = {{"command", "servesim sweep " + args}, {"scenario", base.file}};
+  page.points = curve.points;
   page.slos = slo_lines(base);
   std::ostringstream os;
   write_load_html(os, page);
@@ -109,6 +120,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   kReplications.add(opts);
   add_scenario_flags(opts);
   add_output_flags(opts);
+  add_load_csv_flag(opts);
   add_distribution_flags(opts, true);
   opts.parse_positional({"scenario"});
   const auto p = parse_args(opts, args);
@@ -127,7 +139,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
   o.replications = static_cast<int>(kReplications.read(p, "servesim sweep"));
   o.parallel = !p.count("serial");
   o.split = dist.split.get();
-  if (p.count("html")) check_html_grid(grid);
+  for (const char* flag : {"html", "load-csv"}) {
+    if (p.count(flag)) check_load_grid(grid, std::string("--") + flag);
+  }
   if (p.count("metrics")) {
     std::string m = p["metrics"].as<std::string>();
     std::size_t start = 0;
@@ -138,7 +152,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       start = c + 1;
     }
   }
-  if (p.count("html")) add_load_metrics(o.metrics);
+  if (p.count("html") || p.count("load-csv")) add_load_metrics(o.metrics);
   // The limits guard what one process runs: with --mpi or --shard, the busiest process's share
   // (the same decision on every MPI rank), then each process's own scenarios (a refusal reaches
   // every rank through the exchange); a merge runs nothing.
@@ -161,7 +175,11 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (!dist.writes_output()) return kExitOk;
   emit_table(p, t, "# sweep\n\n`servesim sweep " + join_args(dist.args) + "`");
   if (!p.count("json")) note_identical_replications(t, o.replications);
-  if (p.count("html")) write_load_page(p["html"].as<std::string>(), t, src.load(), join_args(dist.args));
+  if (!p.count("html") && !p.count("load-csv")) return kExitOk;
+  const Scenario base = src.load();
+  const LoadCurve curve = rate_curve(t, base);
+  write_load_csv_if_asked(p, {curve});
+  if (p.count("html")) write_load_page(p["html"].as<std::string>(), curve, base, join_args(dist.args));
   return kExitOk;
 }
 

@@ -178,4 +178,12 @@ GpuPrice own_price(const std::string& gpu, const PriceList& list, const std::map
   return p;
 }
 
+std::optional<double> listed_usd_per_hour(const Scenario& s) {
+  if (s.disaggregation.enabled || s.parallel.instances_per_gpu > 1) return std::nullopt;
+  const PriceList list = load_price_list(resolve_data_ref("hwprofiles", "prices", "servesim", "hwprofiles/prices.json"));
+  const GpuPrice price = rent_price(s.hw.name, list, {});
+  if (!price.usd_per_gpu_hour) return std::nullopt;
+  return *price.usd_per_gpu_hour * static_cast<double>(s.parallel.gpus_per_replica() * s.parallel.data_parallel_size);
+}
+
 }  // namespace servesim::cli

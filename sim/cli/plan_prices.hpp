@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/scenario.hpp"
+
 namespace servesim::cli {
 
 struct PriceQuote {
@@ -68,5 +70,10 @@ struct GpuPrice {
 GpuPrice rent_price(const std::string& gpu, const PriceList& list, const std::map<std::string, double>& overrides);
 GpuPrice own_price(const std::string& gpu, const PriceList& list, const std::map<std::string, double>& purchase_overrides,
                    const OwnInputs& in);
+
+// What a scenario's GPUs cost per hour at the bundled list's price (saturate's and sweep's
+// --load-csv): its replicas' GPUs (tensor x pipeline parallel) at the median price of its hardware;
+// none when the GPU is unpriced or the scenario shares GPUs or splits prefill and decode.
+std::optional<double> listed_usd_per_hour(const Scenario& s);
 
 }  // namespace servesim::cli

@@ -441,11 +441,43 @@ LoadPoint load_point_from_report(double load, const nlohmann::json& r) {
   return p;
 }
 
-void write_load_html(std::ostream& os, const LoadPage& page) {
-  page_head(os, page.title);
-  os << "<h1>" << escape(page.title) << "</h1>\n<div class=\"sub\">" << page.points.size() << " load levels</div>\n";
-  std::vector<LoadPoint> pts = page.points;
+namespace {
+struct LoadMetric {
+  const char* key;
+  const char* title;
+  double LoadPoint::*p50;
+  double LoadPoint::*p99;
+  const char* color;
+};
+constexpr LoadMetric kLoadMetrics[] = {{"ttft_s", "TTFT against load", &LoadPoint::ttft_p50_s, &LoadPoint::ttft_p99_s, kOrange},
+                                       {"tpot_s", "TPOT against load", &LoadPoint::tpot_p50_s, &LoadPoint::tpot_p99_s, kBlue},
+                                       {"e2e_s", "E2E latency against load", &LoadPoint::e2e_p50_s, &LoadPoint::e2e_p99_s, kGreen}};
+
+std::vector<LoadPoint> by_load(std::vector<LoadPoint> pts) {
   std::stable_sort(pts.begin(), pts.end(), [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
+  return pts;
+}
+
+// One metric's p50 and p99 against load, the SLO's line for it and the marked load.
+svg::Chart latency_chart(const std::string& id, const LoadMetric& mt, const std::vector<LoadPoint>& pts, const LoadPage& page,
+                         const std::optional<double>& marked) {
+  svg::Chart c;
+  c.id = id;
+  c.title = mt.title;
+  c.x.label = page.load_label;
+  c.y.label = "seconds";
+  svg::Series p50{"p50", mt.color, {}, true, true, false}, p99{"p99", mt.color, {}, false, true, false};
+  for (const auto& p : pts) p50.points.push_back({p.load, p.*mt.p50}), p99.points.push_back({p.load, p.*mt.p99});
+  c.series = {p50, p99};
+  for (const auto& slo : page.slos) {
+    if (slo.metric == mt.key) c.hlines.push_back({slo.threshold_s, "SLO p" + fmt("%g", slo.percentile), kRed});
+  }
+  if (marked) c.vlines.push_back({*marked, page.marked_label, kPurple});
+  return c;
+}
+
+// The summary card: the page's facts, the marked load, the SLO targets, the levels meeting it.
+void load_summary(std::ostream& os, const LoadPage& page) {
   Rows facts;
   for (const auto& [k, v] : page.facts) facts.push_back({k, escape(v)});
   if (page.marked_load) facts.push_back({page.marked_label, escape(fmt("%.4g", *page.marked_load))});
@@ -453,39 +485,22 @@ void write_load_html(std::ostream& os, const LoadPage& page) {
     facts.push_back({"SLO " + metric_title(slo.metric) + " p" + fmt("%g", slo.percentile), escape(seconds(slo.threshold_s))});
   }
   std::size_t meets = 0, judged = 0;
-  for (const auto& p : pts) {
+  for (const auto& p : page.points) {
     if (p.meets_slo) ++judged, meets += *p.meets_slo ? 1 : 0;
   }
   if (judged) facts.push_back({"levels meeting the SLO", std::to_string(meets) + " of " + std::to_string(judged)});
   os << "<div class=\"cards\">\n";
   card(os, "Summary", facts);
-  os << "</div>\n<h2>Latency and throughput against load</h2>\n<div class=\"grid\">\n";
+  os << "</div>\n";
+}
 
-  struct Metric {
-    const char* key;
-    const char* title;
-    double LoadPoint::*p50;
-    double LoadPoint::*p99;
-    const char* color;
-  };
-  const Metric metrics[] = {{"ttft_s", "TTFT against load", &LoadPoint::ttft_p50_s, &LoadPoint::ttft_p99_s, kOrange},
-                            {"tpot_s", "TPOT against load", &LoadPoint::tpot_p50_s, &LoadPoint::tpot_p99_s, kBlue},
-                            {"e2e_s", "E2E latency against load", &LoadPoint::e2e_p50_s, &LoadPoint::e2e_p99_s, kGreen}};
-  for (const auto& mt : metrics) {
-    svg::Chart c;
-    c.id = std::string("chart-load-") + mt.key;
-    c.title = mt.title;
-    c.x.label = page.load_label;
-    c.y.label = "seconds";
-    svg::Series p50{"p50", mt.color, {}, true, true, false}, p99{"p99", mt.color, {}, false, true, false};
-    for (const auto& p : pts) p50.points.push_back({p.load, p.*mt.p50}), p99.points.push_back({p.load, p.*mt.p99});
-    c.series = {p50, p99};
-    for (const auto& slo : page.slos) {
-      if (slo.metric == mt.key) c.hlines.push_back({slo.threshold_s, "SLO p" + fmt("%g", slo.percentile), kRed});
-    }
-    if (page.marked_load) c.vlines.push_back({*page.marked_load, page.marked_label, kPurple});
-    os << svg::render(c);
-  }
+// One configuration's latency, throughput and completed requests against load (saturate, sweep).
+void single_load_charts(std::ostream& os, const LoadPage& page) {
+  const std::vector<LoadPoint> pts = by_load(page.points);
+  bool judged = false;
+  for (const auto& p : pts) judged = judged || p.meets_slo.has_value();
+  os << "<h2>Latency and throughput against load</h2>\n<div class=\"grid\">\n";
+  for (const auto& mt : kLoadMetrics) os << svg::render(latency_chart(std::string("chart-load-") + mt.key, mt, pts, page, page.marked_load));
   svg::Chart c;
   c.id = "chart-load-throughput";
   c.title = "Throughput against load";
@@ -513,6 +528,76 @@ void write_load_html(std::ostream& os, const LoadPage& page) {
   for (const auto& p : pts) rps.points.push_back({p.load, p.requests_per_s});
   c.series = {rps};
   os << svg::render(c) << "</div>\n";
+}
+
+// Cost against latency, a point per configuration; the Pareto front joined and labelled.
+void cost_chart(std::ostream& os, const LoadPage& page) {
+  const std::vector<bool> front = pareto_front(page.costs);
+  svg::Chart c;
+  c.id = "chart-cost-latency";
+  c.title = "Cost against latency";
+  c.subtitle = page.costs_note;
+  c.x.label = page.latency_label;
+  c.y.label = page.cost_label;
+  double lo = 0.0, hi = 0.0;
+  std::vector<std::size_t> on_front;
+  for (std::size_t i = 0; i < page.costs.size(); ++i) {
+    const CostPoint& p = page.costs[i];
+    lo = i == 0 ? p.cost : std::min(lo, p.cost), hi = std::max(hi, p.cost);
+    c.marks.push_back({p.latency, p.cost, front[i] ? p.name : "", front[i] ? kPurple : kGrey,
+                       (front[i] ? "Pareto front: " : "") + p.tooltip});
+    if (front[i]) on_front.push_back(i);
+  }
+  c.y.log = lo > 0.0 && hi > 20.0 * lo;  // costs a decade or more apart
+  std::stable_sort(on_front.begin(), on_front.end(), [&](std::size_t a, std::size_t b) { return page.costs[a].latency < page.costs[b].latency; });
+  svg::Series line{"Pareto front (nothing both cheaper and faster)", kPurple, {}, true, false, false};
+  for (const std::size_t i : on_front) line.points.push_back({page.costs[i].latency, page.costs[i].cost});
+  c.series = {line, {"dominated", kGrey, {}, false, false, false}};
+  c.vlines.push_back({1.0, "SLO target", kRed});
+  os << "<h2>Cost against latency</h2>\n<div class=\"grid\">\n" << svg::render(c) << "</div>\n";
+}
+
+// Per configuration: its name and note, then TTFT and TPOT p50/p99 against load.
+void curve_charts(std::ostream& os, const LoadPage& page) {
+  os << "<h2>Latency against offered rate, per configuration</h2>\n";
+  for (std::size_t i = 0; i < page.curves.size(); ++i) {
+    const LoadCurve& curve = page.curves[i];
+    const std::vector<LoadPoint> pts = by_load(curve.points);
+    os << "<h3>" << escape(curve.name) << "</h3>\n<div class=\"sub\">" << escape(curve.note) << "</div>\n<div class=\"grid\">\n";
+    for (const auto& mt : kLoadMetrics) {
+      if (std::string(mt.key) == "e2e_s") continue;
+      os << svg::render(latency_chart("chart-load-" + std::string(mt.key) + "-" + std::to_string(i), mt, pts, page, curve.marked_load));
+    }
+    os << "</div>\n";
+  }
+}
+}  // namespace
+
+std::vector<bool> pareto_front(const std::vector<CostPoint>& points) {
+  std::vector<bool> front(points.size(), true);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    for (const CostPoint& q : points) {
+      const CostPoint& p = points[i];
+      if (q.latency <= p.latency && q.cost <= p.cost && (q.latency < p.latency || q.cost < p.cost)) {
+        front[i] = false;
+        break;
+      }
+    }
+  }
+  return front;
+}
+
+void write_load_html(std::ostream& os, const LoadPage& page) {
+  page_head(os, page.title);
+  std::size_t levels = page.points.size();
+  for (const LoadCurve& c : page.curves) levels += c.points.size();
+  os << "<h1>" << escape(page.title) << "</h1>\n<div class=\"sub\">";
+  if (!page.curves.empty()) os << page.curves.size() << " configurations, ";
+  os << levels << " load levels</div>\n";
+  load_summary(os, page);
+  if (!page.costs.empty()) cost_chart(os, page);
+  if (page.curves.empty()) single_load_charts(os, page);
+  if (!page.curves.empty()) curve_charts(os, page);
   page_foot(os, "");
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/scenario.hpp"
+#include "sim/io/load_data.hpp"
 #include "sim/metrics/run_recorder.hpp"
 #include "sim/serve/simulation.hpp"
 
@@ -34,15 +35,19 @@ std::vector<SloLine> slo_lines(const Scenario& scenario);
 void write_run_html(std::ostream& os, const Scenario& scenario, const SimResult& result, const nlohmann::json& report,
                     const RunRecorder& recorder, const std::vector<SloLine>& slos = {});
 
-// One simulated load level of a sweep or saturation search.
-struct LoadPoint {
-  double load = 0.0;  // in the page's load unit, e.g. arrival rate in req/s
-  double ttft_p50_s = 0, ttft_p99_s = 0, tpot_p50_s = 0, tpot_p99_s = 0, e2e_p50_s = 0, e2e_p99_s = 0;
-  double requests_per_s = 0, output_tokens_per_s = 0;
-  std::optional<bool> meets_slo;
-};
 // Reads a LoadPoint from one run's report.json (latency.*.p50/p99, throughput.*).
 LoadPoint load_point_from_report(double load, const nlohmann::json& report);
+
+// One configuration on the cost-against-latency chart (plan: its binding latency at the target
+// rate over the SLO target, and its $ per million output tokens).
+struct CostPoint {
+  std::string name;
+  double latency = 0.0, cost = 0.0;
+  std::string tooltip;
+};
+// Which points no other point beats: none has a latency and a cost both at most this one's with
+// one of them lower. Equal points are on the front together.
+std::vector<bool> pareto_front(const std::vector<CostPoint>& points);
 
 struct LoadPage {
   std::string title;                     // e.g. "saturate: llama-3-8b on h100-sxm"
@@ -52,9 +57,16 @@ struct LoadPage {
   std::vector<SloLine> slos;           // drawn as reference lines on the latency charts
   std::optional<double> marked_load;     // e.g. the stable QPS found by saturate
   std::string marked_label = "stable QPS";
+  // A page over several configurations (plan): per curve its TTFT and TPOT p50/p99 against load,
+  // the SLO lines and its stable rate (marked_label), under its name and note.
+  std::vector<LoadCurve> curves;
+  // Cost against latency, one point per configuration, the Pareto front (pareto_front) drawn.
+  std::vector<CostPoint> costs;
+  std::string cost_label, latency_label, costs_note;
 };
 
-// The sweep/saturate page: latency (p50, p99) and throughput against load.
+// The sweep/saturate page: latency (p50, p99) and throughput against load; with curves, the plan
+// page: the cost chart, then each configuration's latency against load.
 void write_load_html(std::ostream& os, const LoadPage& page);
 
 // `servesim roofline --html`: one step's ops on the hardware's roofline (the run page's chart).

@@ -273,6 +273,45 @@ TEST_CASE("sweep --html over the arrival rate: its rows' latency against load, d
              {"chart-load-ttft_s", "chart-load-tpot_s", "chart-load-e2e_s", "chart-load-throughput", "chart-load-requests"}, "");
 }
 
+TEST_CASE("plan --html: cost against latency with its Pareto front, and each option's latency against the probed rates") {
+  const std::string small = std::string(test_data_dir()) + "/dist/small.json";
+  const std::string dir = "/tmp/servesim_planhtml_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto r = run_cli("plan --model llama-2-7b --rate 30 --slo ttft=2s,tpot=100ms --hw a100-80gb-sxm,h100-sxm --tp 1,2 "
+                         "--replications 1 --tolerance 0.1 --workload " + small + " --json --html " + dir + "/plan.html 2>/dev/null");
+  REQUIRE(r.exit_code == 0);
+  const auto result = nlohmann::json::parse(r.output);
+  std::ifstream in(dir + "/plan.html");
+  std::stringstream page;
+  page << in.rdbuf();
+  // One pair of charts per option whose search kept its probes (those meeting the SLO here), one
+  // cost point per priced row predicted at the target rate, and the SLO's two targets.
+  std::vector<std::string> charts = {"chart-cost-latency"};
+  std::size_t options = 0, priced = 0;
+  for (const auto& row : result["rows"]) {
+    if (!row["meets_slo"].get<bool>()) continue;
+    charts.push_back("chart-load-ttft_s-" + std::to_string(options));
+    charts.push_back("chart-load-tpot_s-" + std::to_string(options++));
+    if (row.contains("usd_per_million_output_tokens")) ++priced;
+    const std::string name = row["hw"].get<std::string>() + " " + row["quant"].get<std::string>() + " tp " + std::to_string(row["tp"].get<int>());
+    CHECK(page.str().find("<h3>" + name + "</h3>") != std::string::npos);
+  }
+  REQUIRE(options >= 2);
+  CHECK(page.str().find(std::to_string(options) + " configurations, ") != std::string::npos);
+  CHECK(page.str().find("SLO TTFT p99") != std::string::npos);
+  CHECK(page.str().find("SLO TPOT p99") != std::string::npos);
+  CHECK(page.str().find("Pareto front (nothing both cheaper and faster)") != std::string::npos);
+  std::size_t marks = 0;
+  for (std::size_t at = 0; (at = page.str().find("per million output tokens, ", at)) != std::string::npos; ++at) ++marks;
+  CHECK(marks == priced);  // each cost point's tooltip
+  const std::string bin = find_chromium();
+  if (bin.empty()) {
+    MESSAGE("*** SKIPPED: chromium not found ***");
+    return;
+  }
+  check_page(bin, dir + "/plan.html", charts, dir + "/plan.png");
+}
+
 TEST_CASE("roofline --html: the step's ops on the roofline, drawn in headless Chromium") {
   const std::string dir = "/tmp/servesim_roofhtml_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -535,3 +535,27 @@ case_crash_truncated_mpi_module() {
   head -c 4000 "$module" >cut.so
   SERVESIM_MPI_MODULE=$PWD/cut.so expect 2 "cut.so: truncated: its headers describe" -- sweep s.json --grid seed=1,2 --mpi
 }
+
+# --- plan --html and --load-csv (saturate, sweep, plan): an unwritable file, a grid without the rate
+PLAN_SMALL=(plan --model llama-2-7b --rate 4 --slo ttft=2s,tpot=100ms --hw a100-80gb-sxm --tp 1 --replications 1 --tolerance 0.1)
+case_write_plan_html_to_full_disk() {
+  expect 2 "/dev/full" -- "${PLAN_SMALL[@]}" --workload "$ROOT/tests/dist/small.json" --html /dev/full
+}
+case_write_plan_load_csv_to_full_disk() {
+  expect 2 "/dev/full" -- "${PLAN_SMALL[@]}" --workload "$ROOT/tests/dist/small.json" --load-csv /dev/full
+}
+case_write_plan_html_into_a_file() {
+  echo x >plain
+  expect 2 "plain/plan.html" -- "${PLAN_SMALL[@]}" --workload "$ROOT/tests/dist/small.json" --html plain/plan.html
+}
+case_write_saturate_load_csv_to_full_disk() {
+  expect 2 "/dev/full" -- saturate "$ROOT/tests/dist/small.json" --slo ttft=2s --replications 1 --tolerance 0.2 --load-csv /dev/full
+}
+case_msg_plan_html_without_a_file() {
+  expect 2 "html" -- "${PLAN_SMALL[@]}" --html
+}
+case_msg_sweep_load_csv_grid_names_the_flag() {
+  scenario s.json "$SMALL_WORKLOAD"
+  expect 2 "servesim sweep: --load-csv: writes latency against the arrival rate" -- sweep s.json --grid engine.max_num_seqs=8,16 --load-csv x.csv
+  [ ! -e x.csv ] || fail "a refused sweep wrote x.csv"
+}
