@@ -66,8 +66,21 @@ run "prompt pool +pc" $S --set workload.num_requests=3000 --set engine.gpu_memor
 run "vidur +pc" bench/vidur.json --set workload.num_requests=3000 $PC
 run "default, vllm profile" scenarios/default.json --set workload.num_requests=2000 --set engine.profile=vllm
 # A fleet: 64 replicas behind each router (the per-replica state grows lazily, routers skip loads).
-for router in round_robin least_outstanding least_kv; do
-  run "fleet of 64, $router" scenarios/default.json --set workload.num_requests=3000 --set parallel.data_parallel_size=64 \
-    --set workload.arrival.rate_per_s=640 --set "router.impl=$router"
+# In time windows (serve/fleet_lanes.hpp): equal-time arrivals (all at once, constant gaps), full
+# queues, timeouts, preemption, batching windows (wake-ups), async scheduling, prefix caching.
+F="scenarios/default.json --set parallel.data_parallel_size=64 --set workload.arrival.rate_per_s=640"
+for router in round_robin least_outstanding least_kv prefix_affinity; do
+  R="--set router.impl=$router"
+  run "fleet of 64, $router" $F --set workload.num_requests=3000 $R
+  run "fleet of 8 all at once, $router" $F --set parallel.data_parallel_size=8 --set workload.num_requests=600 \
+    --set 'workload.arrival={"impl":"all_at_once"}' --set engine.scheduler.max_queue_size=40 $R
+  run "fleet of 16 constant, $router" $F --set parallel.data_parallel_size=16 --set workload.num_requests=2000 \
+    --set 'workload.arrival={"impl":"constant","rate_per_s":400}' --set engine.gpu_memory_utilization=0.3 $R
+  run "fleet of 32 timeouts, $router" $F --set parallel.data_parallel_size=32 --set workload.num_requests=3000 \
+    --set workload.request_timeout_s=5 --set engine.scheduler.max_waiting_time_s=2 --set workload.arrival.rate_per_s=900 $R
+  run "fleet of 16 dynamic, $router" $F --set parallel.data_parallel_size=16 --set workload.num_requests=1500 \
+    --set 'engine.scheduler={"impl":"dynamic"}' $R
+  run "fleet of 16 vllm +pc, $router" $F --set parallel.data_parallel_size=16 --set workload.num_requests=2000 --set engine.profile=vllm \
+    --set 'workload.shared_prefix={"num_prefixes":8,"prefix_tokens":300}' $PC $R
 done
 exit $fail

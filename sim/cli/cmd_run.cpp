@@ -1,5 +1,5 @@
 // `servesim run SCENARIO.json [--out DIR] [--set key.path=value ...] [--seed N] [--load-profile P]
-//  [--slo S] [--replications N] [--no-html] [--no-csv] [--no-trace] [--no-fast-forward] [--trace-requests N]
+//  [--slo S] [--replications N] [--no-html] [--no-csv] [--no-trace] [--no-fast-forward] [--no-windows] [--sim-threads N] [--trace-requests N]
 //  [--trace-seconds S] [--quiet]`
 // Writes DIR/report.json, report.html, requests.csv and trace.json (see README "Outputs").
 #include <cstdio>
@@ -44,6 +44,8 @@ const NumberFlag kTraceSeconds{"trace-seconds", "trace.json: iterations, counter
                                {0, 1e9}, "60"};
 const IntegerFlag kReplications{"replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
                                 {1, 1000}, "1"};
+const IntegerFlag kSimThreads{"sim-threads", "threads that advance a fleet's replicas between router decisions (the same report at any count)",
+                              {1, 256}, "1"};
 
 TraceOptions trace_options_of(const cxxopts::ParseResult& parsed) {
   TraceOptions trace_options;
@@ -153,9 +155,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "no-html", "do not write report.html")("no-csv", "do not write requests.csv")(
       "no-trace", "do not write trace.json")(
       "no-fast-forward", "one event-queue round trip per iteration (slower; the same report: the reference the fast-forward is tested against)")(
+      "no-windows", "one event queue for every replica of a fleet (no time windows: the loop the windows are compared with)")(
       "no-work-limit", kNoWorkLimitHelp)(
       "q,quiet", "print nothing on success, no progress bar")("h,help", "show help");
-  for (const auto* f : {&kTraceRequests, &kReplications}) f->add(opts);
+  for (const auto* f : {&kTraceRequests, &kReplications, &kSimThreads}) f->add(opts);
   kTraceSeconds.add(opts);
   add_scenario_flags(opts);
   opts.parse_positional({"scenario"});
@@ -190,6 +193,8 @@ int cmd_run(const std::vector<std::string>& args) {
   ProgressBar bar(!quiet);
   SimHooks hooks;
   hooks.fast_forward = parsed.count("no-fast-forward") == 0;
+  hooks.windows = parsed.count("no-windows") == 0;
+  hooks.sim_threads = static_cast<int>(kSimThreads.read(parsed, "servesim run"));
   if (!outputs.observers.empty()) hooks.observer = &outputs.observers;
   if (bar.enabled()) {
     hooks.progress = [&bar](const Progress& p) {

@@ -115,6 +115,18 @@ void Replica::release_handoff(const Handoff& h, TimeNs now) {
   note_kv_usage(now);
 }
 
+void FleetKv::apply(std::vector<Change>& changes) {
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.first < b.first; });
+  const double capacity = static_cast<double>(capacity_blocks);
+  for (std::size_t i = 0; i < changes.size();) {
+    const TimeNs t = changes[i].first;
+    for (; i < changes.size() && changes[i].first == t; ++i) used_blocks += changes[i].second;
+    peak_used_blocks = std::max(peak_used_blocks, used_blocks);
+    usage.set(t, capacity > 0.0 ? static_cast<double>(used_blocks) / capacity : 0.0);
+  }
+  changes.clear();
+}
+
 void Replica::note_kv_elapsed(TimeNs now) {
   const double dt = ns_to_seconds(now - kv_since_ns_);
   const double unit = static_cast<double>(state_.kv.block_size_tokens());
@@ -138,7 +150,9 @@ void Replica::note_kv_usage(TimeNs now) {
   // fragmentation fraction can pass its peak only if frag grew (same positive divisor).
   const bool same_blocks = used == kv_used_;
   if (!same_blocks) {
-    if (!fleet_kv_.one_replica) {
+    if (kv_log_) {
+      kv_log_->emplace_back(now, used - kv_used_);
+    } else if (!fleet_kv_.one_replica) {
       fleet_kv_.used_blocks += used - kv_used_;
       fleet_kv_.peak_used_blocks = std::max(fleet_kv_.peak_used_blocks, fleet_kv_.used_blocks);
       const double fleet_capacity = static_cast<double>(fleet_kv_.capacity_blocks);
@@ -168,7 +182,7 @@ void Replica::expire(TimeNs now) {
     if (!metrics_.stages.empty()) metrics_.stages[r.stage].timed_out += 1;
     if (r.started_ns < 0) note_waiting(now, -1);
     if (observer_) observer_->on_rejected(r.id, r, now);
-    state_.requests.release(id);
+    release_request(id);
   }
 }
 
@@ -287,7 +301,7 @@ inline bool Replica::account_plan(TimeNs now) {
     for (const std::uint32_t id : state_.dropped_ids) {
       metrics_.classes[state_.requests[id].cls].rejected += 1;
       if (!metrics_.stages.empty()) metrics_.stages[state_.requests[id].stage].rejected += 1;
-      state_.requests.release(id);
+      release_request(id);
     }
   }
   // Listed items only: a plan of decodes only (all_running_decode, most plans) starts no request.

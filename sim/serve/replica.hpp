@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "sim/config/scenario.hpp"
@@ -49,6 +50,14 @@ struct FleetKv {
   // the replica keeps only its own (these fields stay unused) and the event loop takes them at the end.
   bool one_replica = false;
   bool replica_series = true;  // replicas keep their own usage series (kMaxReplicasWithUsageSeries)
+
+  // A change of one replica's block count: (time, blocks added; negative: freed).
+  using Change = std::pair<TimeNs, std::int64_t>;
+  // Replicas that ran ahead alone (a fleet's time window, serve/fleet_lanes.hpp) log their
+  // changes; applied here in time order. The peak is the largest total at the end of an instant
+  // (changes at one instant are simultaneous, so their order does not count), which is what the
+  // usage series samples too.
+  void apply(std::vector<Change>& changes);
 };
 
 // A prefilled sequence leaving a prefill replica: its blocks stay allocated until the transfer ends.
@@ -111,6 +120,13 @@ class Replica {
     observer_ = observer;
     index_ = replica_index;
   }
+  // Running ahead of the fleet (serve/fleet_lanes.hpp): its changes of KV blocks are logged in
+  // `kv_log` for FleetKv::apply, and the requests it lets go (rejected, timed out) listed in
+  // `released` for the event loop to release in the pool; null (default): done at once.
+  void set_logs(std::vector<FleetKv::Change>* kv_log, std::vector<std::uint32_t>* released) {
+    kv_log_ = kv_log;
+    released_ = released;
+  }
   // Instances sharing one GPU (parallel.instances_per_gpu > 1) share one GpuShare (not owned).
   void set_gpu_share(GpuShare* share) { gpu_share_ = share; }
   // reference_path: time every kernel with estimate() (no cache), write every token into its
@@ -165,6 +181,13 @@ class Replica {
   // A running sequence that generated all its tokens: frees its blocks, completes the request.
   void finish_request(const Sequence& seq, TimeNs now);
   void complete(Request& r, TimeNs now);
+  void release_request(std::uint32_t index) {
+    if (released_) {
+      released_->push_back(index);
+    } else {
+      state_.requests.release(index);
+    }
+  }
 
   const Scenario& scenario_;
   ReplicaSpec spec_;
@@ -172,6 +195,8 @@ class Replica {
   std::unique_ptr<BatchScheduler> scheduler_;
   RunMetrics metrics_;
   FleetKv& fleet_kv_;
+  std::vector<FleetKv::Change>* kv_log_ = nullptr;  // set_logs
+  std::vector<std::uint32_t>* released_ = nullptr;
   IterationPlan plan_;
   KernelTimeCaches& kernel_times_;        // the simulation's, shared (hw/cost_model.hpp)
   std::unique_ptr<StepCostModel> cost_;  // prices plan_ (serve/step_cost.hpp)

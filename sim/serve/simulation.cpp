@@ -18,6 +18,7 @@
 
 #include "sim/core/error.hpp"
 #include "sim/core/event_queue.hpp"
+#include "sim/serve/fleet_lanes.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/router.hpp"
 #include "sim/serve/saturation_batch.hpp"
@@ -139,17 +140,22 @@ class EventLoop {
       : scenario_(s), workload_(s.workload, s.seed), hooks_(hooks), tap_(*this, hooks.observer) {
     if (closed_loop_) observer_ = &tap_;
     class_arrived_.assign(s.workload.classes.size(), 0);
-    class_rejected_.assign(s.workload.classes.size(), 0);
+    rejections_.by_class.assign(s.workload.classes.size(), 0);
     if (s.workload.arrival.kind == ArrivalConfig::Kind::stages) {
       stage_arrived_.assign(s.workload.arrival.stages.size(), 0);
-      stage_rejected_.assign(s.workload.arrival.stages.size(), 0);
+      rejections_.by_stage.assign(s.workload.arrival.stages.size(), 0);
     }
     const std::vector<ReplicaSpec> specs = replica_specs(s);
+    windowed_ = windows_apply(s, specs.size());
+    // Lanes of one cache group run on one thread at a time (fleet_lanes.hpp).
+    const std::size_t groups = windowed_ ? static_cast<std::size_t>(usable_threads(hooks.sim_threads)) : 1;
+    for (std::size_t g = 0; g < groups; ++g) kernel_times_.push_back(std::make_unique<KernelTimeCaches>());
     for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
     fleet_kv_.one_replica = specs.size() == 1;
     fleet_kv_.replica_series = specs.size() <= kMaxReplicasWithUsageSeries;
     for (const ReplicaSpec& spec : specs) {
-      replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_, kernel_times_));
+      KernelTimeCaches& caches = *kernel_times_[cache_group(spec.index, specs.size(), groups)];
+      replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_, caches));
       replicas_.back()->set_observer(observer_, static_cast<std::int32_t>(spec.index));
       replicas_.back()->set_checks(hooks.reference_path, hooks.check_every_iteration);
       if (s.instances > 1) {
@@ -177,6 +183,26 @@ class EventLoop {
 
   SimResult run() {
     const auto wall_start = std::chrono::steady_clock::now();
+    if (windowed_) {
+      run_windows();
+    } else {
+      run_queue();
+    }
+    SimResult result = collect();
+    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return result;
+  }
+
+ private:
+  // The fleet in time windows (fleet_lanes.hpp) where nothing but the router crosses replicas:
+  // an open loop without sessions (a completion there sends no request), no disaggregation (no
+  // KV transfers between pools), one instance per GPU (no shared GPU), two replicas or more.
+  bool windows_apply(const Scenario& s, std::size_t replicas) const {
+    return hooks_.windows && fast_forward_ && replicas > 1 && !closed_loop_ && !sessions_ && !s.disaggregation.enabled &&
+           s.instances == 1;
+  }
+
+  void run_queue() {
     // Open loop: each arrival schedules the next. Closed loop: every client sends its first
     // request now, and each departure its client's next (client_free).
     const std::int64_t first_sends = closed_loop_ ? scenario_.workload.arrival.clients : 1;
@@ -188,10 +214,41 @@ class EventLoop {
       std::visit([this](auto& payload) { handle(payload); }, ev.payload);
       count_event();
     }
+  }
+
+  // Arrivals are routed one window at a time: one arrival for a router that reads the replicas'
+  // state (each lane must reach it first), a batch for one that does not (round robin).
+  void run_windows() {
+    FleetLanes lanes(replicas_, requests_, fleet_kv_, hooks_.observer, hooks_.sim_threads, rejections_);
+    lanes_ = &lanes;
+    if (observer_) observer_ = &lanes.door();
+    const std::size_t per_window = entry_.router->reads_loads() ? 1 : std::max<std::size_t>(256, 16 * replicas_.size());
+    std::optional<RequestSpec> next = workload_.next();
+    std::uint64_t windows = 0;
+    while (next) {
+      for (std::size_t k = 0; next && k < per_window; ++k) {
+        now_ = next->arrival_ns + frontend_ns_;
+        arrive(*next);
+        next = workload_.next();
+        ++events_;
+      }
+      lanes.advance_to(next ? next->arrival_ns + frontend_ns_ : kNeverNs);
+      if (hooks_.progress && (++windows & 0xff) == 0) report_progress();
+    }
+    events_ += lanes.events();
+    decode_run_steps_ += lanes.decode_run_steps();
+    now_ = std::max(now_, lanes.last_ns());
+    rejections_.add(lanes.rejections());
+    observer_ = hooks_.observer;
+    lanes_ = nullptr;
+  }
+
+ public:
+  SimResult collect() {
     SimResult result;
-    result.metrics.rejected = rejected_;
-    result.metrics.rejected_queue_full = rejected_queue_full_;
-    result.metrics.rejected_too_long = rejected_too_long_;
+    result.metrics.rejected = rejections_.total;
+    result.metrics.rejected_queue_full = rejections_.queue_full;
+    result.metrics.rejected_too_long = rejections_.too_long;
     result.metrics.classes.resize(scenario_.workload.classes.size());
     for (const auto& r : replicas_) {
       r->finish_run(now_);
@@ -206,12 +263,12 @@ class EventLoop {
     result.metrics.arrived = arrived_;
     for (std::size_t c = 0; c < class_arrived_.size(); ++c) {
       result.metrics.classes[c].arrived = class_arrived_[c];
-      result.metrics.classes[c].rejected += class_rejected_[c];
+      result.metrics.classes[c].rejected += rejections_.by_class[c];
     }
     result.metrics.stages.resize(stage_arrived_.size());
     for (std::size_t k = 0; k < stage_arrived_.size(); ++k) {
       result.metrics.stages[k].arrived = stage_arrived_[k];
-      result.metrics.stages[k].rejected += stage_rejected_[k];
+      result.metrics.stages[k].rejected += rejections_.by_stage[k];
     }
     result.metrics.trace_rows_skipped = workload_.trace_rows_skipped();
     if (fleet_kv_.one_replica) {
@@ -233,7 +290,6 @@ class EventLoop {
     result.events = events_;
     result.decode_run_steps = decode_run_steps_;
     check_end_of_run(result);
-    result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return result;
   }
 
@@ -262,7 +318,7 @@ class EventLoop {
 
   void report_progress() {
     // Completions and timeouts are counted by the replicas; rejections at the door here.
-    std::int64_t finished = rejected_;
+    std::int64_t finished = rejections_.total;
     for (const auto& r : replicas_) finished += r->metrics().completed + r->metrics().rejected_timeout;
     hooks_.progress(Progress{arrived_, finished, scenario_.workload.num_requests, ns_to_seconds(now_)});
   }
@@ -349,39 +405,48 @@ class EventLoop {
     // Later turns of a session come from completions, not from the arrival process; a closed
     // loop's next requests from departures.
     if (a.spec.turn == 0 && !closed_loop_) push_next_arrival();
+    arrive(a.spec);
+  }
+
+  // A request reaches the router at now_: counted, turned away at the door or routed.
+  void arrive(const RequestSpec& spec) {
     arrived_ += 1;
-    class_arrived_[a.spec.cls] += 1;
-    if (!stage_arrived_.empty()) stage_arrived_[a.spec.stage] += 1;
+    class_arrived_[spec.cls] += 1;
+    if (!stage_arrived_.empty()) stage_arrived_[spec.stage] += 1;
     Request r;
-    r.cls = static_cast<std::uint16_t>(a.spec.cls);
-    r.arrival_ns = a.spec.arrival_ns;
-    r.prompt_tokens = static_cast<std::int32_t>(a.spec.prompt_tokens);
-    r.output_tokens = static_cast<std::int32_t>(a.spec.output_tokens);
-    r.prefix_id = a.spec.prefix_id;
-    r.prefix_tokens = static_cast<std::int32_t>(a.spec.prefix_tokens);
-    r.stream_id = a.spec.stream_id;
-    r.turn = a.spec.turn;
-    r.stream_use = a.spec.stream_use;
-    r.priority = a.spec.priority;
-    r.stage = a.spec.stage;
+    r.cls = static_cast<std::uint16_t>(spec.cls);
+    r.arrival_ns = spec.arrival_ns;
+    r.prompt_tokens = static_cast<std::int32_t>(spec.prompt_tokens);
+    r.output_tokens = static_cast<std::int32_t>(spec.output_tokens);
+    r.prefix_id = spec.prefix_id;
+    r.prefix_tokens = static_cast<std::int32_t>(spec.prefix_tokens);
+    r.stream_id = spec.stream_id;
+    r.turn = spec.turn;
+    r.stream_use = spec.stream_use;
+    r.priority = spec.priority;
+    r.stage = spec.stage;
     r.id = static_cast<std::uint32_t>(arrived_ - 1);
     const std::uint32_t index = requests_.acquire(r);
     if (observer_) observer_->on_arrival(r.id, r, now_);
     // A request longer than max_model_len, or one a replica's KV cache could never hold even
     // alone, is rejected at once (vLLM does the same) rather than waiting forever; so is one that
     // finds its replica's queue full. A rejected turn ends its session.
-    const std::int64_t total = a.spec.prompt_tokens + a.spec.output_tokens;
+    const std::int64_t total = spec.prompt_tokens + spec.output_tokens;
     if (total > scenario_.engine.max_model_len || !fits_alone(entry_, total) ||
         (!decode_.members.empty() && !fits_alone(decode_, total))) {
       reject(index);
-      rejected_too_long_ += 1;
+      rejections_.too_long += 1;
       return;
     }
     const std::uint32_t target = route(entry_, r.prefix_id);
+    if (lanes_) {
+      lanes_->deliver(target, index, now_);
+      return;
+    }
     const Replica::Admission admission = replicas_[target]->enqueue(index, now_);
     if (admission != Replica::Admission::queued) {
       reject(index);
-      if (admission == Replica::Admission::queue_full) rejected_queue_full_ += 1;
+      if (admission == Replica::Admission::queue_full) rejections_.queue_full += 1;
       return;
     }
     request_schedule(target);
@@ -390,9 +455,7 @@ class EventLoop {
   void reject(std::uint32_t index) {
     Request& r = requests_[index];
     r.state = RequestState::rejected;
-    rejected_ += 1;
-    class_rejected_[r.cls] += 1;
-    if (!stage_rejected_.empty()) stage_rejected_[r.stage] += 1;
+    rejections_.count(r);
     if (observer_) observer_->on_rejected(r.id, r, now_);
     requests_.release(index);
   }
@@ -491,7 +554,8 @@ class EventLoop {
   RunObserver* observer_ = hooks_.observer;  // the tap in a closed loop (it forwards to hooks_.observer)
   RequestPool requests_;
   FleetKv fleet_kv_;
-  KernelTimeCaches kernel_times_;  // shared by the replicas; declared before them, destroyed after
+  // Shared by the replicas (one per cache group with sim_threads); declared before them, destroyed after.
+  std::vector<std::unique_ptr<KernelTimeCaches>> kernel_times_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<std::unique_ptr<GpuShare>> gpu_shares_;  // one per GPU when instances share GPUs
   Pool entry_, decode_;
@@ -505,14 +569,17 @@ class EventLoop {
   std::vector<Handoff> handoffs_;
   EventQueue<Payload> queue_;
   TimeNs now_ = 0;
-  std::int64_t arrived_ = 0, rejected_ = 0, rejected_queue_full_ = 0, rejected_too_long_ = 0, kv_transfers_ = 0;
-  std::vector<std::int64_t> class_arrived_, class_rejected_;  // the fleet's view (replicas count the rest)
-  std::vector<std::int64_t> stage_arrived_, stage_rejected_;  // likewise per arrival stage (empty without stages)
+  std::int64_t arrived_ = 0, kv_transfers_ = 0;
+  Rejections rejections_;  // at the door and (windows) by the replicas' queues; replicas count the rest
+  std::vector<std::int64_t> class_arrived_;  // the fleet's view
+  std::vector<std::int64_t> stage_arrived_;  // likewise per arrival stage (empty without stages)
   double kv_transfer_bytes_ = 0.0, kv_transfer_s_ = 0.0;
   bool sessions_ = scenario_.workload.sessions.turns > 1;
   std::vector<TimeNs> wake_pending_ns_;
   std::uint64_t events_ = 0, decode_run_steps_ = 0;
   bool fast_forward_ = hooks_.fast_forward && !hooks_.reference_path;
+  bool windowed_ = false;
+  FleetLanes* lanes_ = nullptr;  // while run_windows runs
 };
 
 void DepartureTap::on_rejected(std::uint32_t id, const Request& r, TimeNs now) {

@@ -65,6 +65,11 @@ struct SimHooks {
   // iteration, the per-step loop the tests compare it with. Also runs of quiet decode steps
   // (Replica::advance_decode_run) are committed without the policy or per-sequence work.
   bool fast_forward = true;
+  // Fleets in time windows (serve/fleet_lanes.hpp; on with fast_forward): each replica runs alone
+  // up to the next router decision. Off: the one event queue for every replica's events.
+  bool windows = true;
+  // Threads that run a window's replicas (issue 39): the same report as 1 (one thread, the default).
+  int sim_threads = 1;
   // O(KV capacity) allocator checks and the decode window's bookkeeping checks after every
   // iteration. On by default when built with SERVESIM_CHECK_INVARIANTS (Debug builds); the cheap
   // end-of-run checks always run.

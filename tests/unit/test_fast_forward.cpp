@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support.hpp"
@@ -160,4 +161,75 @@ TEST_CASE("fast-forward: observers see every iteration and transition as in the 
   CHECK(a.metrics.iterations > 1000);  // decode runs long enough to chain
   CHECK(fast_log.text.size() > 10000);
   CHECK(fast_log.text == step_log.text);
+}
+
+namespace {
+
+// The fleet variants the time windows are checked on: each router, equal-time arrivals and a full
+// queue, timeouts and dropped requests, a batching window (wake-ups), prefix caching.
+std::vector<std::pair<std::string, Scenario>> fleet_variants() {
+  const std::string def = (kRepo / "scenarios/default.json").string();
+  const std::vector<std::string> fleet = {"parallel.data_parallel_size=32", "workload.arrival.rate_per_s=320",
+                                          "workload.num_requests=1200"};
+  const auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), fleet.begin(), fleet.end());
+    return load_scenario(def, extra);
+  };
+  std::vector<std::pair<std::string, Scenario>> out;
+  for (const char* router : {"round_robin", "least_outstanding", "least_kv", "prefix_affinity"}) {
+    const std::string r = std::string("router.impl=") + router;
+    out.emplace_back(std::string("32 replicas, ") + router, with({r}));
+    out.emplace_back(std::string("all at once, queue limit, ") + router,
+                     with({r, "parallel.data_parallel_size=8", "workload.num_requests=400",
+                           R"(workload.arrival={"impl":"all_at_once"})", "engine.scheduler.max_queue_size=30"}));
+    out.emplace_back(std::string("timeouts, ") + router,
+                     with({r, "workload.request_timeout_s=4", "engine.scheduler.max_waiting_time_s=1.5",
+                           "workload.arrival.rate_per_s=900"}));
+    out.emplace_back(std::string("dynamic batching, prefix caching, ") + router,
+                     with({r, R"(engine.scheduler={"impl":"dynamic"})", "engine.enable_prefix_caching=true",
+                           R"(workload.shared_prefix={"num_prefixes":4,"prefix_tokens":300})"}));
+  }
+  return out;
+}
+
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t from = 0;
+  for (std::size_t at; (at = text.find('\n', from)) != std::string::npos; from = at + 1) lines.push_back(text.substr(from, at - from));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("fleet time windows: the one-queue loop's report, its transitions, and the same on 2 and 4 threads") {
+  // Windows change only the order of observer calls at one instant (replica by replica): the
+  // report is the queue's byte for byte, the transitions the same set, and any thread count
+  // gives the one-thread run's calls in the same order.
+  for (const auto& [label, s] : fleet_variants()) {
+    INFO(label);
+    TranscriptObserver queue_log, one_log, two_log, four_log;
+    SimHooks queue, one, two, four;
+    queue.windows = false;
+    queue.observer = &queue_log;
+    one.observer = &one_log;
+    two.observer = &two_log;
+    two.sim_threads = 2;
+    four.observer = &four_log;
+    four.sim_threads = 4;
+    const SimResult q = simulate(s, queue), a = simulate(s, one), b = simulate(s, two), c = simulate(s, four);
+    const std::string report = make_report(s, a).dump();
+    std::printf("fleet windows, %s: %llu events (%llu in quiet decode runs), %lld completed, %lld rejected, %s\n",
+                label.c_str(), static_cast<unsigned long long>(a.events), static_cast<unsigned long long>(a.decode_run_steps),
+                static_cast<long long>(a.metrics.completed), static_cast<long long>(a.metrics.rejected),
+                report == make_report(s, q).dump() ? "report identical to the queue's" : "REPORTS DIFFER");
+    CHECK(report == make_report(s, q).dump());
+    CHECK(a.events == q.events);
+    CHECK(sorted_lines(one_log.text) == sorted_lines(queue_log.text));
+    CHECK(report == make_report(s, b).dump());
+    CHECK(report == make_report(s, c).dump());
+    CHECK(one_log.text == two_log.text);
+    CHECK(one_log.text == four_log.text);
+    CHECK(a.decode_run_steps >= q.decode_run_steps);
+  }
 }

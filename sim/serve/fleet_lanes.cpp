@@ -1,0 +1,247 @@
+// Lanes of a fleet advanced in time windows (fleet_lanes.hpp). A lane mirrors, for one replica,
+// what EventLoop::start and the queue's phase order do: at an instant, its iteration's
+// completion, then the arrivals routed to it, then one start (which chains iterations and quiet
+// decode runs while they end before the lane's next event). The event count is the queue's:
+// one per iteration, arrival and wake-up, plus one per start deferred at an instant where the
+// lane has another event (or the router decides).
+#include "sim/serve/fleet_lanes.hpp"
+
+#include <algorithm>
+#include <tbb/parallel_for.h>
+#include <tbb/info.h>
+#include <tbb/task_arena.h>
+
+namespace servesim {
+
+void Rejections::add(const Rejections& o) {
+  total += o.total;
+  queue_full += o.queue_full;
+  too_long += o.too_long;
+  for (std::size_t c = 0; c < by_class.size(); ++c) by_class[c] += o.by_class[c];
+  for (std::size_t k = 0; k < by_stage.size(); ++k) by_stage[k] += o.by_stage[k];
+}
+
+int usable_threads(int requested) { return std::clamp(requested, 1, std::max(1, tbb::info::default_concurrency())); }
+
+namespace {
+// Completions and arrivals at t come before the router's decision at t, scheduling after it.
+constexpr TimeNs key_of(TimeNs t, bool schedule) { return 2 * t + (schedule ? 1 : 0); }
+constexpr TimeNs limit_of(TimeNs bound) { return bound == kNeverNs ? kNeverNs - 1 : key_of(bound, false); }
+}  // namespace
+
+Lane::Lane(Replica& replica, RequestPool& pool, bool observed, const Rejections& zero)
+    : buffer(replica.spec().index + 1), rejections(zero), replica_(replica), pool_(pool) {
+  if (observed) observer_ = &buffer;
+  replica_.set_observer(observer_, static_cast<std::int32_t>(replica.spec().index));
+  replica_.set_logs(&kv_log, &released);
+}
+
+TimeNs Lane::next_own_ns() const {
+  TimeNs t = kNeverNs;
+  if (!arrivals_.empty()) t = arrivals_.front().first;
+  if (!wakes_.empty()) t = std::min(t, wakes_.top());
+  return t;
+}
+
+TimeNs Lane::next_key() const {
+  TimeNs k = kNeverNs;
+  if (replica_.busy()) k = key_of(done_ns_, false);
+  if (!arrivals_.empty()) k = std::min(k, key_of(arrivals_.front().first, false));
+  if (!wakes_.empty()) k = std::min(k, key_of(wakes_.top(), true));
+  if (pending_ns_ >= 0) k = std::min(k, key_of(pending_ns_, true));
+  return k;
+}
+
+void Lane::run_to(TimeNs bound) {
+  const TimeNs limit = limit_of(bound);
+  for (TimeNs k = next_key(); k <= limit; k = next_key()) {
+    const TimeNs t = k / 2;
+    now_ns = t;
+    int local = 0;
+    bool triggered = false;  // the event loop's request_schedule would be called
+    if (replica_.busy() && done_ns_ == t) {
+      complete();
+      ++local;
+      triggered = true;
+    }
+    for (; !arrivals_.empty() && arrivals_.front().first == t; arrivals_.pop_front()) {
+      triggered |= arrive(arrivals_.front().second);
+      ++local;
+    }
+    if (t == bound) {  // the router decides at t before anything starts
+      if (triggered && !replica_.busy()) pending_ns_ = t;
+      return;
+    }
+    schedule_phase(t, local, triggered, bound);
+  }
+}
+
+void Lane::schedule_phase(TimeNs t, int local, bool triggered, TimeNs bound) {
+  bool woke = false;
+  for (; !wakes_.empty() && wakes_.top() == t; wakes_.pop()) {
+    events += 1;
+    woke = true;
+    ++local;
+  }
+  const bool pending = pending_ns_ == t;
+  if (pending) {
+    pending_ns_ = -1;
+    events += 1;  // the deferred start's event
+  } else if (triggered && local > 1 && !replica_.busy()) {
+    events += 1;  // deferred behind this lane's other events at t
+  }
+  if (triggered || woke || pending) start(bound);
+}
+
+void Lane::complete() {
+  handoffs_.clear();
+  replica_.finish_iteration(now_ns, handoffs_);
+  for (const std::uint32_t i : replica_.completed()) released.push_back(i);
+  events += 1;
+}
+
+bool Lane::arrive(std::uint32_t request) {
+  const Replica::Admission admission = replica_.enqueue(request, now_ns);
+  if (admission == Replica::Admission::queued) return true;
+  Request& r = pool_[request];
+  r.state = RequestState::rejected;
+  rejections.count(r);
+  if (admission == Replica::Admission::queue_full) rejections.queue_full += 1;
+  if (observer_) observer_->on_rejected(r.id, r, now_ns);
+  released.push_back(request);
+  return false;
+}
+
+// EventLoop::start with this lane's next event (or the window's end) as the horizon.
+void Lane::start(TimeNs bound) {
+  if (replica_.busy()) return;
+  for (;;) {
+    const TimeNs horizon = std::min(bound, next_own_ns());
+    const std::int64_t steps = replica_.advance_decode_run(now_ns, horizon);
+    decode_run_steps += static_cast<std::uint64_t>(steps);
+    events += static_cast<std::uint64_t>(steps);
+    const std::optional<TimeNs> duration = replica_.start_iteration(now_ns);
+    if (!duration) {
+      if (const TimeNs wake = replica_.wake_at_ns(); wake > now_ns && wake != wake_pending_ns_) {
+        wake_pending_ns_ = wake;
+        wakes_.push(wake);
+      }
+      return;
+    }
+    const TimeNs end = now_ns + *duration;
+    if (end >= horizon) {
+      done_ns_ = end;
+      return;
+    }
+    now_ns = end;
+    complete();
+  }
+}
+
+struct FleetLanes::Arena {
+  explicit Arena(int threads) : arena(threads) {}
+  tbb::task_arena arena;
+};
+
+FleetLanes::FleetLanes(std::vector<std::unique_ptr<Replica>>& replicas, RequestPool& pool, FleetKv& fleet,
+                       RunObserver* observer, int threads, const Rejections& zero)
+    : pool_(pool),
+      fleet_(fleet),
+      observer_(observer),
+      threads_(static_cast<std::size_t>(usable_threads(threads))) {
+  for (auto& r : replicas) lanes_.push_back(std::make_unique<Lane>(*r, pool, observer != nullptr, zero));
+  key_.assign(lanes_.size(), kNeverNs);
+  if (threads_ > 1) {
+    arena_ = std::make_unique<Arena>(static_cast<int>(threads_));
+    buckets_.resize(threads_);
+  }
+}
+
+FleetLanes::~FleetLanes() = default;
+
+void FleetLanes::deliver(std::uint32_t replica, std::uint32_t request, TimeNs at) {
+  lanes_[replica]->deliver(request, at);
+  if (const TimeNs k = key_of(at, false); k < key_[replica]) {
+    key_[replica] = k;
+    heap_.emplace(k, replica);
+  }
+}
+
+void FleetLanes::advance_to(TimeNs bound) {
+  const TimeNs limit = limit_of(bound);
+  active_.clear();
+  while (!heap_.empty() && heap_.top().first <= limit) {
+    const auto [key, lane] = heap_.top();
+    heap_.pop();
+    if (key != key_[lane]) continue;  // superseded by an earlier key
+    key_[lane] = kNeverNs;
+    active_.push_back(lane);
+  }
+  run(bound);
+  std::sort(active_.begin(), active_.end());
+  merge();
+  for (const std::uint32_t lane : active_) {
+    const TimeNs k = lanes_[lane]->next_key();
+    key_[lane] = k;
+    if (k != kNeverNs) heap_.emplace(k, lane);
+  }
+}
+
+void FleetLanes::run(TimeNs bound) {
+  if (threads_ <= 1 || active_.size() < 2) {
+    for (const std::uint32_t lane : active_) lanes_[lane]->run_to(bound);
+    return;
+  }
+  for (auto& b : buckets_) b.clear();
+  for (const std::uint32_t lane : active_) buckets_[cache_group(lane, lanes_.size(), threads_)].push_back(lane);
+  arena_->arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, buckets_.size(), [&](std::size_t g) {
+      for (const std::uint32_t lane : buckets_[g]) lanes_[lane]->run_to(bound);
+    });
+  });
+}
+
+void FleetLanes::merge() {
+  if (observer_) {
+    flush_.clear();
+    if (!door_.empty()) flush_.push_back(&door_);
+    for (const std::uint32_t lane : active_) {
+      if (!lanes_[lane]->buffer.empty()) flush_.push_back(&lanes_[lane]->buffer);
+    }
+    if (!flush_.empty()) ObserverBuffer::flush(flush_, *observer_);
+  }
+  for (const std::uint32_t lane : active_) {
+    Lane& l = *lanes_[lane];
+    changes_.insert(changes_.end(), l.kv_log.begin(), l.kv_log.end());
+    l.kv_log.clear();
+    for (const std::uint32_t i : l.released) pool_.release(i);
+    l.released.clear();
+  }
+  fleet_.apply(changes_);
+}
+
+std::uint64_t FleetLanes::events() const {
+  std::uint64_t n = 0;
+  for (const auto& l : lanes_) n += l->events;
+  return n;
+}
+
+std::uint64_t FleetLanes::decode_run_steps() const {
+  std::uint64_t n = 0;
+  for (const auto& l : lanes_) n += l->decode_run_steps;
+  return n;
+}
+
+TimeNs FleetLanes::last_ns() const {
+  TimeNs t = 0;
+  for (const auto& l : lanes_) t = std::max(t, l->now_ns);
+  return t;
+}
+
+Rejections FleetLanes::rejections() const {
+  Rejections sum = lanes_.front()->rejections;
+  for (std::size_t i = 1; i < lanes_.size(); ++i) sum.add(lanes_[i]->rejections);
+  return sum;
+}
+
+}  // namespace servesim

@@ -1,0 +1,127 @@
+// A fleet advanced in conservative time windows (issue 39): between two router decisions the
+// replicas do not interact, so each replica (its Lane) handles its own events alone up to the
+// window's end, the next instant anything outside it can read or change its state (the next
+// arrival the router has not routed yet). A lane chains its iterations and quiet decode runs up
+// to its own next event, not to the fleet's next event, and lanes can run on several threads.
+// What the rest of the simulation sees is defined without the execution order: observer calls
+// are buffered per lane and replayed at the window's end in (time, source, order) order
+// (metrics/observer_buffer.hpp); KV block changes are applied to the fleet's totals in time order
+// (FleetKv::apply); finished requests return to the pool at the window's end, lane by lane.
+// Used by the event loop (simulation.cpp) when nothing else crosses replicas: see
+// EventLoop::windows_apply.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "sim/metrics/observer_buffer.hpp"
+#include "sim/serve/replica.hpp"
+
+namespace servesim {
+
+constexpr TimeNs kNeverNs = std::numeric_limits<TimeNs>::max();
+
+// Requests turned away, by the door (the event loop) or by a replica's full queue.
+struct Rejections {
+  std::int64_t total = 0, queue_full = 0, too_long = 0;
+  std::vector<std::int64_t> by_class, by_stage;  // by_stage empty without arrival stages
+  void count(const Request& r) {
+    total += 1;
+    by_class[r.cls] += 1;
+    if (!by_stage.empty()) by_stage[r.stage] += 1;
+  }
+  void add(const Rejections& o);
+};
+
+// No more threads than the process may use (one core under taskset: 1, no TBB arena).
+int usable_threads(int requested);
+
+// Which of `groups` kernel-time-cache groups replica `index` of `replicas` belongs to: lanes of
+// one group run on one thread at a time, so a group shares one KernelTimeCaches.
+inline std::size_t cache_group(std::size_t index, std::size_t replicas, std::size_t groups) {
+  return index * groups / replicas;
+}
+
+// One replica's events: its iteration completions, the arrivals routed to it, its scheduling
+// and its policy's wake-ups, in the event queue's phase order (core/event_queue.hpp).
+class Lane {
+ public:
+  Lane(Replica& replica, RequestPool& pool, bool observed, const Rejections& zero);
+  void deliver(std::uint32_t request, TimeNs at) { arrivals_.emplace_back(at, request); }
+  // Handles every event before the scheduling at `bound` (kNeverNs: all): completions and
+  // delivered arrivals at `bound` included, a start at `bound` waits for the router's decision.
+  void run_to(TimeNs bound);
+  // 2t for a completion or arrival at t, 2t + 1 for scheduling at t; kNeverNs when none.
+  TimeNs next_key() const;
+
+  ObserverBuffer buffer;
+  std::vector<FleetKv::Change> kv_log;
+  std::vector<std::uint32_t> released;  // requests to return to the pool
+  Rejections rejections;
+  std::uint64_t events = 0, decode_run_steps = 0;
+  TimeNs now_ns = 0;  // its last event
+
+ private:
+  void complete();
+  bool arrive(std::uint32_t request);
+  void schedule_phase(TimeNs t, int local, bool triggered, TimeNs bound);
+  void start(TimeNs bound);
+  TimeNs next_own_ns() const;  // its next arrival or wake-up
+
+  Replica& replica_;
+  RequestPool& pool_;
+  RunObserver* observer_ = nullptr;
+  TimeNs done_ns_ = 0;     // the running iteration's end (replica busy)
+  TimeNs pending_ns_ = -1; // a start deferred to the scheduling phase at this instant
+  TimeNs wake_pending_ns_ = -1;
+  std::deque<std::pair<TimeNs, std::uint32_t>> arrivals_;
+  std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>> wakes_;
+  std::vector<Handoff> handoffs_;  // none without disaggregation
+};
+
+class FleetLanes {
+ public:
+  // threads > 1: each window's lanes run on usable_threads(threads), in cache groups (cache_group).
+  FleetLanes(std::vector<std::unique_ptr<Replica>>& replicas, RequestPool& pool, FleetKv& fleet, RunObserver* observer,
+             int threads, const Rejections& zero);
+  ~FleetLanes();
+  // The router sent `request` to `replica` at `at` (not before the last window's bound).
+  void deliver(std::uint32_t replica, std::uint32_t request, TimeNs at);
+  // Every lane with events before the scheduling at `bound` runs to it; then the window's
+  // observer calls, KV changes and released requests are merged.
+  void advance_to(TimeNs bound);
+  // Observer calls of the event loop itself (arrivals, rejections at the door): merged first at
+  // an instant.
+  ObserverBuffer& door() { return door_; }
+
+  std::uint64_t events() const;
+  std::uint64_t decode_run_steps() const;
+  TimeNs last_ns() const;
+  Rejections rejections() const;
+
+ private:
+  void run(TimeNs bound);
+  void merge();
+
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  RequestPool& pool_;
+  FleetKv& fleet_;
+  RunObserver* observer_;
+  ObserverBuffer door_{0};
+  std::size_t threads_;
+  struct Arena;
+  std::unique_ptr<Arena> arena_;  // TBB, when threads_ > 1
+  std::vector<TimeNs> key_;       // each lane's entry in heap_ (kNeverNs: none or running)
+  std::priority_queue<std::pair<TimeNs, std::uint32_t>, std::vector<std::pair<TimeNs, std::uint32_t>>, std::greater<>> heap_;
+  std::vector<std::uint32_t> active_;
+  std::vector<std::vector<std::uint32_t>> buckets_;
+  std::vector<ObserverBuffer*> flush_;
+  std::vector<FleetKv::Change> changes_;
+};
+
+}  // namespace servesim
