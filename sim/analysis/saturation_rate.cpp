@@ -36,7 +36,24 @@ struct ReplicationOutcome {
   double goodput_requests_per_s = 0.0, success_frac = 0.0, mean_batch = 0.0, mean_context_tokens = 0.0, mean_output_tokens = 0.0;
   std::int64_t kv_capacity_tokens = 0;
   std::array<double, kLoadFigures> load{};  // kLoadPaths' values
+  double slo_ratio = 0.0;  // binding_ratio: how far the run is from its SLO (decide_far_ratio)
 };
+
+// The least threshold / value over every class's latency targets, capped (a zero latency); 0 when
+// no target is set.
+double binding_ratio(const SloResult& slo) {
+  constexpr double kCap = 1e9;
+  double ratio = 0.0;
+  bool any = false;
+  for (const ClassSloResult& c : slo.classes) {
+    for (const SloTarget& t : c.targets) {
+      const double r = t.value_s > t.threshold_s / kCap ? t.threshold_s / t.value_s : kCap;
+      ratio = any ? std::min(ratio, r) : r;
+      any = true;
+    }
+  }
+  return ratio;
+}
 
 ReplicationOutcome replicate(const Scenario& s) {
   const SimResult r = simulate(s);
@@ -50,6 +67,7 @@ ReplicationOutcome replicate(const Scenario& s) {
   // null, and a probe passes when enough requests complete (min_success_frac).
   const SloResult slo = evaluate_slo(s.workload, r.metrics);
   out.met = slo.met;
+  out.slo_ratio = binding_ratio(slo);
   if (!out.met) out.miss = slo_miss(s.workload, slo);
   out.goodput_requests_per_s = m.at("slo.goodput_requests_per_s");
   out.success_frac = m.at("slo.success_frac");
@@ -70,14 +88,15 @@ const JobCodec<ReplicationOutcome> replication_codec = {
                                                 exact_number(o.mean_batch), exact_number(o.mean_context_tokens),
                                                 exact_number(o.mean_output_tokens), o.kv_capacity_tokens, o.miss});
       for (const double v : o.load) j.push_back(exact_number(v));
+      j.push_back(exact_number(o.slo_ratio));
       return j;
     },
     [](const nlohmann::json& j, const JobOrigin& at) {
       const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity, miss, "
-                               "TTFT, TPOT and E2E p50/p99, requests/s, output tokens/s";
+                               "TTFT, TPOT and E2E p50/p99, requests/s, output tokens/s, SLO ratio";
       const KeyRange rate{0.0, 1e9, false, false}, fraction{0.0, 1.0, false, false}, count{0.0, 1e15, false, false};
       ReplicationOutcome o;
-      o.met = at.boolean(at.element(j, 0, 8 + kLoadFigures, "", what), "[0]");
+      o.met = at.boolean(at.element(j, 0, 9 + kLoadFigures, "", what), "[0]");
       o.goodput_requests_per_s = at.number(j[1], rate, "[1]");
       o.success_frac = at.number(j[2], fraction, "[2]");
       o.mean_batch = at.number(j[3], count, "[3]");
@@ -91,6 +110,7 @@ const JobCodec<ReplicationOutcome> replication_codec = {
         key += ']';
         o.load[i] = at.number(j[8 + i], count, key);
       }
+      o.slo_ratio = at.number(j[8 + kLoadFigures], count, "[" + std::to_string(8 + kLoadFigures) + "]");
       return o;
     }};
 
@@ -125,6 +145,12 @@ SaturateProbe summarize(double rate, const std::vector<ReplicationOutcome>& resu
   return p;
 }
 
+// A replication whose binding SLO ratio is `factor` or more from 1 on its verdict's side: met with
+// ratio >= factor, or missed with ratio <= 1 / factor (its latency that far past the target).
+bool far_from_slo(const ReplicationOutcome& r, double factor) {
+  return r.slo_ratio > 0.0 && (r.met ? r.slo_ratio >= factor : r.slo_ratio <= 1.0 / factor);
+}
+
 // The replications of a probe: all R at once, or (decide_early) one at a time until a majority of
 // R is decided: passed > R / 2, or too few left to reach it.
 std::vector<ReplicationOutcome> probe_outcomes(const RateScenarioFactory& make, std::uint64_t base_seed, double rate,
@@ -137,6 +163,7 @@ std::vector<ReplicationOutcome> probe_outcomes(const RateScenarioFactory& make, 
     if (out.back().met) ++passed;
     const int left = o.replications - i - 1;
     if (2 * passed > o.replications || 2 * (passed + left) <= o.replications) break;
+    if (i == 0 && o.decide_far_ratio > 1.0 && far_from_slo(out.front(), o.decide_far_ratio)) break;
   }
   return out;
 }

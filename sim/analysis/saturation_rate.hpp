@@ -49,6 +49,12 @@ struct SaturateOptions {
   // (latency does not fall as the rate rises), known in one probe instead of the rest of the
   // halving (the slowest runs: one request at a time); if it passes, the halving goes on.
   double floor_first_below_per_s = 0.0;
+  // With decide_early: a probe whose first replication meets the SLO with its binding latency at
+  // most the target / this factor, or misses it at this factor x the target or more, is decided by
+  // that replication alone (0: off): the other seeds would have to move that latency by the factor
+  // to outvote it. The binding latency is the one with the least threshold / value over every
+  // class's targets; without a latency target nothing is decided early this way.
+  double decide_far_ratio = 0.0;
   std::function<void(const SaturateProgress&)> progress;  // optional; called before each probe
   // Optional: a probe's replications spread over processes (--mpi); every process takes the same
   // path through the search, since each gets every replication's outcome.

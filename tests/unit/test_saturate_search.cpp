@@ -1,4 +1,4 @@
-// The search's two economies (SaturateOptions::decide_early, floor_first_below_per_s) give the
+// The search's economies (SaturateOptions::decide_early, decide_far_ratio, floor_first_below_per_s) give the
 // same answer as the plain search with fewer simulations: the same stable rate, bracket, figures at
 // the stable rate and probed rates; and the same one-line reason when no rate meets the SLO.
 #include <doctest/doctest.h>
@@ -45,6 +45,15 @@ SloConfig chat_slo() {
   return slo;
 }
 
+// Three seeds a probe, to 5%, from 1 req/s.
+SaturateOptions three_seeds_from_1() {
+  SaturateOptions o;
+  o.replications = 3;
+  o.rel_tolerance = 0.05;
+  o.start_rate_per_s = 1.0;
+  return o;
+}
+
 SaturateResult search(const nlohmann::json& doc, const SloConfig& slo, SaturateOptions o, int& simulations) {
   simulations = 0;
   o.parallel = false;
@@ -57,10 +66,7 @@ SaturateResult search(const nlohmann::json& doc, const SloConfig& slo, SaturateO
 TEST_CASE("decide_early: the same search and figures as every replication at every probe, fewer runs") {
   const auto doc = workload(150);
   const SloConfig slo = chat_slo();
-  SaturateOptions o;
-  o.replications = 3;
-  o.rel_tolerance = 0.05;
-  o.start_rate_per_s = 1.0;
+  SaturateOptions o = three_seeds_from_1();
   int plain_runs = 0, early_runs = 0;
   const SaturateResult plain = search(doc, slo, o, plain_runs);
   o.decide_early = true;
@@ -126,4 +132,33 @@ TEST_CASE("floor_first_below: a rate that passes below the threshold is found as
   CHECK(floor.first_failing_qps == plain.first_failing_qps);
   CHECK(floor.batch_at_stable_qps == plain.batch_at_stable_qps);
   CHECK(floor.probes.size() == plain.probes.size() + 1);  // the floor's probe, once
+}
+
+TEST_CASE("decide_far_ratio: probes far from the SLO decided by their first seed; the same search, fewer runs") {
+  const auto doc = workload(150);
+  const SloConfig slo = chat_slo();
+  SaturateOptions o = three_seeds_from_1();  // 1 req/s, far below the stable rate: the first probes meet the SLO by far
+  o.decide_early = true;
+  int early_runs = 0, far_runs = 0;
+  const SaturateResult early = search(doc, slo, o, early_runs);
+  o.decide_far_ratio = 2.0;
+  const SaturateResult far = search(doc, slo, o, far_runs);
+  std::size_t alone = 0;
+  for (const SaturateProbe& p : far.probes) alone += p.runs == 1 ? 1 : 0;
+  std::printf("decide_far_ratio 2: stable %.4g req/s; %d runs -> %d, %zu of %zu probes decided by one seed\n", far.stable_qps,
+              early_runs, far_runs, alone, far.probes.size());
+  REQUIRE(early.stable_qps > 0.0);
+  CHECK(far.stable_qps == early.stable_qps);
+  CHECK(far.first_failing_qps == early.first_failing_qps);
+  CHECK(far.batch_at_stable_qps == early.batch_at_stable_qps);  // the stable probe still runs every seed
+  REQUIRE(far.probes.size() == early.probes.size());
+  for (std::size_t i = 0; i < far.probes.size(); ++i) {
+    CHECK(far.probes[i].rate_per_s == early.probes[i].rate_per_s);
+    const bool far_passes = 2 * far.probes[i].passed > far.probes[i].runs, early_passes = 2 * early.probes[i].passed > early.probes[i].runs;
+    CHECK(far_passes == early_passes);
+  }
+  CHECK(alone > 0);
+  CHECK(far_runs <= early_runs - static_cast<int>(alone));  // each saves one run at least
+  // The first probe, at 1 req/s, meets the SLO with its latency under half the target: one seed.
+  CHECK(far.probes.front().runs == 1);
 }
