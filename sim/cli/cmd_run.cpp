@@ -42,7 +42,9 @@ struct RunOutputs {
 const IntegerFlag kTraceRequests{"trace-requests", "trace.json: follow at most N requests (the first to arrive)", {0, 1e8}, "1000"};
 const NumberFlag kTraceSeconds{"trace-seconds", "trace.json: iterations, counters and requests of the first S simulated seconds",
                                {0, 1e9}, "60"};
-const IntegerFlag kReplications{"replications", "also run N-1 more seeds and report the spread of P95/P99 (report.replications)",
+const IntegerFlag kReplications{"replications",
+                                "also run N-1 more seeds (on a trace: resamples of its requests) and report the spread of P95/P99 "
+                                "(report.replications)",
                                 {1, 1000}, "1"};
 const IntegerFlag kSimThreads{"sim-threads", "threads that advance a fleet's replicas between router decisions (the same report at any count)",
                               {1, 256}, "1"};
@@ -102,44 +104,76 @@ void commit_outputs(const std::filesystem::path& out_dir, const nlohmann::json& 
   }
 }
 
+// A trace that gives the requests' lengths fixes everything a run draws from the seed: its
+// replications after the first replay the trace's requests resampled (trace_bootstrap.hpp).
+bool bootstraps_trace(const Scenario& s) {
+  if (!s.workload.trace) return false;
+  for (const RequestClass& c : s.workload.classes) {
+    if (c.prompt_tokens.kind == LengthDist::Kind::trace || c.output_tokens.kind == LengthDist::Kind::trace) return true;
+  }
+  return false;
+}
+
+// One figure over the runs. Seeds: mean and the Student t interval of that mean. Bootstrap (runs
+// 1..N-1 resample the trace): the trace's own run's figure with its bootstrap standard error, the
+// resamples' standard deviation, as a normal 95% interval; it does not shrink with more
+// replications (they estimate the error, not average it away).
+nlohmann::json replicated_figure(const std::vector<double>& xs, bool bootstrap) {
+  const Interval iv = bootstrap ? interval(std::vector<double>(xs.begin() + 1, xs.end())) : interval(xs);
+  const double centre = bootstrap ? xs.front() : iv.mean, half = bootstrap ? 1.96 * iv.stddev : iv.ci95_half;
+  nlohmann::json f = {{"mean", iv.mean}, {"stddev", iv.stddev}, {"ci95_half_width", half}, {"ci95_low", centre - half},
+                      {"ci95_high", centre + half}, {"min", iv.min}, {"max", iv.max}};
+  if (bootstrap) f["run"] = xs.front();
+  return f;
+}
+
 // report.replications: the seeds and, per replicated metric, mean, spread and 95% interval.
 nlohmann::json replications_json(const Scenario& scenario, const SimResult& result, const std::vector<Scenario>& more,
                                  const std::vector<Metrics>& more_metrics) {
   std::vector<Metrics> metrics{summarize_run(scenario, result)};
   metrics.insert(metrics.end(), more_metrics.begin(), more_metrics.end());
-  nlohmann::json rep = {{"count", metrics.size()}, {"seeds", nlohmann::json::array({scenario.seed})}, {"metrics", nlohmann::json::object()}};
+  const bool bootstrap = bootstraps_trace(scenario);
+  nlohmann::json rep = {{"count", metrics.size()}, {"seeds", nlohmann::json::array({scenario.seed})}, {"metrics", nlohmann::json::object()},
+                        {"method", bootstrap ? "bootstrap over the trace's requests" : "seeds"}};
   for (const auto& s : more) rep["seeds"].push_back(s.seed);
-  // Every figure of every seed equal: nothing the run simulates drew from the seed (a trace's
-  // arrivals and lengths, or constant arrivals and fixed lengths), so each interval is 0 by
-  // construction, not because the estimate is exact.
+  // Every figure of every seed equal: nothing the run simulates drew from the seed (a trace's or
+  // constant arrivals and fixed lengths), so each interval is 0 by construction, not because the estimate
+  // is exact.
   bool identical = true;
   for (const auto& m : metrics) identical = identical && m == metrics.front();
   rep["identical_runs"] = identical;
   for (const auto& name : replicated_metrics()) {
     std::vector<double> xs;
     for (const auto& m : metrics) xs.push_back(metric(m, name));
-    const Interval iv = interval(xs);
-    rep["metrics"][name] = {{"mean", iv.mean}, {"stddev", iv.stddev}, {"ci95_half_width", iv.ci95_half},
-                            {"ci95_low", iv.mean - iv.ci95_half}, {"ci95_high", iv.mean + iv.ci95_half},
-                            {"min", iv.min}, {"max", iv.max}};
+    rep["metrics"][name] = replicated_figure(xs, bootstrap);
   }
   return rep;
 }
 
-void print_run(const nlohmann::json& report, double wall_s, int reps, const std::filesystem::path& out_dir, const RunOutputs& o) {
-  print_summary(std::cout, report, wall_s);
-  if (reps > 1) {
-    for (const char* name : {"latency.ttft_s.p99", "latency.tpot_s.p99", "latency.e2e_s.p99"}) {
-      const auto& m = report["replications"]["metrics"][name];
-      std::printf("  %-19s %d seeds: mean %.4f s, 95%% CI +/- %.4f s\n", name, reps, m["mean"].get<double>(),
-                  m["ci95_half_width"].get<double>());
-    }
-    if (report["replications"]["identical_runs"].get<bool>()) {
-      std::printf("  seeds      the %d seeds gave identical runs: nothing this scenario simulates is drawn from the seed (a trace's "
-                  "arrivals and lengths, or constant arrivals and fixed lengths), so each interval is 0; it is the spread across "
-                  "seeds, not the trace's sampling error\n", reps);
+// The lines under the summary for --replications.
+void print_replications(const nlohmann::json& rep, int reps) {
+  const bool bootstrap = rep["method"] != "seeds";
+  for (const char* name : {"latency.ttft_s.p99", "latency.tpot_s.p99", "latency.e2e_s.p99"}) {
+    const auto& m = rep["metrics"][name];
+    if (bootstrap) {
+      std::printf("  %-19s %.4f s, bootstrap 95%% CI +/- %.4f s (%d resamples of the trace's requests)\n", name, m["run"].get<double>(),
+                  m["ci95_half_width"].get<double>(), reps - 1);
+    } else {
+      std::printf("  %-19s %d seeds: mean %.4f s, 95%% CI +/- %.4f s\n", name, reps, m["mean"].get<double>(), m["ci95_half_width"].get<double>());
     }
   }
+  if (bootstrap) {
+    std::printf("  bootstrap  runs 2..%d replay the trace's requests drawn with replacement at the trace's own arrival times; the "
+                "interval is the figure's spread over such request mixes, not over arrival patterns\n", reps);
+  } else if (rep["identical_runs"].get<bool>()) {
+    std::printf("  seeds      the %d seeds gave identical runs: nothing this scenario simulates is drawn from the seed (constant "
+                "arrivals and fixed lengths), so each interval is 0; it is the spread across seeds, not a measured precision\n", reps);
+  }
+}
+
+void print_run(const nlohmann::json& report, double wall_s, int reps, const std::filesystem::path& out_dir, const RunOutputs& o) {
+  print_summary(std::cout, report, wall_s);
+  if (reps > 1) print_replications(report["replications"], reps);
   std::cout << "  report     " << (out_dir / "report.json").string() << "\n";
   if (o.recorder) std::cout << "  html       " << (out_dir / "report.html").string() << "\n";
   if (o.csv) std::cout << "  requests   " << (out_dir / "requests.csv").string() << " (" << o.csv->rows() << " rows)\n";
@@ -184,7 +218,14 @@ int cmd_run(const std::vector<std::string>& args) {
   // Replications 1..N-1: independent seeds spread over cores (TBB) without outputs; the report,
   // CSV, trace and HTML are seed 0's, run below with the observers.
   std::vector<Scenario> more;
-  for (int i = 1; i < reps; ++i) more.push_back(src.load({}, static_cast<long long>(replication_seed(scenario.seed, i))));
+  if (reps == 2 && bootstraps_trace(scenario)) {
+    throw InputError("servesim run", "--replications",
+                     "2 on a trace: the runs after the first resample the trace's requests, and one resample gives no spread; give 3 or more");
+  }
+  for (int i = 1; i < reps; ++i) {
+    more.push_back(src.load({}, static_cast<long long>(replication_seed(scenario.seed, i))));
+    if (more.back().workload.trace) more.back().workload.trace->bootstrap = bootstraps_trace(scenario);
+  }
   const std::vector<Metrics> more_metrics = run_all(more, true);
 
   const std::filesystem::path out_dir = parsed["out"].as<std::string>();

@@ -67,6 +67,10 @@ struct TraceConfig {
   // and a row with a prefix id but no length shares nothing.
   std::int64_t prefix_tokens = 0;
   TraceOpener open;            // set by the parser (io/scenario_io): a reader of the file's rows
+  // Replay the trace's requests resampled with replacement, drawn from the scenario's seed
+  // (workload/trace_bootstrap.hpp): run --replications sets it on the replications after the
+  // first. Not a scenario key.
+  bool bootstrap = false;
 };
 
 // Latency targets at a percentile, plus the success rate they must come with. 0 = no target.

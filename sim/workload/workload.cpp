@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/core/error.hpp"
+#include "sim/workload/trace_bootstrap.hpp"
 
 namespace servesim {
 
@@ -131,6 +132,7 @@ double ArrivalProcess::next_in_stages_s() {
 
 WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t seed)
     : config_(config),
+      seed_(seed),
       arrivals_(config.arrival, seed),
       class_rng_(seed, "class"),
       prefix_rng_(seed, "shared_prefix"),
@@ -152,7 +154,7 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
                        "a looping trace never ends: set workload.num_requests or workload.duration_s");
     }
     if (!config_.trace->open) throw std::logic_error("workload.trace has no reader (the scenario parser sets TraceConfig::open)");
-    trace_ = config_.trace->open();
+    trace_ = open_trace();
   }
   const std::int64_t turns = config_.sessions.turns;
   if (config_.num_requests >= 0) sessions_total_ = (config_.num_requests + turns - 1) / turns;
@@ -173,6 +175,11 @@ WorkloadGenerator::WorkloadGenerator(const WorkloadConfig& config, std::uint64_t
 }
 
 WorkloadGenerator::~WorkloadGenerator() = default;
+
+std::unique_ptr<TraceRows> WorkloadGenerator::open_trace() {
+  std::unique_ptr<TraceRows> rows = config_.trace->open();
+  return config_.trace->bootstrap ? bootstrap_rows(std::move(rows), seed_, trace_passes_++) : std::move(rows);
+}
 
 std::int64_t WorkloadGenerator::trace_rows_skipped() const {
   return trace_skipped_before_ + (trace_ ? trace_->skipped_rows() : 0);
@@ -209,7 +216,7 @@ std::optional<RequestSpec> WorkloadGenerator::next_request(std::optional<double>
       }
       trace_offset_s_ = next_offset_s;
       trace_skipped_before_ += trace_->skipped_rows();
-      trace_ = config_.trace->open();
+      trace_ = open_trace();
       row = trace_->next();
     }
     if (!row) return std::nullopt;

@@ -95,7 +95,9 @@ class WorkloadGenerator {
   std::optional<RequestSpec> next_request(std::optional<double> sent_s);
   std::uint32_t pick_class(const std::string& label);
   StreamUse stream_use(std::int32_t turn) const;
+  std::unique_ptr<TraceRows> open_trace();
   WorkloadConfig config_;
+  std::uint64_t seed_;  // the scenario's: a bootstrapped trace's draws
   ArrivalProcess arrivals_;
   RngStream class_rng_;
   std::vector<double> class_cdf_;
@@ -103,6 +105,7 @@ class WorkloadGenerator {
   std::unique_ptr<TraceRows> trace_;
   double trace_offset_s_ = 0.0, trace_last_s_ = 0.0;
   std::int64_t trace_skipped_before_ = 0;
+  std::uint64_t trace_passes_ = 0;  // times the trace was opened (a looping trace reopens at its end)
   RngStream prefix_rng_;
   RngStream priority_rng_;
   std::vector<double> priority_cdf_;

@@ -494,10 +494,10 @@ case_stream_fifo_without_writer() {
 }
 case_stream_under_the_limit() {
   # A stream is read once and kept: the trace is read for the saturation batch, then for the
-  # requests, then for each replication.
+  # requests, then for each replication (runs 2 and 3 resample it: a trace's replications need 3).
   printf '{"arrival_s": %s, "prompt_tokens": 100, "output_tokens": 20}\n' 0 0.5 1 1.5 2 >t.jsonl
   scenario s.json "$(trace_workload /dev/stdin jsonl)"
-  cat t.jsonl | expect 0 "" -- run s.json --out out --quiet --replications 2
+  cat t.jsonl | expect 0 "" -- run s.json --out out --quiet --replications 3
   grep -q '"completed": 5' out/report.json || fail "the run from a stream did not complete its 5 requests"
   scenario s2.json "$(trace_workload t.jsonl jsonl)"
   expect 0 "" -- run <(cat s2.json) --out out2 --quiet

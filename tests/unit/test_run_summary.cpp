@@ -1,5 +1,6 @@
 // `servesim run`'s summary and report.replications: a line per request class when the workload
-// has several, and replications that cannot differ (nothing drawn from the seed) said to be so.
+// has several; replications on a trace resample its requests (bootstrap), and replications that
+// cannot differ (nothing drawn from the seed) are said to be so.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -67,15 +68,49 @@ TEST_CASE("the summary has a line per request class: its status, each target aga
   CHECK(single.str().find("\n    ") == std::string::npos);
 }
 
-TEST_CASE("run --replications says when the seeds cannot differ (a trace fixes everything) and when they do") {
+TEST_CASE("run --replications on a trace: the runs after the first resample its requests (bootstrap), a non-zero interval, deterministic") {
+  // 120 requests of mixed lengths at ~5 req/s: the mix decides how much queueing the run sees.
   std::string rows;
-  for (int i = 0; i < 40; ++i) rows += "{\"arrival_s\": " + std::to_string(0.3 * i) + ", \"prompt_tokens\": 200, \"output_tokens\": 20}\n";
+  const int prompts[] = {64, 300, 900, 2000}, outputs[] = {16, 80, 300};
+  for (int i = 0; i < 120; ++i) {
+    rows += "{\"arrival_s\": " + std::to_string(0.2 * i) + ", \"prompt_tokens\": " + std::to_string(prompts[(i * 7) % 4]) +
+            ", \"output_tokens\": " + std::to_string(outputs[(i * 5) % 3]) + "}\n";
+  }
   auto doc = test::base_scenario();
   doc["workload"] = {{"trace", {{"path", test::write_temp("replications_trace.jsonl", rows)}, {"format", "jsonl"}}},
                      {"arrival", {{"impl", "trace"}}},
                      {"prompt_tokens", {{"impl", "trace"}}},
                      {"output_tokens", {{"impl", "trace"}}}};
-  const auto [fixed_out, fixed] = run_cli_report(test::write_temp("replications_trace.json", doc.dump()), "--replications 3");
+  const std::string scen = test::write_temp("replications_trace.json", doc.dump());
+  const auto [out, rep] = run_cli_report(scen, "--replications 8");
+  const auto& r = rep["replications"];
+  CHECK(r["method"] == "bootstrap over the trace's requests");
+  CHECK(r["identical_runs"] == false);
+  for (const char* latency : {"ttft_s", "tpot_s", "e2e_s"}) {
+    const nlohmann::json& m = r.at("metrics").at(std::string("latency.") + latency + ".p99");
+    INFO(latency << ": " << m.dump());
+    CHECK(m.at("ci95_half_width").get<double>() > 0.0);
+    // Centred on the trace's own run (the report's figure), 1.96 bootstrap standard errors wide.
+    CHECK(m.at("run").get<double>() == doctest::Approx(rep.at("latency").at(latency).at("p99").get<double>()));
+    CHECK(m["ci95_half_width"].get<double>() == doctest::Approx(1.96 * m["stddev"].get<double>()));
+  }
+  CHECK(out.find("bootstrap 95% CI") != std::string::npos);
+  // The same command gives the same report; another seed draws other resamples.
+  const auto again = run_cli_report(scen, "--replications 8").second;
+  CHECK(again["replications"] == r);
+  const auto other = run_cli_report(scen, "--replications 8 --seed 8").second;
+  CHECK(other["replications"]["metrics"]["latency.e2e_s.p99"]["stddev"] != r["metrics"]["latency.e2e_s.p99"]["stddev"]);
+  // One resample gives no spread: refused, naming the flag.
+  const auto two = test::run_cli("run " + scen + " --replications 2 --out " + test::write_temp("rep2", "") + "_d 2>&1");
+  CHECK(two.exit_code == 2);
+  CHECK(two.output.find("--replications") != std::string::npos);
+}
+
+TEST_CASE("run --replications says when the seeds cannot differ (constant arrivals, fixed lengths) and when they do") {
+  auto doc = test::base_scenario();
+  doc["workload"]["arrival"] = {{"impl", "constant"}, {"rate_per_s", 2.0}};
+  const auto [fixed_out, fixed] = run_cli_report(test::write_temp("replications_constant.json", doc.dump()), "--replications 3");
+  CHECK(fixed["replications"]["method"] == "seeds");
   CHECK(fixed["replications"]["identical_runs"] == true);
   CHECK(fixed["replications"]["metrics"]["latency.ttft_s.p99"]["ci95_half_width"] == 0.0);
   CHECK(fixed_out.find("the 3 seeds gave identical runs") != std::string::npos);
