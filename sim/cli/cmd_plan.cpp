@@ -545,6 +545,7 @@ void write_plan_page(const std::string& path, const PlanResult& r, const std::ve
                 {"answer", r.cheapest ? "cheapest meeting the SLO: " + config_name(r.rows[*r.cheapest]) : "none meets the SLO with a price"}};
   page.slos = slo_lines(assumed);
   page.marked_label = "stable rate";
+  page.per_configuration = true;
   page.curves = curves;
   page.costs = plan_cost_points(r, percentile);
   page.cost_label = "$ per million output tokens";

@@ -560,6 +560,7 @@ void cost_chart(std::ostream& os, const LoadPage& page) {
 // Per configuration: its name and note, then TTFT and TPOT p50/p99 against load.
 void curve_charts(std::ostream& os, const LoadPage& page) {
   os << "<h2>Latency against offered rate, per configuration</h2>\n";
+  if (page.curves.empty()) os << "<div class=\"sub\">No configuration has a search to draw (none fits, or none has a saturation rate).</div>\n";
   for (std::size_t i = 0; i < page.curves.size(); ++i) {
     const LoadCurve& curve = page.curves[i];
     const std::vector<LoadPoint> pts = by_load(curve.points);
@@ -592,12 +593,12 @@ void write_load_html(std::ostream& os, const LoadPage& page) {
   std::size_t levels = page.points.size();
   for (const LoadCurve& c : page.curves) levels += c.points.size();
   os << "<h1>" << escape(page.title) << "</h1>\n<div class=\"sub\">";
-  if (!page.curves.empty()) os << page.curves.size() << " configurations, ";
+  if (page.per_configuration) os << page.curves.size() << " configurations, ";
   os << levels << " load levels</div>\n";
   load_summary(os, page);
   if (!page.costs.empty()) cost_chart(os, page);
-  if (page.curves.empty()) single_load_charts(os, page);
-  if (!page.curves.empty()) curve_charts(os, page);
+  if (!page.per_configuration) single_load_charts(os, page);
+  if (page.per_configuration) curve_charts(os, page);
   page_foot(os, "");
 }
 

@@ -57,8 +57,9 @@ struct LoadPage {
   std::vector<SloLine> slos;           // drawn as reference lines on the latency charts
   std::optional<double> marked_load;     // e.g. the stable QPS found by saturate
   std::string marked_label = "stable QPS";
-  // A page over several configurations (plan): per curve its TTFT and TPOT p50/p99 against load,
-  // the SLO lines and its stable rate (marked_label), under its name and note.
+  // A page over several configurations (plan, per_configuration): per curve its TTFT and TPOT
+  // p50/p99 against load, the SLO lines and its stable rate (marked_label), under its name and note.
+  bool per_configuration = false;
   std::vector<LoadCurve> curves;
   // Cost against latency, one point per configuration, the Pareto front (pareto_front) drawn.
   std::vector<CostPoint> costs;

@@ -312,6 +312,19 @@ TEST_CASE("plan --html: cost against latency with its Pareto front, and each opt
   check_page(bin, dir + "/plan.html", charts, dir + "/plan.png");
 }
 
+TEST_CASE("plan --html where no option fits: the page says so and draws no empty chart") {
+  const std::string dir = "/tmp/servesim_planhtml_empty_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto r = run_cli("plan --model llama-2-70b --rate 5 --slo ttft=2s,tpot=100ms --hw a10 --tp 1 --html " + dir + "/plan.html 2>/dev/null");
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(dir + "/plan.html");
+  std::stringstream page;
+  page << in.rdbuf();
+  CHECK(page.str().find("0 configurations, 0 load levels") != std::string::npos);
+  CHECK(page.str().find("No configuration has a search to draw") != std::string::npos);
+  CHECK(page.str().find("<svg") == std::string::npos);
+}
+
 TEST_CASE("roofline --html: the step's ops on the roofline, drawn in headless Chromium") {
   const std::string dir = "/tmp/servesim_roofhtml_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
