@@ -24,10 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Studies whose command no longer runs as written, each with the reason; printed on every check so
 # the exclusion is seen, not silent. Remove an entry once its study is re-created.
-BROKEN = {
-    "06_long_context.md": "exits 2 since scenarios are checked against engine.max_model_len: its 65536- and 130000-token "
-                          "prompts are refused as a whole instead of rejected per request (the study's point); re-create it",
-}
+BROKEN = {}
 
 
 class CommandFailed(Exception):
