@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs one scenario under every batching policy and a few KV settings and prints a Markdown table
-# (docs/policies.md was made with it). Needs build/servesim and jq.
+# (docs/policies.md was made with it; scripts/doc_examples.py reruns it and diffs the table). Needs
+# build/servesim (or $SERVESIM) and jq.
 # Usage: scripts/compare_policies.sh [SCENARIO.json] [extra --set arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scenario=${1:-scenarios/policies.json}
 shift || true
-bin=build/servesim
+bin=${SERVESIM:-build/servesim}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

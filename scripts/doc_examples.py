@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Command output quoted in the docs, rerun: the README's examples (a ```sh block of one
 `build/servesim ...` line followed by a ``` block of what it prints; a block ending in `...` quotes
-the first lines only) and the docs/studies tables written by `servesim ... --md FILE` (the command
-is on the file's third line). --check (the default) reruns each and prints a diff of every stale
+the first lines only), the docs/studies tables written by `servesim ... --md FILE` (the command
+is on the file's third line) and docs/policies.md's table (scripts/compare_policies.sh). --check (the default) reruns each and prints a diff of every stale
 one, exit 1; --write regenerates them in place. Lines are compared without trailing spaces; no
 quoted output holds a wall-clock time (the check would say so).
 
@@ -102,6 +102,28 @@ def study_examples(servesim, write, only):
     return stale
 
 
+def policies_example(servesim, write, only):
+    """docs/policies.md's table: the lines scripts/compare_policies.sh prints, from its header row
+    to the saturation line, rerun and compared."""
+    command = "scripts/compare_policies.sh"
+    if only and only not in command:
+        return []
+    path = os.path.join(ROOT, "docs", "policies.md")
+    text = open(path).read()
+    start = text.index("| policy | done |")
+    end = text.index("\n", text.index("saturation batch size (cost model", start))
+    env = dict(os.environ, SERVESIM=servesim)
+    r = subprocess.run(["bash", os.path.join(ROOT, command)], cwd=ROOT, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise CommandFailed(f"`{command}` exited {r.returncode}: {r.stderr.strip()[:300]}")
+    fresh, quoted = clean(r.stdout), clean(text[start:end])
+    if fresh == quoted:
+        return []
+    if write:
+        open(path, "w").write(text[:start] + "\n".join(fresh) + text[end:])
+    return [("docs/policies.md: " + command, quoted, fresh)]
+
+
 def self_test(servesim):
     """The check finds a changed figure in a copy of the README, and nothing in an unchanged copy."""
     text = open(os.path.join(ROOT, "README.md")).read()
@@ -132,7 +154,8 @@ def main():
     if a.self_test:
         return self_test(servesim)
     try:
-        stale = readme_examples(servesim, a.write, a.only) + study_examples(servesim, a.write, a.only)
+        stale = (readme_examples(servesim, a.write, a.only) + study_examples(servesim, a.write, a.only) +
+                 policies_example(servesim, a.write, a.only))
     except CommandFailed as e:
         print(f"doc_examples: a quoted command no longer runs: {e}")
         return 1
