@@ -122,7 +122,7 @@ MemoryPlan step_memory(const StepQuery& q, std::int64_t context_tokens, std::int
   e.max_num_batched_tokens = 2048;
   e.max_model_len = context_tokens;  // sliding-window layers: the KV per token at this context
   return plan_memory(q.model, q.hw, q.precision, e, q.parallel.tensor_parallel_size, q.parallel.pipeline_parallel_size,
-                     instances, q.parallel.expert_parallel_size);
+                     instances, q.parallel.expert_parallel_size, q.parallel.attention_dp_size());  // attention DP: one rank's GPU
 }
 }  // namespace
 

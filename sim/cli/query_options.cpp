@@ -44,7 +44,8 @@ void add_query_options(cxxopts::Options& opts) {
       "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4 (fp4)|mxfp4", cxxopts::value<std::string>())(
       "kv-cache-dtype", "auto, fp8, int8 or int4", cxxopts::value<std::string>()->default_value("auto"))(
       "engine", "engine profile (scenarios/engines/NAME.json) or path; generic: servesim's own defaults",
-      cxxopts::value<std::string>()->default_value(EngineConfig::kDefaultProfile));
+      cxxopts::value<std::string>()->default_value(EngineConfig::kDefaultProfile))(
+      "attention-dp", "attention data parallelism over the --tp GPUs, experts over all (--ep = --tp): --batch is one rank's");
   const QueryFlags& f = flags();
   for (const IntegerFlag* i : {&f.group_size, &f.tp, &f.pp, &f.micro_batches, &f.ep}) i->add(opts);
   f.expert_imbalance.add(opts);
@@ -124,6 +125,13 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (const std::string why = expert_parallel_error(q.model, par.expert_parallel_size); !why.empty()) throw InputError(cmd, "--ep", why);
   if (par.expert_load_imbalance > static_cast<double>(par.expert_parallel_size)) {
     throw InputError(cmd, "--expert-imbalance", "must be at most --ep (" + std::to_string(par.expert_parallel_size) + ")");
+  }
+  if (p.count("attention-dp")) {
+    if (!q.model.is_moe()) throw InputError(cmd, "--attention-dp", "pairs attention data parallelism with expert parallelism: " + q.model.name + " is dense");
+    if (par.tensor_parallel_size < 2 || par.expert_parallel_size != par.tensor_parallel_size) {
+      throw InputError(cmd, "--attention-dp", "needs --tp > 1 and --ep equal to --tp (its GPUs are the attention ranks)");
+    }
+    par.enable_attention_dp = true;
   }
   return q;
 }

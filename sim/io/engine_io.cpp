@@ -77,6 +77,13 @@ KernelPlan parse_kernel_plan(JsonReader k) {
   }
   kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
   kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
+  if (k.has("attention_dp_moe_comm")) {
+    const std::string comm = k.string("attention_dp_moe_comm");
+    if (comm != "all_to_all" && comm != "allgather_reducescatter") {
+      k.fail("attention_dp_moe_comm", "must be all_to_all or allgather_reducescatter, got '" + comm + "'");
+    }
+    kp.moe_dp_allgather = comm == "allgather_reducescatter";
+  }
   kp.fused_fp8_input_quant = parse_fused_input_quant(k, kp);
   kp.custom_allreduce_max_bytes = k.number_in_or("custom_allreduce_max_bytes", 0.0, 1e12, 0.0);
   k.finish();

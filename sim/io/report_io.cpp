@@ -265,6 +265,19 @@ std::string speculative_line(const nlohmann::json& r) {
   return line;
 }
 
+// Attention DP, when on: the ranks, the busiest rank's batch and the MoE layers' token exchange
+// (under attention DP the only collectives: gpu.comm_frac).
+std::string attention_dp_line(const nlohmann::json& r) {
+  if (!r["batch"].contains("attention_dp_rank_mean_size")) return "";
+  const long long ranks = r["cluster"]["attention_dp_ranks"].get<long long>();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  attn DP    %lld ranks, experts over %lld GPUs: %.1f sequences per rank per iteration (busiest, mean), MoE token "
+                "exchange %.1f%% of busy time\n",
+                ranks, ranks, r["batch"]["attention_dp_rank_mean_size"].get<double>(), 100.0 * r["gpu"].value("comm_frac", 0.0));
+  return line;
+}
+
 // KV offload tiers, when on: where prompt tokens were found and what loading them cost.
 std::string offload_line(const nlohmann::json& r) {
   if (!r.contains("kv_offload")) return "";
@@ -331,7 +344,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                 b["mean_size"].get<double>(), b["max_size"].get<long long>(), 100.0 * b["padding_waste_frac"].get<double>(),
                 100.0 * g["busy_frac"].get<double>(), 100.0 * g["hbm_bw_util_frac"].get<double>());
   os << line;
-  os << speculative_line(r) << offload_line(r);
+  os << attention_dp_line(r) << speculative_line(r) << offload_line(r);
   const auto& c = r["cluster"];
   if (c["gpus"].get<long long>() > 1) {
     std::snprintf(line, sizeof line, "  cluster    %lld replicas on %lld GPUs, router %s\n", c["replicas"].get<long long>(),

@@ -147,6 +147,7 @@ std::vector<ReportFigure> kv_cache_figures() {
 }
 
 bool has_contention(Src x) { return x.metrics.contention_s > 0.0; }
+bool attention_dp(Src x) { return x.scenario.parallel.enable_attention_dp; }
 bool has_parallelism(Src x) { return x.metrics.comm_s > 0.0 || x.metrics.bubble_s > 0.0; }
 
 std::vector<ReportFigure> batch_gpu_memory_figures() {
@@ -159,7 +160,15 @@ std::vector<ReportFigure> batch_gpu_memory_figures() {
       // GPU busy the whole run can come out a few ulps above 1.
       {"gpu.busy_frac", "time a replica's GPUs run iterations, per replica",
        [](Src x) -> Json { return std::min(1.0, ratio(x.metrics.busy_s, x.duration_s * x.replicas)); }},
-      {"gpu.comm_frac", "busy time in collectives (tensor/pipeline parallel)",
+      {"batch.attention_dp_rank_mean_size",
+       "sequences per iteration on the busiest attention-DP rank, mean (batch.mean_size / ranks x parallel.attention_dp_load_imbalance)",
+       [](Src x) -> Json {
+         const ParallelConfig& par = x.scenario.parallel;
+         return ratio(x.metrics.batch_seqs_sum, as_double(x.metrics.iterations)) * par.attention_dp_load_imbalance /
+                static_cast<double>(par.attention_dp_size());
+       },
+       "attention DP (parallel.enable_attention_dp)", attention_dp},
+      {"gpu.comm_frac", "busy time in collectives (tensor/pipeline parallel; under attention DP the MoE layers' token exchange)",
        [](Src x) -> Json { return ratio(x.metrics.comm_s, x.metrics.busy_s); }, "tensor or pipeline parallelism", has_parallelism},
       {"gpu.contention_frac", "busy time added by instances sharing a GPU",
        [](Src x) -> Json { return ratio(x.metrics.contention_s, x.metrics.busy_s); }, "instances_per_gpu > 1", has_contention},
@@ -260,7 +269,6 @@ std::vector<ReportFigure> offload_figures() {
 }
 
 bool disaggregated(Src x) { return x.scenario.disaggregation.enabled; }
-bool attention_dp(Src x) { return x.scenario.parallel.enable_attention_dp; }
 
 // Written once, at the top level (FigureScope::fleet).
 std::vector<ReportFigure> fleet_figures() {

@@ -374,6 +374,38 @@ Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, do
   return op;
 }
 
+// The MoE layer's token exchange before the experts, per GPU of the expert-parallel group:
+// all_to_all: each of `rank_tokens` goes once to each GPU holding one of its experts (DeepEP-style
+// deduplication), in the experts' input format (8-bit schemes send 8-bit activations).
+// gathered (attention DP, KernelPlan::moe_dp_allgather): every rank's tokens to every GPU, each
+// rank's count padded to the busiest one's (`group_t` = ranks x its tokens), with its top-k
+// expert ids (int32) and weights (fp32). TensorRT-LLM quantizes per-tensor FP8 and NVFP4 inputs
+// before the gather and FP8 block-scaled ones inside the MoE kernel (bf16 on the wire)
+// (_torch/modules/fused_moe/fused_moe_cutlass.py forward_chunk).
+Op moe_dispatch_op(const ModelSpec& m, double rank_tokens, double group_t, bool gathered, const Precision& p, QuantScheme q) {
+  const std::int64_t L = m.num_layers, ep = m.moe.expert_parallel;
+  const double h = static_cast<double>(m.hidden_size), top_k = static_cast<double>(m.moe.experts_per_token);
+  if (gathered) {
+    const bool quantized_first = q == QuantScheme::fp8 || q == QuantScheme::nvfp4;
+    const double in_b = quantized_first ? quant_input_bytes(q) : dtype_bytes(p.activations);
+    return comm_op("moe_allgather", OpKind::all_gather, L, 1, group_t * (h * in_b + top_k * 8.0), ep, Placement::layer);
+  }
+  const double dests = expected_distinct(static_cast<double>(ep), top_k);
+  const double in_b = w8a8_dtype(q) ? quant_input_bytes(q) : dtype_bytes(p.activations);
+  return comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * in_b, ep, Placement::layer);
+}
+
+// The return trip in 16 bits: the all-to-all combine of each token's partial outputs, or
+// (gathered) a reduce-scatter of every gathered token's output row, which a ring moves as an
+// all-gather of the same buffer does: (n-1)/n of it over each GPU's link.
+Op moe_combine_op(const ModelSpec& m, double rank_tokens, double group_t, bool gathered, const Precision& p) {
+  const std::int64_t L = m.num_layers, ep = m.moe.expert_parallel;
+  const double h = static_cast<double>(m.hidden_size), ab = dtype_bytes(p.activations);
+  if (gathered) return comm_op("moe_reducescatter", OpKind::all_gather, L, 1, group_t * h * ab, ep, Placement::layer);
+  const double dests = expected_distinct(static_cast<double>(ep), static_cast<double>(m.moe.experts_per_token));
+  return comm_op("moe_combine", OpKind::all_to_all, L, 1, rank_tokens * dests * h * ab, ep, Placement::layer);
+}
+
 // The dense MLP of an MoE model's dense layers, before the identical-layer body (see
 // build_iteration_ops): `count` launches each, one per dense layer.
 void push_dense_layer_mlps(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
@@ -413,13 +445,8 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   const double dp = static_cast<double>(routing.attention_dp);
   const double rank_tokens = routing.attention_dp > 1 ? t : t / epd;
   const double group_t = routing.attention_dp > 1 ? t * dp : t;
-  // A token goes once to each GPU that holds one of its experts (DeepEP-style deduplication);
-  // dispatch in the experts' input format (8-bit schemes send 8-bit activations), combine in 16 bits.
-  const double dests = expected_distinct(epd, top_k);
-  if (ep > 1) {
-    out.push_back(comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * (w8a8_dtype(q) ? quant_input_bytes(q) : ab), ep,
-                          Placement::layer));
-  }
+  const bool gathered = routing.attention_dp > 1 && plan.moe_dp_allgather;
+  if (ep > 1) out.push_back(moe_dispatch_op(m, rank_tokens, group_t, gathered, p, q));
   const double copies = std::min(group_t * top_k, group_t * top_k / epd * std::max(1.0, routing.load_imbalance));
   const double active = expected_distinct(static_cast<double>(m.moe.local_experts()), copies);
   const double f = static_cast<double>(m.moe.expert_ffn_size);
@@ -434,9 +461,15 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
     out.push_back(layer_op("experts_act", OpKind::elementwise, 1, L, plan.act_kernels, true, 5.0 * copies * f, 3.0 * copies * f * ab));
   }
   out.push_back(grouped_gemm_op("experts_down", L, copies, active, m.hidden_size, m.moe.expert_ffn_size, p, q));
-  if (ep > 1) out.push_back(comm_op("moe_combine", OpKind::all_to_all, L, 1, rank_tokens * dests * h * ab, ep, Placement::layer));
-  out.push_back(layer_op("moe_sum", OpKind::elementwise, 1, L, 1, true, 2.0 * rank_tokens * top_k * h,
-                         (rank_tokens * top_k + rank_tokens) * h * ab));
+  if (ep > 1) out.push_back(moe_combine_op(m, rank_tokens, group_t, gathered, p));
+  if (gathered) {
+    // The fused MoE's finalize weights and sums this GPU's copies into an output row for every
+    // gathered token (zero where none of its experts was chosen), which the reduce-scatter sums.
+    out.push_back(layer_op("moe_sum", OpKind::elementwise, 1, L, 1, true, 2.0 * copies * h, (copies + group_t) * h * ab));
+  } else {
+    out.push_back(layer_op("moe_sum", OpKind::elementwise, 1, L, 1, true, 2.0 * rank_tokens * top_k * h,
+                           (rank_tokens * top_k + rank_tokens) * h * ab));
+  }
   if (m.moe.shared_experts > 0) {
     const std::int64_t shared = m.moe.shared_experts * m.moe.shared_expert_ffn_size;
     out.push_back(gemm_op("shared_experts_gate_up", 1, L, tokens, m.gated_width(shared), m.hidden_size, p, q));

@@ -165,6 +165,12 @@ struct KernelPlan {
   // block gathers the copies and weights them in kernels of their own).
   int moe_route_kernels = 2;
   int moe_permute_kernels = 0;
+  // Attention DP (MoeRouting::attention_dp > 1): how the MoE layers move tokens between ranks.
+  // false: a deduplicated all-to-all (each token once to every GPU holding one of its experts;
+  // SGLang/DeepEP). true: every rank all-gathers all ranks' tokens with their expert choices and
+  // the experts' output is reduce-scattered back (TensorRT-LLM's CutlassFusedMoE without an
+  // MNNVL/DeepEP all-to-all; engine key kernels_per_layer.attention_dp_moe_comm).
+  bool moe_dp_allgather = false;
   // FP8 w8a8: the GEMM inputs whose quantization the engine folds into the kernel that produces
   // them (a bitmask of InputQuantSite) instead of a quantize kernel of its own. Named by the GEMM
   // input, not counted, because each fusion removes a different tensor (the QKV and gate/up

@@ -21,6 +21,12 @@ case_hang_trace_loop_without_end() {
 case_hang_step_batch_1e10() {
   expect 2 "--batch" -- step --model llama-3-8b --hw h100-sxm --batch 10000000000 --context 16
 }
+case_msg_step_attention_dp_needs_experts_over_tp() {
+  expect 2 "--attention-dp: pairs attention data parallelism with expert parallelism: llama-3-8b is dense" -- step --model llama-3-8b --hw h100-sxm --tp 2 --attention-dp --batch 1 --context 16
+  expect 2 "--attention-dp: needs --tp > 1 and --ep equal to --tp" -- step --model qwen3-30b-a3b --hw h100-sxm --tp 4 --ep 2 --attention-dp --batch 1 --context 16
+  # --batch is one rank's, checked against one rank's KV cache (every KV head of its sequences).
+  expect 2 "--batch" -- step --model qwen3-235b-a22b --hw h100-sxm --quant fp8 --tp 8 --ep 8 --attention-dp --batch 4096 --context 4096
+}
 case_hang_contention_batch_1e10() {
   # Had no upper bound (1e10 ran past 20 s); now step's --batch range, declared with the flag.
   expect 2 "servesim contention: --batch: must be in [1, 1048576], got 1e+10" -- contention --model llama-3-8b --hw h100-sxm --batch 10000000000

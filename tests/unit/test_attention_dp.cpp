@@ -6,7 +6,11 @@
 #include <doctest/doctest.h>
 
 #include "../support.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
 #include "sim/io/report_io.hpp"
+#include "sim/io/scenario_io.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/parallel.hpp"
 #include "sim/serve/simulation.hpp"
@@ -84,6 +88,50 @@ TEST_CASE("attention DP: a rank's share of the batch, and the experts see every 
   CHECK(find_op(adp_ops, "moe_dispatch")->bytes == doctest::Approx(find_op(tp_ops, "moe_dispatch")->bytes));
 }
 
+TEST_CASE("attention DP: TensorRT-LLM's MoE exchange all-gathers every rank's tokens and reduce-scatters the output") {
+  const ModelSpec m = scenario_from(moe_doc(true)).model;  // qwen3-30b-a3b: hidden 2048, top 8, every layer MoE
+  BatchShape rank;
+  for (int i = 0; i < 64; ++i) rank.add_decode(1000);
+  const double h = static_cast<double>(m.hidden_size), group_t = 4.0 * 64.0;
+  const auto ops_for = [&](QuantScheme q, bool gathered) {
+    KernelPlan plan;
+    plan.moe_dp_allgather = gathered;
+    Precision p;
+    p.quant = q;
+    if (q == QuantScheme::fp8 || q == QuantScheme::fp8_block) p.weights = Dtype::fp8;
+    std::vector<Op> ops;
+    build_iteration_ops(m, rank, p, ops, plan, 1, MoeRouting{4, 1.0, 4});
+    return ops;
+  };
+  const auto bf16 = ops_for(QuantScheme::none, true);
+  CHECK(find_op(bf16, "moe_dispatch") == nullptr);
+  REQUIRE(find_op(bf16, "moe_allgather") != nullptr);
+  // All 4 ranks' 64 tokens each, with 8 int32 expert ids and 8 fp32 weights per token.
+  CHECK(find_op(bf16, "moe_allgather")->bytes == doctest::Approx(group_t * (h * 2.0 + 8 * 8.0)));
+  CHECK(find_op(bf16, "moe_allgather")->kind == OpKind::all_gather);
+  CHECK(find_op(bf16, "moe_reducescatter")->bytes == doctest::Approx(group_t * h * 2.0));  // bf16 output of every gathered token
+  // Per-tensor FP8 is quantized before the gather, FP8 block scales inside the MoE kernel (bf16 sent).
+  CHECK(find_op(ops_for(QuantScheme::fp8, true), "moe_allgather")->bytes == doctest::Approx(group_t * (h * 1.0 + 64.0)));
+  CHECK(find_op(ops_for(QuantScheme::fp8_block, true), "moe_allgather")->bytes == doctest::Approx(group_t * (h * 2.0 + 64.0)));
+  // The expert GEMMs are the same work either way; only the exchange differs.
+  const auto a2a = ops_for(QuantScheme::none, false);
+  CHECK(find_op(a2a, "moe_allgather") == nullptr);
+  CHECK(find_op(a2a, "experts_gate_up")->flops == doctest::Approx(find_op(bf16, "experts_gate_up")->flops));
+  // The bundled TensorRT-LLM 1.x profile runs it; a value it does not know is refused naming the key.
+  CHECK(load_engine_profile("tensorrt-llm-pytorch", "t", "--engine").kernels.moe_dp_allgather);
+  CHECK_FALSE(load_engine_profile("sglang", "t", "--engine").kernels.moe_dp_allgather);
+  auto doc = nlohmann::json::parse(R"({"name":"x","kernels_per_layer":{"attention_dp_moe_comm":"nccl"},
+      "cuda_graphs":{"decode":true},"host":{"overhead_per_step_s":0,"overhead_per_seq_s":0},
+      "defaults":{"scheduler":"continuous","kv_cache":"paged","block_size":16}})");
+  std::string error;
+  try {
+    parse_engine_profile(doc, "x.json");
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  CHECK(contains(error, "x.json: kernels_per_layer.attention_dp_moe_comm: must be all_to_all or allgather_reducescatter, got 'nccl'"));
+}
+
 TEST_CASE("attention DP: memory per GPU, the pooled KV, the report's line; off keeps the bytes") {
   const Scenario tp = scenario_from(moe_doc(false)), adp = scenario_from(moe_doc(true));
   const MemoryPlan a = plan_memory(tp), b = plan_memory(adp);
@@ -104,6 +152,33 @@ TEST_CASE("attention DP: memory per GPU, the pooled KV, the report's line; off k
   std::ostringstream summary;
   print_summary(summary, on, 0.0);
   CHECK(contains(summary.str(), "tp 4 as attention DP 4 x experts over 4"));
+  // The layout line: ranks, the busiest rank's batch (a quarter of the batch here), the exchange's share.
+  const double rank_batch = on["batch"]["attention_dp_rank_mean_size"].get<double>();
+  CHECK(rank_batch == doctest::Approx(on["batch"]["mean_size"].get<double>() / 4.0));
+  CHECK(on["gpu"]["comm_frac"].get<double>() > 0.0);
+  CHECK(contains(summary.str(), "  attn DP    4 ranks, experts over 4 GPUs: "));
+  CHECK(contains(summary.str(), "sequences per rank per iteration (busiest, mean), MoE token exchange "));
+  CHECK_FALSE(off["batch"].contains("attention_dp_rank_mean_size"));
+  std::ostringstream off_summary;
+  print_summary(off_summary, off, 0.0);
+  CHECK_FALSE(contains(off_summary.str(), "attn DP"));
+}
+
+TEST_CASE("attention DP: the bundled scenario runs DeepSeek-V3 as TensorRT-LLM's max-throughput command does") {
+  const Scenario s = load_scenario(resolve_data_ref("scenarios", "attention-dp", "", ""), {});
+  CHECK(s.parallel.attention_dp_size() == 8);
+  CHECK(load_engine_profile("tensorrt-llm-pytorch", "t", "--engine").kernels.moe_dp_allgather);
+  const auto r = make_report(s, simulate(s));
+  CHECK(r["requests"]["completed"] == 3072);
+  // 1024 clients on 8 ranks of at most 128 sequences each (the blog's max_batch_size per rank).
+  const double rank_batch = r["batch"]["attention_dp_rank_mean_size"].get<double>();
+  CHECK(rank_batch <= 128.0);
+  CHECK(rank_batch > 100.0);
+  const double exchange = r["gpu"]["comm_frac"].get<double>();
+  CHECK(exchange > 0.05);
+  CHECK(exchange < 0.5);
+  MESSAGE("attention-dp.json: " << r["throughput"]["output_tokens_per_s"].get<double>() << " output tok/s, " << rank_batch
+                                << " sequences per rank, MoE exchange " << 100.0 * exchange << "% of busy time");
 }
 
 TEST_CASE("attention DP: the fast and exact paths agree") {
