@@ -221,6 +221,25 @@ std::string overload_line(const nlohmann::json& r) {
                 offered, offered / (1.0 + growth), r["latency"]["queue_s"]["p50"].get<double>(), r["latency"]["ttft_s"]["p50"].get<double>());
   return line;
 }
+// When the arrivals are not overloading the configuration on average but its tail TTFT is mostly
+// waiting to start (a bursty trace: the queue builds in its peaks and drains between): the tail
+// TTFT and queue figures, so a p99 of tens of seconds is not read as slow compute. Heavy tail:
+// TTFT p99 at least 5x its p50 and 1 s or more, and the queue p99 at least half the TTFT p99.
+std::string burst_line(const nlohmann::json& r) {
+  const auto& req = r["requests"];
+  if (!req.contains("overloaded") || req["overloaded"].get<bool>()) return "";
+  const auto& ttft = r["latency"]["ttft_s"];
+  const auto& queue = r["latency"]["queue_s"];
+  if (!ttft.contains("p99") || !queue.contains("p99")) return "";
+  const double ttft_p99 = ttft["p99"].get<double>(), queue_p99 = queue["p99"].get<double>();
+  if (!(ttft_p99 >= 1.0 && ttft_p99 >= 5.0 * ttft["p50"].get<double>() && queue_p99 >= 0.5 * ttft_p99)) return "";
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "  bursts     TTFT p99 %.4g s is mostly waiting to start (queue p99 %.4g s, p50 %.4g s): arrivals outpace this "
+                "configuration at times and the queue drains between (offered %.4g req/s on average)\n",
+                ttft_p99, queue_p99, queue["p50"].get<double>(), req["offered_rate_per_s"].get<double>());
+  return line;
+}
 // One line per request class when there are several: its status at its percentile, each target
 // (value against threshold) and its completed fraction.
 std::string slo_class_lines(const nlohmann::json& r) {
@@ -323,7 +342,7 @@ void print_summary(std::ostream& os, const nlohmann::json& r, double wall_s) {
                   l["jitter"].get<double>());
     os << line;
   }
-  os << overload_line(r);
+  os << overload_line(r) << burst_line(r);
   const auto& t = r["throughput"];
   std::snprintf(line, sizeof line, "  throughput %.2f req/s, %.1f output tok/s, %.1f total tok/s\n",
                 t["requests_per_s"].get<double>(), t["output_tokens_per_s"].get<double>(), t["total_tokens_per_s"].get<double>());
