@@ -4,8 +4,9 @@ set -euo pipefail
 # --sanitizers adds clang and its sanitizer/libFuzzer runtimes (scripts/sanitize.sh, fuzz/run.sh).
 # Open MPI (libopenmpi-dev, openmpi-bin) is optional for the build (`--mpi`; CMake builds without it)
 # but installed here so that CI builds and tests the MPI path.
-# jq: scripts/compare_policies.sh, which `make test` reruns (ctest doc_examples, docs/policies.md's table).
-pkgs=(cmake g++ make libeigen3-dev nlohmann-json3-dev libtbb-dev libcxxopts-dev doctest-dev libopenmpi-dev openmpi-bin jq)
+# python3 and jq: repository checks and doc examples `make test` runs (scripts/*.py; ctest doc_examples
+# reruns scripts/compare_policies.sh, which reads reports with jq).
+pkgs=(cmake g++ make libeigen3-dev nlohmann-json3-dev libtbb-dev libcxxopts-dev doctest-dev libopenmpi-dev openmpi-bin python3 jq)
 [ "${1:-}" = "--sanitizers" ] && pkgs+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
