@@ -117,9 +117,15 @@ void Lane::start(TimeNs bound) {
   if (replica_.busy()) return;
   for (;;) {
     const TimeNs horizon = std::min(bound, next_own_ns());
-    const std::int64_t steps = replica_.advance_decode_run(now_ns, horizon);
+    TimeNs in_flight_end = -1;  // a quiet step that ends after the horizon starts all the same
+    const std::int64_t steps = replica_.advance_decode_run(now_ns, horizon, &in_flight_end);
     decode_run_steps += static_cast<std::uint64_t>(steps);
     events += static_cast<std::uint64_t>(steps);
+    if (in_flight_end >= 0) {
+      decode_run_steps += 1;
+      done_ns_ = in_flight_end;
+      return;
+    }
     const std::optional<TimeNs> duration = replica_.start_iteration(now_ns);
     if (!duration) {
       if (const TimeNs wake = replica_.wake_at_ns(); wake > now_ns && wake != wake_pending_ns_) {

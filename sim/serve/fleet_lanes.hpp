@@ -98,6 +98,8 @@ class FleetLanes {
   // Observer calls of the event loop itself (arrivals, rejections at the door): merged first at
   // an instant.
   ObserverBuffer& door() { return door_; }
+  // The lanes the last advance_to ran, ascending: no other lane's replica changed.
+  const std::vector<std::uint32_t>& active() const { return active_; }
 
   std::uint64_t events() const;
   std::uint64_t decode_run_steps() const;

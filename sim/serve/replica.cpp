@@ -412,7 +412,32 @@ bool Replica::quiet_decode() const {
          scheduler_->decodes_only(st);
 }
 
-std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
+// A quiet step's start, as start_iteration would make it: decode_lazy's new blocks (`opening`),
+// then account_plan and record_iteration.
+inline void Replica::start_quiet_step(TimeNs now, const StepTime& step, const std::vector<std::uint32_t>& opening) {
+  ReplicaState& st = state_;
+  const auto fresh = static_cast<std::int64_t>(opening.size());
+  st.kv.append_free_blocks(opening);
+  st.frag_slots += fresh * st.kv.block_size_tokens() - static_cast<std::int64_t>(st.running.size());
+  st.now_ns = now;
+  note_kv_usage(now);
+  record_iteration(now, step, 0.0, 0.0);
+}
+
+// A quiet step's end, as finish_iteration would commit it: commit_decode_all's window step, one
+// inter-token gap per sequence (nobody finishes in a quiet step).
+inline void Replica::finish_quiet_step(TimeNs end) {
+  ReplicaState& st = state_;
+  busy_ = false;
+  const TimeNs gap_ns = end - st.window_last_ns;
+  st.advance_window(end);
+  metrics_.itl_s.add_repeated(ns_to_seconds(gap_ns), static_cast<std::int64_t>(st.running.size()));
+  // note_kv_usage(end) with nothing changed since the step's start: blocks, fragmentation,
+  // the series' values and the peaks are as noted then, so only the integrals move.
+  note_kv_elapsed(end);
+}
+
+std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns, TimeNs* in_flight_end) {
   if (!quiet_decode()) return 0;
   ReplicaState& st = state_;
   const auto n = static_cast<std::int64_t>(st.running.size());
@@ -436,26 +461,20 @@ std::int64_t Replica::advance_decode_run(TimeNs& now, TimeNs horizon_ns) {
     priced = true;
     const StepTime step = cost_->decode_run_step(plan_.shape.decode_kv_tokens);
     const TimeNs end = now + std::max<TimeNs>(1, seconds_to_ns(step.time_s + 0.0));
+    if (end >= horizon_ns && in_flight_end) {  // it starts now and ends after another event
+      start_quiet_step(now, step, opening);
+      quiet_in_flight_ = true;
+      *in_flight_end = end;
+      break;
+    }
     if (end >= horizon_ns) {  // another event comes first (or at the same instant)
       priced_shape_ = plan_.shape;
       priced_step_ = step;
       have_priced_ = true;
       break;
     }
-    // start_iteration: decode_lazy's new blocks, then account_plan and record_iteration.
-    st.kv.append_free_blocks(opening);
-    st.frag_slots += fresh * block - n;
-    st.now_ns = now;
-    note_kv_usage(now);
-    record_iteration(now, step, 0.0, 0.0);
-    // finish_iteration: commit_decode_all's window step, one inter-token gap per sequence.
-    busy_ = false;
-    const TimeNs gap_ns = end - st.window_last_ns;
-    st.advance_window(end);
-    metrics_.itl_s.add_repeated(ns_to_seconds(gap_ns), n);
-    // note_kv_usage(end) with nothing changed since the step's start: blocks, fragmentation,
-    // the series' values and the peaks are as noted then, so only the integrals move.
-    note_kv_elapsed(end);
+    start_quiet_step(now, step, opening);
+    finish_quiet_step(end);
     now = end;
   }
   return steps;
@@ -598,6 +617,12 @@ void Replica::finish_request(const Sequence& seq, TimeNs now) {
 }
 
 void Replica::finish_iteration(TimeNs now, std::vector<Handoff>& handoffs) {
+  if (quiet_in_flight_) {  // started by advance_decode_run
+    quiet_in_flight_ = false;
+    completed_.clear();
+    finish_quiet_step(now);
+    return;
+  }
   busy_ = false;
   if (gpu_share_) gpu_share_->busy -= 1;
   completed_.clear();

@@ -111,7 +111,10 @@ class Replica {
   // same metrics and KV accounting in the same order, the same observer calls; only the policy,
   // the plan and the per-sequence commit are skipped (O(new blocks) per step, not O(batch)).
   // Moves `now` to the end of the last step and returns how many ran (0: not quiet).
-  std::int64_t advance_decode_run(TimeNs& now, TimeNs horizon_ns);
+  // in_flight_end (a fleet's lane): the quiet step that would end at or after the horizon starts
+  // now all the same (start_iteration would plan it), its end is written there and
+  // finish_iteration commits it as the run would; untouched when no such step started.
+  std::int64_t advance_decode_run(TimeNs& now, TimeNs horizon_ns, TimeNs* in_flight_end = nullptr);
   // Copies the scheduler's counters into the metrics and closes the time integrals at `end`.
   void finish_run(TimeNs end);
 
@@ -168,6 +171,8 @@ class Replica {
   // The time integrals of KV usage up to now: all of note_kv_usage when nothing changed since
   // the last call (the usage series record held values without being called).
   void note_kv_elapsed(TimeNs now);
+  void start_quiet_step(TimeNs now, const StepTime& step, const std::vector<std::uint32_t>& opening);
+  void finish_quiet_step(TimeNs end);
   // advance_decode_run's preconditions that hold for the whole run.
   bool quiet_decode() const;
   void note_waiting(TimeNs now, std::int64_t delta);
@@ -215,6 +220,7 @@ class Replica {
   std::int64_t handing_off_ = 0;  // sequences whose KV is being sent away
   std::int64_t inbound_ = 0;      // sequences whose KV is on its way here
   bool busy_ = false;
+  bool quiet_in_flight_ = false;  // the running iteration is a quiet step (advance_decode_run)
   RunObserver* observer_ = nullptr;
   std::int32_t index_ = 0;
   TimeNs kv_since_ns_ = 0;

@@ -223,6 +223,9 @@ class EventLoop {
     lanes_ = &lanes;
     if (observer_) observer_ = &lanes.door();
     const std::size_t per_window = entry_.router->reads_loads() ? 1 : std::max<std::size_t>(256, 16 * replicas_.size());
+    if (per_window == 1) {
+      for (const auto& r : replicas_) lane_loads_.push_back(r->load(with_kv_demand_));
+    }
     std::optional<RequestSpec> next = workload_.next();
     std::uint64_t windows = 0;
     while (next) {
@@ -233,6 +236,10 @@ class EventLoop {
         ++events_;
       }
       lanes.advance_to(next ? next->arrival_ns + frontend_ns_ : kNeverNs);
+      // Only the lanes that ran can have changed: the router scans the others' loads as kept.
+      if (per_window == 1) {
+        for (const std::uint32_t lane : lanes.active()) lane_loads_[lane] = replicas_[lane]->load(with_kv_demand_);
+      }
       if (hooks_.progress && (++windows & 0xff) == 0) report_progress();
     }
     events_ += lanes.events();
@@ -396,6 +403,7 @@ class EventLoop {
       loads_.resize(pool.members.size());  // only the count is read
       return pool.members[pool.router->route(loads_, prefix_id)];
     }
+    if (lanes_) return pool.router->route(lane_loads_, prefix_id);  // the one pool, every replica in order
     loads_.clear();
     for (const std::uint32_t i : pool.members) loads_.push_back(replicas_[i]->load(with_kv_demand_));
     return pool.members[pool.router->route(loads_, prefix_id)];
@@ -566,6 +574,7 @@ class EventLoop {
   LinkScope transfer_scope_ = LinkScope::nvlink;
   bool with_kv_demand_ = false;
   std::vector<ReplicaLoad> loads_;
+  std::vector<ReplicaLoad> lane_loads_;  // run_windows: every replica's load, refreshed after it runs
   std::vector<Handoff> handoffs_;
   EventQueue<Payload> queue_;
   TimeNs now_ = 0;
