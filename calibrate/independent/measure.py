@@ -536,6 +536,14 @@ MOE_SHAPES = {  # name: experts, hidden, expert ffn, top-k (config.json of each 
     "olmoe-1b-7b": (64, 2048, 1024, 8),          # allenai/OLMoE-1B-7B-0924
     "qwen3-235b-a22b": (128, 4096, 1536, 8),     # Qwen/Qwen3-235B-A22B (moe_intermediate_size)
     "gpt-oss-120b": (128, 2880, 2880, 4),        # openai/gpt-oss-120b (bf16 here; it ships MXFP4)
+    # One GPU's share of the experts under expert parallelism (the attention-DP rows of issue 38:
+    # TensorRT-LLM DEP8/DEP4, SGLang EP32): the same expert shapes with fewer groups per GEMM, so
+    # small token counts per expert fill fewer tiles. Top-k kept from the whole model (the block
+    # rows route over the local experts only, a stand-in).
+    "qwen3-235b-a22b-ep8": (16, 4096, 1536, 8),
+    "llama-4-scout-ep4": (4, 5120, 8192, 1),
+    "deepseek-v3-ep8": (32, 7168, 2048, 8),
+    "deepseek-v3-ep32": (8, 7168, 2048, 8),
 }
 # MEASURE_MOE_SHAPES=a,b: only these shapes (default: the first three, as in run b).
 MOE_DEFAULT_SHAPES = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"]
