@@ -2,6 +2,7 @@
 #include "sim/hw/moe_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace servesim {
 
@@ -13,6 +14,23 @@ KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base) 
   dense.flops = op.flops * op.tile_padding;  // the kernel computes its padded tiles
   dense.tile_padding = 1.0;
   KernelTime t = estimate(dense, hw, base);
+  if (op.tile_padding > 1.0) {
+    // The padded rows' arithmetic at the rate of a GEMM that many rows tall: the efficiency at
+    // the unpadded rows per expert already counts their mostly empty tile, so pricing the padded
+    // FLOPs at it would count the padding twice. Bytes stay the unpadded rows' (padding is not
+    // loaded), so the memory side keeps the rate at m rows. Only where the taller GEMM runs the
+    // same single kernel (a weight-only GEMM may switch kernels with m; a conversion pass has
+    // its own time).
+    Op tiles = dense;
+    tiles.m = std::max<std::int64_t>(op.m, std::llround(static_cast<double>(op.m) * op.tile_padding));
+    if (t.pass_s == 0.0 && choose_gemm_kernel(tiles, hw) == choose_gemm_kernel(dense, hw)) {
+      const double busy_before = std::max(t.compute_s, t.memory_s);
+      t.compute_s = estimate(tiles, hw, base).compute_s;
+      const double busy = std::max(t.compute_s, t.memory_s);
+      t.time_s += busy - busy_before;
+      t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+    }
+  }
   if (hw.grouped_gemm_frac_by_tokens_per_expert.empty()) return t;
   // The measured grouped kernel against that dense equivalent: its busy time (all but the fixed
   // per-kernel cost) scales by 1 / frac.

@@ -9,7 +9,8 @@ namespace servesim {
 // Timed as the dense GEMM of shape (m, groups x n, k) with the grouped op's FLOPs (times its
 // tile padding) and bytes: the same output tiles, weight bytes and arithmetic, so the same
 // kernel choice (w8a8, FP4, emulated, weight-only) and the profile's GEMM efficiency at m rows
-// per expert. Where the
+// per expert on the memory side; the padded FLOPs run at the efficiency of a GEMM as tall as the
+// padded rows (the rate at m rows already counts m's own mostly empty tile). Where the
 // profile carries a measured grouped-GEMM table (calibration.grouped_gemm), the kernel's
 // efficiency relative to that dense equivalent, fitted over tokens per expert, scales it.
 KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base);
