@@ -80,13 +80,15 @@ PlanRow evaluate(const PlanOption& opt, const PlanScenarioFactory& make, std::ui
   const auto price = o.usd_per_gpu_hour.find(opt.hw);
   if (price != o.usd_per_gpu_hour.end()) row.usd_per_gpu_hour = price->second;
   try {
-    row.emulated = make(opt, o.target_rate_per_s, seed, 1).quant_emulated;  // fits at all?
+    const Scenario at_target = make(opt, o.target_rate_per_s, seed, 1);  // fits at all?
+    row.emulated = at_target.quant_emulated;
     row.fits = true;
     SaturateOptions so = o.saturate;
     so.progress = nullptr;  // the plan reports per option
     so.split = nullptr;     // the options are what processes share
     so.decide_early = true;  // the options run in parallel, a probe's replications one by one
     so.decide_far_ratio = kDecideFarRatio;
+    so.start_near_per_s = stable_rate_guess(at_target);
     const SaturateResult sat = saturate([&](double rate, std::uint64_t s) { return make(opt, rate, s, 1); }, seed, so);
     row.probes = sat.probes;
     row.stable_qps_per_replica = sat.stable_qps;

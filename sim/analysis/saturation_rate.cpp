@@ -14,7 +14,9 @@
 #include "sim/io/describe.hpp"
 #include "sim/io/report_io.hpp"
 #include "sim/metrics/slo.hpp"
+#include "sim/serve/memory_plan.hpp"
 #include "sim/serve/saturation_batch.hpp"
+#include "sim/serve/step_cost.hpp"
 
 namespace servesim {
 
@@ -223,6 +225,51 @@ void saturation_batch(const Scenario& s, double mean_context, std::int64_t kv_ca
   out.saturation_batch_size = decode_saturation(s, static_cast<double>(ctx)).batch_size;
 }
 
+double stable_rate_guess(const Scenario& s) {
+  const WorkloadConfig& w = s.workload;
+  double prompt = 0.0, output = 0.0, weights = 0.0;
+  double tpot_s = 0.0, ttft_s = 0.0, e2e_s = 0.0;  // the tightest of each over the classes (0: none)
+  const auto tightest = [](double& have, double target) {
+    if (target > 0.0) have = have > 0.0 ? std::min(have, target) : target;
+  };
+  for (const RequestClass& c : w.classes) {
+    if (c.prompt_tokens.kind == LengthDist::Kind::trace || c.output_tokens.kind == LengthDist::Kind::trace) return 0.0;
+    prompt += c.weight * mean_tokens(c.prompt_tokens);
+    output += c.weight * mean_tokens(c.output_tokens);
+    weights += c.weight;
+    tightest(tpot_s, c.slo.tpot_s);
+    tightest(ttft_s, c.slo.ttft_s);
+    tightest(e2e_s, c.slo.e2e_s);
+  }
+  if (weights <= 0.0 || output < 1.0) return 0.0;
+  prompt = prompt / weights + static_cast<double>(w.shared_prefix.prefix_tokens);
+  output /= weights;
+  const double context = prompt + 0.5 * output;
+  const MemoryPlan memory = plan_memory(s);
+  const auto kv_seqs = static_cast<std::int64_t>(static_cast<double>(memory.kv_blocks * memory.kv_unit_tokens) / context);
+  const std::int64_t max_batch = std::max<std::int64_t>(1, std::min(s.engine.max_num_seqs, kv_seqs));
+  const std::unique_ptr<StepCostModel> cost = make_step_cost_model(s, s.parallel, false);
+  BatchShape one_prompt;
+  one_prompt.add_prefill(std::max<std::int64_t>(1, std::llround(prompt)), 0, true);
+  const double prefill_s = cost->step_time(one_prompt).time_s;
+  const auto ctx = std::max<std::int64_t>(1, std::llround(context));
+  double best = 0.0;
+  for (std::int64_t b = 1; b <= max_batch; b = std::max(b + 1, static_cast<std::int64_t>(std::ceil(1.1 * static_cast<double>(b))))) {
+    const double batch = static_cast<double>(b);
+    BatchShape step;
+    for (std::int64_t i = 0; i < b; ++i) step.add_decode(ctx);
+    const auto chunk = std::min<std::int64_t>(s.engine.max_num_batched_tokens - b, std::llround(batch * prompt / output));
+    if (chunk > 0) step.add_prefill(chunk, 0, false);
+    const double step_s = cost->step_time(step).time_s;
+    const double rate = batch / (output * step_s);
+    if (tpot_s > 0.0 && step_s > 0.8 * tpot_s) break;
+    if (ttft_s > 0.0 && prefill_s > ttft_s) break;
+    if (e2e_s > 0.0 && prefill_s + output * step_s > e2e_s) break;
+    best = rate;
+  }
+  return best;
+}
+
 int expected_probes(const SaturateOptions& o) {
   return static_cast<int>(std::min<double>(o.max_probes, kBracketingProbesGuess + bisection_probes(2.0, o.rel_tolerance)));
 }
@@ -327,10 +374,19 @@ struct Search {
 };
 }  // namespace
 
+double first_probe_rate(const SaturateOptions& o) {
+  if (o.start_near_per_s <= 0.0) return o.start_rate_per_s;
+  // ldexp: start x 2^k exactly, the rate the doubling or halving from start would reach.
+  int k = static_cast<int>(std::lround(std::log2(o.start_near_per_s / o.start_rate_per_s)));
+  k = std::min(k, 40);
+  while (k < 0 && std::ldexp(o.start_rate_per_s, k) < o.min_rate_per_s) ++k;  // the halving's last rate at the lowest
+  return std::ldexp(o.start_rate_per_s, k);
+}
+
 SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed, const SaturateOptions& o) {
   Search search{make, base_seed, o, {}, {}, o.max_probes, 0.0, 0.0, {}};
   // 1. Bracket: double up from a passing rate, or halve down from a failing one.
-  const SaturateProbe first = search.run(o.start_rate_per_s);
+  const SaturateProbe first = search.run(first_probe_rate(o));
   if (passes(first)) {
     search.double_up(first);
   } else {

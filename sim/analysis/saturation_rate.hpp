@@ -33,6 +33,12 @@ struct SaturateProgress {
 struct SaturateOptions {
   int replications = 3;
   double start_rate_per_s = 1.0;
+  // A guess of the stable rate (0: none; stable_rate_guess): the search starts at the rate of
+  // start_rate_per_s x 2^k (k an integer) nearest to it instead of at start_rate_per_s. The rates
+  // are those the search from start_rate_per_s would probe, so where the verdicts rise no higher
+  // as the rate doubles (a pass below every fail) it finds the same bracket, and then the same
+  // bisection and stable rate, with fewer probes on the way.
+  double start_near_per_s = 0.0;
   double rel_tolerance = 0.01;  // stop when hi / lo - 1 is below this
   int max_probes = 40;
   // The lowest rate probed while halving down from a failing start (the scenario must still be
@@ -109,6 +115,17 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
 // The probes as load levels (the load page, --load-csv): each one's rate, its replications' mean
 // latencies and throughput, and whether a majority of them met the SLO.
 std::vector<LoadPoint> probe_points(const std::vector<SaturateProbe>& probes);
+
+// A guess of the stable rate from the cost model alone, before any run (0: none, e.g. trace
+// lengths, or no batch meets the TPOT target): continuous batching in balance at the workload's
+// mean prompt and output lengths. At batch B each step decodes B tokens and prefills B x prompt /
+// output prompt tokens (as many as arrive while it runs); the rate is B / (output x step time).
+// The guess is the largest B (up to max_num_seqs and the KV cache) whose step stays within 0.8
+// of the TPOT target (a margin for the p99), whose lone prompt prefill within the TTFT target and
+// whose request within the E2E target. Only where a search starts (SaturateOptions::
+// start_near_per_s): on bench/plan.sh's 88 options (llama-2-70b) it is 0.69x to 2.4x the stable
+// rate found.
+double stable_rate_guess(const Scenario& s);
 
 // Probes a search is expected to take, for work estimates before it starts: the same guess of 4
 // while bracketing as SaturateProgress::fraction, then bisection from a factor-2 bracket to the

@@ -1,9 +1,12 @@
-// The search's economies (SaturateOptions::decide_early, decide_far_ratio, floor_first_below_per_s) give the
+// The search's economies (SaturateOptions::decide_early, decide_far_ratio, floor_first_below_per_s,
+// start_near_per_s) give the
 // same answer as the plain search with fewer simulations: the same stable rate, bracket, figures at
 // the stable rate and probed rates; and the same one-line reason when no rate meets the SLO.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "sim/analysis/saturation_rate.hpp"
 #include "../support.hpp"
@@ -52,6 +55,16 @@ SaturateOptions three_seeds_from_1() {
   o.rel_tolerance = 0.05;
   o.start_rate_per_s = 1.0;
   return o;
+}
+
+// The rates a search probed off the grid 2^k that its bracketing walks from 1 req/s: its bisection's.
+std::vector<double> bisection_rates(const SaturateResult& r) {
+  std::vector<double> out;
+  for (const SaturateProbe& p : r.probes) {
+    int exponent = 0;
+    if (std::frexp(p.rate_per_s, &exponent) != 0.5) out.push_back(p.rate_per_s);
+  }
+  return out;
 }
 
 SaturateResult search(const nlohmann::json& doc, const SloConfig& slo, SaturateOptions o, int& simulations) {
@@ -161,4 +174,51 @@ TEST_CASE("decide_far_ratio: probes far from the SLO decided by their first seed
   CHECK(far_runs <= early_runs - static_cast<int>(alone));  // each saves one run at least
   // The first probe, at 1 req/s, meets the SLO with its latency under half the target: one seed.
   CHECK(far.probes.front().runs == 1);
+}
+
+TEST_CASE("start_near_per_s: starting at the grid rate nearest a guess finds the same bracket and stable rate in fewer probes") {
+  const auto doc = workload(150);
+  const SloConfig slo = chat_slo();
+  SaturateOptions o = three_seeds_from_1();
+  o.decide_early = true;
+  int plain_runs = 0, near_runs = 0;
+  const SaturateResult plain = search(doc, slo, o, plain_runs);
+  REQUIRE(plain.stable_qps > 4.0);  // a few doublings from 1 req/s
+  // The guess from the cost model, on the scenario as the search builds it.
+  int built = 0;
+  const Counted make{doc, slo, &built};
+  const double guess = stable_rate_guess(make(1.0, 11));
+  std::printf("start_near_per_s: stable %.4g req/s, guess %.4g (%.2fx)\n", plain.stable_qps, guess, guess / plain.stable_qps);
+  CHECK(guess > 0.25 * plain.stable_qps);  // a start, not an answer: a factor of 4 either way still saves probes
+  CHECK(guess < 4.0 * plain.stable_qps);
+  for (const double start_near : {guess, plain.stable_qps, plain.first_failing_qps, 0.01}) {
+    o.start_near_per_s = start_near;
+    const SaturateResult near = search(doc, slo, o, near_runs);
+    INFO("start near " << start_near);
+    CHECK(near.stable_qps == plain.stable_qps);
+    CHECK(near.first_failing_qps == plain.first_failing_qps);
+    CHECK(near.batch_at_stable_qps == plain.batch_at_stable_qps);
+    CHECK(near.goodput_at_stable_qps == plain.goodput_at_stable_qps);
+    // The bisection's probes (the rates off the doubling grid) are the same ones, in the same order.
+    CHECK(bisection_rates(near) == bisection_rates(plain));
+    if (start_near != 0.01) {
+      CHECK(near.probes.size() < plain.probes.size());
+      CHECK(near_runs < plain_runs);
+    }
+  }
+  // None below the halving's lowest rate.
+  o.start_near_per_s = 1e-9;
+  o.min_rate_per_s = 0.01;
+  const SaturateResult low = search(doc, slo, o, near_runs);
+  CHECK(low.probes.front().rate_per_s >= 0.01);
+  CHECK(low.probes.front().rate_per_s < 0.02);
+  CHECK(low.stable_qps == plain.stable_qps);
+}
+
+TEST_CASE("stable_rate_guess: none where even one sequence alone misses the TPOT target") {
+  int built = 0;
+  SloConfig slo = chat_slo();
+  slo.tpot_s = 1e-5;
+  const Counted make{workload(50), slo, &built};
+  CHECK(stable_rate_guess(make(1.0, 11)) == 0.0);
 }
