@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "sim/analysis/run_jobs.hpp"
@@ -14,6 +15,7 @@
 #include "sim/io/describe.hpp"
 #include "sim/io/report_io.hpp"
 #include "sim/metrics/slo.hpp"
+#include "sim/metrics/slo_settled.hpp"
 #include "sim/serve/memory_plan.hpp"
 #include "sim/serve/saturation_batch.hpp"
 #include "sim/serve/step_cost.hpp"
@@ -39,6 +41,9 @@ struct ReplicationOutcome {
   std::int64_t kv_capacity_tokens = 0;
   std::array<double, kLoadFigures> load{};  // kLoadPaths' values
   double slo_ratio = 0.0;  // binding_ratio: how far the run is from its SLO (decide_far_ratio)
+  // Stopped once its miss was settled (SaturateOptions::stop_settled_misses): met, miss and
+  // slo_ratio (an upper bound) only, no other figure.
+  bool settled = false;
 };
 
 // The least threshold / value over every class's latency targets, capped (a zero latency); 0 when
@@ -57,8 +62,38 @@ double binding_ratio(const SloResult& slo) {
   return ratio;
 }
 
-ReplicationOutcome replicate(const Scenario& s) {
-  const SimResult r = simulate(s);
+// A replication stopped once its miss was settled (SloMissWatch): its verdict, and a bound of its
+// binding ratio (the latency is past at_least_s).
+ReplicationOutcome settled_outcome(const WorkloadConfig& w, const SettledMiss& m) {
+  ReplicationOutcome out;
+  out.settled = true;
+  out.slo_ratio = m.threshold_s / m.at_least_s;
+  const std::string metric = m.metric == "ttft_s" ? "TTFT" : m.metric == "tpot_s" ? "TPOT" : "E2E";
+  char pct[16];
+  std::snprintf(pct, sizeof pct, "%g", 100.0 * w.classes[m.cls].slo.percentile);
+  out.miss = (w.classes.size() > 1 ? "class '" + w.classes[m.cls].name + "': " : std::string()) + metric + " p" + pct +
+             " is at least " + format_duration(m.at_least_s) + ", above its " + format_duration(m.threshold_s) +
+             " target (the run stopped once that was certain)";
+  return out;
+}
+
+// One replication's outcome. settle_factor > 0: the run stops once it misses its SLO by that
+// factor for certain (SloMissWatch).
+ReplicationOutcome replicate(const Scenario& s, double settle_factor) {
+  std::optional<SimResult> run;
+  if (settle_factor > 0.0) {
+    SloMissWatch watch(s, settle_factor, true);
+    SimHooks hooks;
+    hooks.observer = &watch;
+    try {
+      run = simulate(s, hooks);
+    } catch (const RunSettled& settled) {
+      return settled_outcome(s.workload, settled.miss);
+    }
+  } else {
+    run = simulate(s);
+  }
+  const SimResult& r = *run;
   // The four figures a probe reads, as the report computes them (not the whole report: a plan
   // reads them from thousands of runs).
   std::vector<std::string> paths = {"slo.goodput_requests_per_s", "slo.success_frac", "batch.mean_size", "kv_cache.capacity_tokens"};
@@ -91,14 +126,15 @@ const JobCodec<ReplicationOutcome> replication_codec = {
                                                 exact_number(o.mean_output_tokens), o.kv_capacity_tokens, o.miss});
       for (const double v : o.load) j.push_back(exact_number(v));
       j.push_back(exact_number(o.slo_ratio));
+      j.push_back(o.settled);
       return j;
     },
     [](const nlohmann::json& j, const JobOrigin& at) {
       const std::string what = "met, goodput, success fraction, mean batch, mean context, mean output, KV capacity, miss, "
-                               "TTFT, TPOT and E2E p50/p99, requests/s, output tokens/s, SLO ratio";
+                               "TTFT, TPOT and E2E p50/p99, requests/s, output tokens/s, SLO ratio, settled";
       const KeyRange rate{0.0, 1e9, false, false}, fraction{0.0, 1.0, false, false}, count{0.0, 1e15, false, false};
       ReplicationOutcome o;
-      o.met = at.boolean(at.element(j, 0, 9 + kLoadFigures, "", what), "[0]");
+      o.met = at.boolean(at.element(j, 0, 10 + kLoadFigures, "", what), "[0]");
       o.goodput_requests_per_s = at.number(j[1], rate, "[1]");
       o.success_frac = at.number(j[2], fraction, "[2]");
       o.mean_batch = at.number(j[3], count, "[3]");
@@ -113,16 +149,28 @@ const JobCodec<ReplicationOutcome> replication_codec = {
         o.load[i] = at.number(j[8 + i], count, key);
       }
       o.slo_ratio = at.number(j[8 + kLoadFigures], count, "[" + std::to_string(8 + kLoadFigures) + "]");
+      o.settled = at.boolean(j[9 + kLoadFigures], "[" + std::to_string(9 + kLoadFigures) + "]");
       return o;
     }};
 
-// Replications [from, to) of a probe at `rate`, in order.
+// The factor by which replication i of a probe may be settled as a miss (0: it runs to the end):
+// 1 where only its verdict is read; decide_far_ratio for a first seed that may decide its probe
+// alone (far_from_slo reads how far it missed).
+double settle_factor(const SaturateOptions& o, int i) {
+  if (!o.stop_settled_misses) return 0.0;
+  return i == 0 && o.decide_early && o.decide_far_ratio > 1.0 ? o.decide_far_ratio : 1.0;
+}
+
+// Replications [from, to) of a probe at `rate`, in order; `may_settle`: stopped once their miss is
+// settled (stop_settled_misses).
 std::vector<ReplicationOutcome> replications(const RateScenarioFactory& make, std::uint64_t base_seed, double rate, int from, int to,
-                                             const SaturateOptions& o) {
+                                             const SaturateOptions& o, bool may_settle = true) {
   std::vector<Scenario> runs;
   for (int i = from; i < to; ++i) runs.push_back(make(rate, replication_seed(base_seed, i)));
   return run_jobs<ReplicationOutcome>(
-      runs.size(), [&](std::size_t i) { return replicate(runs[i]); }, o.parallel, o.split, replication_codec);
+      runs.size(),
+      [&](std::size_t i) { return replicate(runs[i], may_settle ? settle_factor(o, from + static_cast<int>(i)) : 0.0); },
+      o.parallel, o.split, replication_codec);
 }
 
 // A probe's figures from the replications it ran (means over them).
@@ -361,15 +409,34 @@ struct Search {
   }
   // decide_early: the stable rate's probe runs its remaining replications, so that its means (the
   // batch and goodput at the stable rate) are over all R, as without it.
+  // Its settled replications (stop_settled_misses) too run to the end.
   void complete_best() {
-    if (best.runs == 0 || best.runs >= o.replications) return;
+    if (best.runs == 0) return;
     const auto at = static_cast<std::size_t>(
         std::find_if(out.probes.begin(), out.probes.end(), [&](const SaturateProbe& p) { return p.rate_per_s == best.rate_per_s; }) -
         out.probes.begin());
-    const std::vector<ReplicationOutcome> rest = replications(make, base_seed, best.rate_per_s, best.runs, o.replications, o);
-    outcomes[at].insert(outcomes[at].end(), rest.begin(), rest.end());
-    out.probes[at] = summarize(best.rate_per_s, outcomes[at]);
+    run_out(at);
+    if (best.runs < o.replications) {
+      const std::vector<ReplicationOutcome> rest = replications(make, base_seed, best.rate_per_s, best.runs, o.replications, o, false);
+      outcomes[at].insert(outcomes[at].end(), rest.begin(), rest.end());
+      out.probes[at] = summarize(best.rate_per_s, outcomes[at]);
+    }
     best = out.probes[at];
+  }
+  // Probe `at`'s settled replications run again to the end, where its figures are read (the
+  // stable rate's probe; the first and lowest probes when no rate meets the SLO). Settled means
+  // certain: a rerun that meets the SLO is a bug.
+  void run_out(std::size_t at) {
+    std::vector<ReplicationOutcome>& runs = outcomes[at];
+    const double rate = out.probes[at].rate_per_s;
+    bool rerun = false;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (!runs[i].settled) continue;
+      runs[i] = replications(make, base_seed, rate, static_cast<int>(i), static_cast<int>(i) + 1, o, false).front();
+      if (runs[i].met) throw std::logic_error("saturate: a replication settled as a miss met its SLO when run to the end");
+      rerun = true;
+    }
+    if (rerun) out.probes[at] = summarize(rate, runs);
   }
 };
 }  // namespace
@@ -407,6 +474,8 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
   search.bisect();
   SaturateResult& out = search.out;
   if (search.lo == 0.0) {
+    search.run_out(0);  // the saturation batch's reference below
+    search.run_out(out.probes.size() - 1);
     const SaturateProbe& lowest = out.probes.back();
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.3g", lowest.rate_per_s);

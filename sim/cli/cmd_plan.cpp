@@ -619,6 +619,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   while (o.saturate.start_rate_per_s * 2.0 <= rate) o.saturate.start_rate_per_s *= 2.0;
   o.saturate.floor_first_below_per_s = grid_per_s;
   o.saturate.min_rate_per_s = lowest_probe_rate(base);
+  // A run stops once its miss is certain (only its verdict is read), unless the load page or CSV
+  // draws every probe's latencies.
+  o.saturate.stop_settled_misses = !p.count("html") && !p.count("load-csv");
   const Scenario assumed = src.load({"model=\"" + model + "\"", rate_assignment(rate)});
   if (!p.count("no-work-limit")) check_plan_work(assumed, options.size(), dist, o.saturate);
 

@@ -1,5 +1,5 @@
 // The search's economies (SaturateOptions::decide_early, decide_far_ratio, floor_first_below_per_s,
-// start_near_per_s) give the
+// start_near_per_s, stop_settled_misses) give the
 // same answer as the plain search with fewer simulations: the same stable rate, bracket, figures at
 // the stable rate and probed rates; and the same one-line reason when no rate meets the SLO.
 #include <doctest/doctest.h>
@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "sim/analysis/saturation_rate.hpp"
+#include "sim/metrics/slo_settled.hpp"
+#include "sim/serve/simulation.hpp"
 #include "../support.hpp"
 
 using namespace servesim;
@@ -221,4 +223,83 @@ TEST_CASE("stable_rate_guess: none where even one sequence alone misses the TPOT
   slo.tpot_s = 1e-5;
   const Counted make{workload(50), slo, &built};
   CHECK(stable_rate_guess(make(1.0, 11)) == 0.0);
+}
+
+TEST_CASE("SloMissWatch: a run it settles misses its SLO by the factor when run to the end") {
+  const auto doc = workload(150);
+  int built = 0, settled = 0, checked = 0;
+  for (const double factor : {1.0, 2.0}) {
+    for (const double rate : {5.0, 15.0, 25.0, 40.0, 80.0}) {
+      for (const std::uint64_t seed : {11, 12, 13}) {
+        for (const bool tpot_only : {false, true}) {
+          SloConfig slo = chat_slo();
+          if (tpot_only) slo.ttft_s = 0.0;
+          const Counted make{doc, slo, &built};
+          const Scenario s = make(rate, seed);
+          SloMissWatch watch(s, factor, false);  // watches the whole run without stopping it
+          SimHooks hooks;
+          hooks.observer = &watch;
+          const SimResult r = simulate(s, hooks);
+          const SloResult full = evaluate_slo(s.workload, r.metrics);
+          ++checked;
+          if (!watch.settled()) continue;
+          ++settled;
+          const SettledMiss& m = *watch.settled();
+          INFO("rate " << rate << " seed " << seed << " factor " << factor << " " << m.metric);
+          CHECK_FALSE(full.met);
+          CHECK(m.at_least_s == factor * (m.metric == "ttft_s" ? slo.ttft_s : slo.tpot_s));
+          bool past = false;
+          for (const SloTarget& t : full.classes.front().targets) past = past || (t.metric == m.metric && t.value_s > m.at_least_s);
+          CHECK(past);
+        }
+      }
+    }
+  }
+  std::printf("SloMissWatch: %d of %d runs settled before their end, each a miss by its factor\n", settled, checked);
+  CHECK(settled > checked / 4);  // not vacuous: the high rates overload the replica
+  CHECK(settled < checked);      // and the low ones meet the SLO
+}
+
+TEST_CASE("stop_settled_misses: the same search, stable rate and figures at it") {
+  const auto doc = workload(150);
+  const SloConfig slo = chat_slo();
+  SaturateOptions o = three_seeds_from_1();
+  o.decide_early = true;
+  o.decide_far_ratio = 2.0;
+  int runs = 0;
+  const SaturateResult plain = search(doc, slo, o, runs);
+  o.stop_settled_misses = true;
+  const SaturateResult stopped = search(doc, slo, o, runs);
+  REQUIRE(plain.stable_qps > 0.0);
+  CHECK(stopped.stable_qps == plain.stable_qps);
+  CHECK(stopped.first_failing_qps == plain.first_failing_qps);
+  CHECK(stopped.batch_at_stable_qps == plain.batch_at_stable_qps);
+  CHECK(stopped.goodput_at_stable_qps == plain.goodput_at_stable_qps);
+  CHECK(stopped.mean_output_tokens_at_stable_qps == plain.mean_output_tokens_at_stable_qps);
+  CHECK(stopped.saturation_batch_size == plain.saturation_batch_size);
+  REQUIRE(stopped.probes.size() == plain.probes.size());
+  for (std::size_t i = 0; i < plain.probes.size(); ++i) {
+    CHECK(stopped.probes[i].rate_per_s == plain.probes[i].rate_per_s);
+    CHECK(stopped.probes[i].passed == plain.probes[i].passed);
+    CHECK(stopped.probes[i].runs == plain.probes[i].runs);
+  }
+  // No rate meets it: the same one-line reason and saturation batch, from runs to their end.
+  SloConfig impossible;
+  impossible.ttft_s = 1e-4;
+  impossible.percentile = 0.9;
+  SaturateOptions none;
+  none.replications = 3;
+  none.decide_early = true;
+  none.decide_far_ratio = 2.0;
+  none.start_rate_per_s = 4.0;
+  none.min_rate_per_s = 0.01;
+  none.floor_first_below_per_s = 2.5;
+  const SaturateResult unmet_plain = search(workload(40), impossible, none, runs);
+  none.stop_settled_misses = true;
+  const SaturateResult unmet = search(workload(40), impossible, none, runs);
+  std::printf("stop_settled_misses, no rate meets: %s\n", unmet.unmet.c_str());
+  CHECK_FALSE(unmet_plain.unmet.empty());
+  CHECK(unmet.unmet == unmet_plain.unmet);
+  CHECK(unmet.saturation_batch_size == unmet_plain.saturation_batch_size);
+  CHECK(unmet.mean_context_tokens == unmet_plain.mean_context_tokens);
 }
