@@ -568,6 +568,26 @@ void annotate_rows(PlanResult& result, const Scenario& base, const std::vector<E
     row.price_providers = price.providers;
   }
 }
+// Each option's search: --replications and --tolerance; its rates are max(0.05, rate / 8) x 2^k
+// (the probes of the search as it started there). Without a guess (plan() starts each option at
+// the grid rate nearest stable_rate_guess) it starts at the grid's rate nearest the target from
+// below, where most options' stable rates lie within a few doublings either way, and the slow
+// low-rate probes (one request at a time) run only for options that need more than 8 replicas.
+// Below that, an option is first probed at the lowest rate, so one that no rate serves is known in
+// one more probe. A run stops once its miss is certain (only its verdict is read), unless the
+// load page or CSV draws every probe's latencies.
+SaturateOptions plan_search(const cxxopts::ParseResult& p, double rate, const Scenario& base) {
+  SaturateOptions s;
+  s.replications = static_cast<int>(kReplications.read(p, "servesim plan"));
+  s.rel_tolerance = kTolerance.read(p, "servesim plan");
+  const double grid_per_s = std::max(0.05, rate / 8.0);
+  s.start_rate_per_s = grid_per_s;
+  while (s.start_rate_per_s * 2.0 <= rate) s.start_rate_per_s *= 2.0;
+  s.floor_first_below_per_s = grid_per_s;
+  s.min_rate_per_s = lowest_probe_rate(base);
+  s.stop_settled_misses = !p.count("html") && !p.count("load-csv");
+  return s;
+}
 }  // namespace
 
 int cmd_plan(const std::vector<std::string>& args) {
@@ -601,27 +621,13 @@ int cmd_plan(const std::vector<std::string>& args) {
   PlanOptions o;
   o.target_rate_per_s = rate;
   o.split = dist.split.get();
-  o.saturate.replications = static_cast<int>(kReplications.read(p, "servesim plan"));
-  o.saturate.rel_tolerance = kTolerance.read(p, "servesim plan");
   const PlanCosts costs = plan_costs(p, hws);
   for (const auto& [gpu, price] : costs.gpus) {
     if (price.usd_per_gpu_hour) o.usd_per_gpu_hour[gpu] = *price.usd_per_gpu_hour;
     if (!price.usd_per_gpu_hour) o.unpriced[gpu] = price.unpriced;
   }
   const Scenario base = src.load({"model=\"" + model + "\""});
-  // The search's rates are max(0.05, rate / 8) x 2^k (the probes of the search as it started
-  // there): it starts at the grid's rate nearest the target from below, where most options' stable
-  // rates lie within a few doublings either way, and the slow low-rate probes (one request at a
-  // time) run only for options that need more than 8 replicas. Below that, an option is first
-  // probed at the lowest rate, so one that no rate serves is known in one more probe.
-  const double grid_per_s = std::max(0.05, rate / 8.0);
-  o.saturate.start_rate_per_s = grid_per_s;
-  while (o.saturate.start_rate_per_s * 2.0 <= rate) o.saturate.start_rate_per_s *= 2.0;
-  o.saturate.floor_first_below_per_s = grid_per_s;
-  o.saturate.min_rate_per_s = lowest_probe_rate(base);
-  // A run stops once its miss is certain (only its verdict is read), unless the load page or CSV
-  // draws every probe's latencies.
-  o.saturate.stop_settled_misses = !p.count("html") && !p.count("load-csv");
+  o.saturate = plan_search(p, rate, base);
   const Scenario assumed = src.load({"model=\"" + model + "\"", rate_assignment(rate)});
   if (!p.count("no-work-limit")) check_plan_work(assumed, options.size(), dist, o.saturate);
 
