@@ -89,7 +89,11 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
     double mlp = m.dense_mlp_layers() > 0 ? tokens * static_cast<double>(m.mlp_in_width()) : 0.0;
     if (m.is_moe()) {
       const double f = static_cast<double>(m.moe.expert_ffn_size);
-      mlp = std::max(mlp, std::min(tokens, 32768.0) * static_cast<double>(m.moe.experts_per_token) *
+      // Under attention DP with the gathered exchange (TensorRT-LLM) the fused MoE runs on every
+      // rank's tokens, and the memory profiling run gives each rank a full token budget
+      // (KvCacheCreator._create_dummy_context_requests repeats its requests tp_size times).
+      const double moe_tokens = e.profile.kernels.moe_dp_allgather ? tokens * ranks : tokens;
+      mlp = std::max(mlp, std::min(moe_tokens, 32768.0) * static_cast<double>(m.moe.experts_per_token) *
                               (static_cast<double>(m.gated_width(m.moe.expert_ffn_size)) + f + static_cast<double>(m.hidden_size)));
     }
     p.activation_bytes = ab * (tokens * (attn + 2.0 * static_cast<double>(m.hidden_size)) + mlp) + seqs * static_cast<double>(m.vocab_size) * 4.0;
