@@ -25,7 +25,7 @@ def main():
         n = new_rows.get(key(r))
         a = r.get("stable_qps_per_replica")
         b = n and n.get("stable_qps_per_replica")
-        if a is None and b is None:
+        if a == b:  # both absent (no fit) or both 0 (no rate meets the SLO), or the same rate
             continue
         if not a or not b:
             print(f"{key(r)}: stable rate {a} -> {b}")
