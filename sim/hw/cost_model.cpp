@@ -202,7 +202,8 @@ void settle(KernelTime& t) {
 
 // ALU seconds an attention kernel spends dequantizing an integer KV cache as it reads it: each
 // cached element converted and scaled once per launch that reads it (a decode kernel's program per
-// sequence and KV head serves all the query heads of its group), at the profile's CUDA-core
+// sequence and KV head serves all the query heads of its group; an engine whose kernel runs a
+// program per query head converts it once per query head, Op::attn_dequant_copies), at the profile's CUDA-core
 // dequantization rate (the weight-only kernels' ~2 operations per 8-bit value, ~4 per 4-bit:
 // HwProfile::dequant_weights_per_s). MODELLED: decode attention takes the measured ratio instead
 // where the profile has one (measured_int_kv_ratio). Prefill kernels re-read each KV tile once per query tile;
@@ -215,19 +216,20 @@ double kv_elements_per_launch(const Op& op) {
 
 double kv_dequant_s(const Op& op, const HwProfile& hw) {
   if (!integer_kv_cache(op.attn_kv_dtype) || op.attn_head_dim <= 0) return 0.0;
-  return kv_elements_per_launch(op) / hw.dequant_weights_per_s(op.attn_kv_dtype == Dtype::int4 ? 4 : 8);
+  return kv_elements_per_launch(op) * op.attn_dequant_copies / hw.dequant_weights_per_s(op.attn_kv_dtype == Dtype::int4 ? 4 : 8);
 }
 
 // The measured time over bf16 of decode attention on op's integer KV cache, where the profile
 // has one (calibration.attention_decode_kv); 0 = the modelled cost (kv_dequant_s). Only the
 // standard kernel family: the measurement is our CUDA-core paged decode kernel (4 query heads per
 // KV head, calibrate/src/kernels.cuh), where the FMAs per KV byte make a smaller cache issue-bound
-// (docs/calibration.md); SDPA and other families have no such measurement. fp8 caches keep the
+// (docs/calibration.md); SDPA and other families have no such measurement, and neither has a
+// kernel that runs a program per query head (attn_dequant_copies > 1). fp8 caches keep the
 // model (bytes only): their measured 1.10 is not applied, so runs without an integer cache keep
 // their reports.
 double measured_int_kv_ratio(const Op& op, const HwProfile& hw) {
   if (op.kind != OpKind::attention_decode || op.attn_kernel != AttentionKernel::standard || !integer_kv_cache(op.attn_kv_dtype) ||
-      op.attn_head_dim <= 0) {
+      op.attn_head_dim <= 0 || op.attn_dequant_copies > 1) {
     return 0.0;
   }
   return hw.kv_decode_time_over_bf16.of(op.attn_kv_dtype);
@@ -445,6 +447,7 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
           .attn_head_dim = op.attn_head_dim,
           .groups = op.groups,
           .comm_gpus = op.comm_gpus,
+          .attn_dequant_copies = op.attn_dequant_copies,
           .comm_custom = op.comm_custom,
           .kind = op.kind,
           .quant = op.quant,
@@ -454,7 +457,7 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
 }
 
 bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
-  return a.kind == b.kind && a.quant == b.quant && a.quant_kernel == b.quant_kernel && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
+  return a.kind == b.kind && a.quant == b.quant && a.quant_kernel == b.quant_kernel && a.attn_dequant_copies == b.attn_dequant_copies && a.flops == b.flops && a.bytes == b.bytes && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.attn_seqs == b.attn_seqs && a.attn_kv_heads == b.attn_kv_heads && a.attn_head_dim == b.attn_head_dim &&
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.compute_efficiency == b.compute_efficiency && a.compute_plateau_frac == b.compute_plateau_frac &&

@@ -120,6 +120,7 @@ class KernelTimeCache {
     double flops, bytes, attn_kv_tokens, stream_efficiency, compute_efficiency, compute_plateau_frac, tile_padding;
     std::int64_t m, n, k, attn_seqs, attn_kv_heads, attn_head_dim, groups;
     int comm_gpus;
+    int attn_dequant_copies;
     bool comm_custom;
     OpKind kind;
     QuantScheme quant;

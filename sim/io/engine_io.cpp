@@ -75,6 +75,7 @@ KernelPlan parse_kernel_plan(JsonReader k) {
     }
     if (!known) k.fail("attention_impl", "must be standard, sdpa or sdpa_packed, got '" + impl + "'");
   }
+  kp.decode_attention_per_query_head = k.boolean_or("decode_attention_per_query_head", false);
   kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
   kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
   if (k.has("attention_dp_moe_comm")) {

@@ -234,6 +234,9 @@ Op packed_attention_op(const ModelSpec& m, const BatchShape& b, const Precision&
 
 Op decode_attention_op(const ModelSpec& m, const BatchShape& b, const Precision& p, const KernelPlan& plan) {
   Op attn = attention_op("attention_decode", OpKind::attention_decode, m, p, plan);
+  if (plan.decode_attention_per_query_head && !m.is_mla() && m.num_kv_heads > 0) {
+    attn.attn_dequant_copies = static_cast<int>(std::max<std::int64_t>(1, m.num_attention_heads / m.num_kv_heads));
+  }
   set_decode_attention_work(attn, m, b, p, plan);
   return attn;
 }

@@ -60,6 +60,11 @@ struct Op {
   double attn_kv_tokens = 0.0;
   AttentionKernel attn_kernel = AttentionKernel::standard;
   Dtype attn_kv_dtype = Dtype::bf16;  // the KV cache's format (int8/int4: dequantized as read)
+  // Decode attention on an integer cache: how many programs dequantize each cached element. 1: a
+  // program per sequence and KV head serves its query-head group; the group size (query heads per
+  // KV head) where the engine's kernel runs a program per query head
+  // (KernelPlan::decode_attention_per_query_head).
+  int attn_dequant_copies = 1;
   // Streaming ops (norms, rope, KV writes, elementwise, embedding, sampler): the ceiling of this
   // engine's kernels as a fraction of the profile's streaming plateau (KernelPlan::elementwise_bw_frac).
   double stream_efficiency = 1.0;
@@ -145,6 +150,12 @@ struct KernelPlan {
   int extra_kernels_per_layer = 0;  // copies, casts, contiguous() on activations
   int sampler_kernels = 1;
   AttentionKernel attention_kernel = AttentionKernel::standard;  // the attention kernel family
+  // The decode attention kernel runs one program per (sequence, query head), as TensorRT-LLM's
+  // masked multi-head attention and the kernels derived from it (QServe's), so a grouped-query
+  // model's KV head is read, and an integer cache dequantized, once per query head of its group.
+  // false: one program per (sequence, KV head) serves the group (servesim's own kernel,
+  // FlashInfer, FlashAttention's decode).
+  bool decode_attention_per_query_head = false;
   // Bandwidth ceiling of the engine's elementwise kernels as a fraction of the profile's streaming
   // plateau (the calibrators' 16-byte vectorized kernels): PyTorch's eager kernels on broadcast and
   // strided views (rope's cos/sin, the norm weight, chunked gate/up) saturate lower; small, latency-

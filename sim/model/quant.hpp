@@ -128,14 +128,17 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
 //   cutlass_w4a8        vLLM's CUTLASS W4A8 GEMM on Hopper (int4 weights widened to fp8 through a
 //                       lookup table in the main loop, fp8 activations: vLLM PR #23198)
 //   trtllm_w4a8         TensorRT-LLM's W4A8 AWQ GEMM (int4 weights, fp8 activations; Ada and Hopper)
+//   qserve_w4a8         QServe's W4A8 GEMM (int4 weights, int8 activations, int8 mma.sync: mit-han-lab/omniserve
+//                       kernels/csrc/qgemm/w4a8_per_chn and w4a8_per_group), neither measured nor
+//                       published per kernel where we could read it: the W4A8 model below
 //   Without a table of their own, the W4A8 kernels take the profile's 8-bit table on their 4-bit
 //   weight bytes plus the widening on CUDA cores (cost_model.cpp).
 enum class QuantKernel : std::uint8_t {
   auto_, cublaslt, cutlass_scaled_mm, torch_scaled_mm, torch_scaled_mm_rowwise, torch_int_mm,
   marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only, torch_scaled_mm_blockwise,
-  cutlass_w4a8, trtllm_w4a8
+  cutlass_w4a8, trtllm_w4a8, qserve_w4a8
 };
-inline constexpr std::size_t kNumQuantKernels = 15;
+inline constexpr std::size_t kNumQuantKernels = 16;
 
 inline const char* quant_kernel_name(QuantKernel k) {
   switch (k) {
@@ -154,6 +157,7 @@ inline const char* quant_kernel_name(QuantKernel k) {
     case QuantKernel::torch_scaled_mm_blockwise: return "torch_scaled_mm_blockwise";
     case QuantKernel::cutlass_w4a8: return "cutlass_w4a8";
     case QuantKernel::trtllm_w4a8: return "trtllm_w4a8";
+    case QuantKernel::qserve_w4a8: return "qserve_w4a8";
   }
   return "?";
 }
@@ -174,6 +178,7 @@ inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
     case QuantKernel::torch_scaled_mm_blockwise: return q == QuantScheme::fp8_block;
     case QuantKernel::cutlass_w4a8:
     case QuantKernel::trtllm_w4a8: return q == QuantScheme::w4afp8;
+    case QuantKernel::qserve_w4a8: return q == QuantScheme::w4a8;
     case QuantKernel::torch_scaled_mm:
     case QuantKernel::torch_scaled_mm_rowwise: return q == QuantScheme::fp8;
     case QuantKernel::torch_int_mm: return q == QuantScheme::int8;

@@ -209,13 +209,13 @@ std::string load_error(const std::vector<std::string>& overrides) {
   }
   return "no error";
 }
-// The decode attention op of `seqs` sequences at `context` tokens each.
-Op decode_attention(const ModelSpec& m, std::int64_t seqs, std::int64_t context, Dtype kv) {
+// The decode attention op of `seqs` sequences at `context` tokens each (under `plan`'s kernels).
+Op decode_attention(const ModelSpec& m, std::int64_t seqs, std::int64_t context, Dtype kv, const KernelPlan& plan = {}) {
   BatchShape b;
   for (std::int64_t i = 0; i < seqs; ++i) b.add_decode(context);
   Precision p{Dtype::bf16, Dtype::bf16, kv};
   std::vector<Op> ops;
-  build_iteration_ops(m, b, p, ops);
+  build_iteration_ops(m, b, p, ops, plan);
   for (const Op& op : ops) {
     if (op.kind == OpKind::attention_decode) return op;
   }
@@ -375,4 +375,48 @@ TEST_CASE("integer KV caches on a profile with the measured paged-decode ratio: 
     err = e.what();
   }
   CHECK(err.find("attention_decode_kv.kernel") != std::string::npos);
+}
+
+TEST_CASE("qserve: W4A8 through its own kernel on Ampere and Ada, a grouped-query int4 cache dequantized once per query head") {
+  const EngineProfile qserve = load_engine_profile("qserve", "", "");
+  CHECK(qserve.kernels.decode_attention_per_query_head);
+  const KernelPlan plain{};
+  REQUIRE_FALSE(plain.decode_attention_per_query_head);
+  const HwProfile a100 = hw("a100-80gb-sxm"), h100 = hw("h100-sxm");
+  // (clang 14 cannot capture a structured binding in CAPTURE's lambda: a pair, read by member)
+  for (const std::pair<const char*, int>& model : {std::pair<const char*, int>{"llama-3-8b", 4}, {"llama-2-7b", 1}}) {
+    const char* name = model.first;
+    const int group = model.second;
+    CAPTURE(name);
+    const ModelSpec m = load_model(resolve_data_ref("models", name, "", ""));
+    const Op per_head = decode_attention(m, 64, 2048, Dtype::int4, qserve.kernels), grouped = decode_attention(m, 64, 2048, Dtype::int4, plain);
+    CHECK(per_head.attn_dequant_copies == group);
+    CHECK(grouped.attn_dequant_copies == 1);
+    CHECK(per_head.bytes == grouped.bytes);  // the cache is read from HBM once either way (the group's blocks share it in L2)
+    // Modelled dequantization (a100-80gb-sxm has no measured int-cache ratio): the group size times the work.
+    const double elements = 2.0 * per_head.attn_kv_tokens * static_cast<double>(m.num_kv_heads * m.head_dim);
+    CHECK(estimate(per_head, a100, Dtype::bf16).compute_s - estimate(grouped, a100, Dtype::bf16).compute_s ==
+          doctest::Approx((group - 1) * elements / a100.dequant_weights_per_s(4)).epsilon(1e-6));
+    // h100-sxm's measured ratio is of a kernel that serves the group per program: applied where the
+    // group is one head, the model where it is not.
+    const KernelTime measured = estimate(grouped, h100, Dtype::bf16), q = estimate(per_head, h100, Dtype::bf16);
+    if (group == 1) {
+      CHECK(q.time_s == measured.time_s);
+    } else {
+      const Op bf16 = decode_attention(m, 64, 2048, Dtype::bf16, plain);
+      const KernelTime t16 = estimate(bf16, h100, Dtype::bf16);
+      CHECK(measured.time_s - measured.overhead_s == doctest::Approx(h100.kv_decode_time_over_bf16.int4 * (t16.time_s - t16.overhead_s)));
+      CHECK(q.compute_s - t16.compute_s == doctest::Approx(group * elements / h100.dequant_weights_per_s(4)).epsilon(1e-6));
+    }
+    // Only integer caches pay it: a 16-bit cache's op is timed the same under both plans.
+    CHECK(estimate(decode_attention(m, 64, 2048, Dtype::bf16, qserve.kernels), a100, Dtype::bf16).time_s ==
+          estimate(decode_attention(m, 64, 2048, Dtype::bf16, plain), a100, Dtype::bf16).time_s);
+  }
+  // QServe names its W4A8 kernel on Ampere and Ada (its benchmarks' A100 and L40S), none on Hopper.
+  const Scenario a = load_scenario(resolve_data_ref("scenarios", "quantized", "", ""),
+                                   {"quantization.method=w4a8", "engine.profile=qserve", "hardware=a100-80gb-sxm", "quantization.kv_cache_dtype=int4"});
+  CHECK(a.engine.profile.kernels.quant_kernels[static_cast<std::size_t>(QuantScheme::w4a8)] == QuantKernel::qserve_w4a8);
+  CHECK(load_error({"quantization.method=w4a8", "engine.profile=qserve"}).find("quant_kernels.hopper") != std::string::npos);
+  CHECK(load_error({"quantization.method=w4a8", "engine.profile=qserve", "hardware=l40s", "quantization.kv_cache_dtype=fp8"})
+            .find("quantization.kv_cache_dtype") != std::string::npos);
 }
