@@ -62,12 +62,14 @@ struct SaturateOptions {
   // class's targets; without a latency target nothing is decided early this way.
   double decide_far_ratio = 0.0;
   // A replication stops as soon as its SLO miss is certain (sim/metrics/slo_settled.hpp: more of
-  // its requests have finished past a target than the percentile lets past it), by decide_far_ratio
-  // x the target for a first seed that may decide its probe alone, else by the target. The same
-  // verdicts, so the same search, stable rate and figures at it (its probe's stopped replications,
-  // and where no rate meets the SLO the first and lowest probes', run again to the end); but the
-  // other probes' load figures (probe_points) then cover the part of a run that ran: off (plan's
-  // --html and --load-csv) where those are drawn. Without latency targets nothing stops.
+  // its requests are past a target than the percentile lets past it). A first seed stopped so is
+  // taken as a near miss (the next seeds run); where they would make its probe pass, it runs
+  // again, stopping only at decide_far_ratio x the target, and decides as without stopping. The
+  // same verdicts, so the same search, stable rate and figures at it (its probe's stopped
+  // replications, and where no rate meets the SLO the first and lowest probes', run again to the
+  // end); but a probe may run other seeds than without it (runs), and the other probes' load
+  // figures (probe_points) cover the part of a run that ran: off (plan's --html and --load-csv)
+  // where those are drawn. Without latency targets nothing stops.
   bool stop_settled_misses = false;
   std::function<void(const SaturateProgress&)> progress;  // optional; called before each probe
   // Optional: a probe's replications spread over processes (--mpi); every process takes the same

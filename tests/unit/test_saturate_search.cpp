@@ -260,7 +260,7 @@ TEST_CASE("SloMissWatch: a run it settles misses its SLO by the factor when run 
   CHECK(settled < checked);      // and the low ones meet the SLO
 }
 
-TEST_CASE("stop_settled_misses: the same search, stable rate and figures at it") {
+TEST_CASE("stop_settled_misses: the same search, verdicts, stable rate and figures at it") {
   const auto doc = workload(150);
   const SloConfig slo = chat_slo();
   SaturateOptions o = three_seeds_from_1();
@@ -280,8 +280,8 @@ TEST_CASE("stop_settled_misses: the same search, stable rate and figures at it")
   REQUIRE(stopped.probes.size() == plain.probes.size());
   for (std::size_t i = 0; i < plain.probes.size(); ++i) {
     CHECK(stopped.probes[i].rate_per_s == plain.probes[i].rate_per_s);
-    CHECK(stopped.probes[i].passed == plain.probes[i].passed);
-    CHECK(stopped.probes[i].runs == plain.probes[i].runs);
+    // The same verdict; a first seed stopped early may have had the next seed run (runs).
+    CHECK((2 * stopped.probes[i].passed > stopped.probes[i].runs) == (2 * plain.probes[i].passed > plain.probes[i].runs));
   }
   // No rate meets it: the same one-line reason and saturation batch, from runs to their end.
   SloConfig impossible;
