@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -430,14 +431,22 @@ struct Search {
     }
     best = out.probes[at];
   }
-  // Probe `at`'s settled replications run again to the end, where its figures are read (the
-  // stable rate's probe; the first and lowest probes when no rate meets the SLO). Settled means
-  // certain: a rerun that meets the SLO is a bug.
-  void run_out(std::size_t at) {
+  // How many of probe `at`'s replications run up to its first miss (summarize's miss is that one's).
+  std::size_t through_first_miss(std::size_t at) const {
+    const std::vector<ReplicationOutcome>& runs = outcomes[at];
+    const auto miss = std::find_if(runs.begin(), runs.end(), [](const ReplicationOutcome& r) { return !r.met; });
+    return static_cast<std::size_t>(miss - runs.begin()) + 1;
+  }
+  // Probe `at`'s settled replications (of its first `first` ones) run again to the end, where its
+  // figures are read: every one of the stable rate's probe (its means); when no rate meets the
+  // SLO, the first probe's first seed (summarize reads its lengths and KV capacity) and the lowest
+  // probe's up to its first miss (the one-line reason). Settled means certain: a rerun that meets the
+  // SLO is a bug.
+  void run_out(std::size_t at, std::size_t first = std::numeric_limits<std::size_t>::max()) {
     std::vector<ReplicationOutcome>& runs = outcomes[at];
     const double rate = out.probes[at].rate_per_s;
     bool rerun = false;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (std::size_t i = 0; i < std::min(first, runs.size()); ++i) {
       if (!runs[i].settled) continue;
       runs[i] = replications(make, base_seed, rate, static_cast<int>(i), static_cast<int>(i) + 1, o, 0.0).front();
       if (runs[i].met) throw std::logic_error("saturate: a replication settled as a miss met its SLO when run to the end");
@@ -481,8 +490,8 @@ SaturateResult saturate(const RateScenarioFactory& make, std::uint64_t base_seed
   search.bisect();
   SaturateResult& out = search.out;
   if (search.lo == 0.0) {
-    search.run_out(0);  // the saturation batch's reference below
-    search.run_out(out.probes.size() - 1);
+    search.run_out(0, 1);  // the saturation batch's reference below
+    search.run_out(out.probes.size() - 1, search.through_first_miss(out.probes.size() - 1));  // the line's miss
     const SaturateProbe& lowest = out.probes.back();
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.3g", lowest.rate_per_s);
