@@ -155,6 +155,7 @@ struct ParallelConfig {
   std::int64_t attention_tp() const { return enable_attention_dp ? 1 : tensor_parallel_size; }
   MoeRouting moe_routing() const { return {expert_parallel_size, expert_load_imbalance, attention_dp_size()}; }
   std::int64_t micro_batches() const { return num_micro_batches > 0 ? num_micro_batches : pipeline_parallel_size; }
+  bool operator==(const ParallelConfig&) const = default;
 };
 
 // Request routing across replicas; policies in sim/serve/router.hpp.

@@ -42,7 +42,7 @@ struct Rejections {
 int usable_threads(int requested);
 
 // Which of `groups` kernel-time-cache groups replica `index` of `replicas` belongs to: lanes of
-// one group run on one thread at a time, so a group shares one KernelTimeCaches.
+// one group run on one thread at a time, so a group shares one StepCaches.
 inline std::size_t cache_group(std::size_t index, std::size_t replicas, std::size_t groups) {
   return index * groups / replicas;
 }

@@ -174,24 +174,36 @@ std::size_t prefill_memo_slot(const BatchShape& s, unsigned bits) {
 }
 }  // namespace
 
-IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, KernelTimeCaches* shared)
+IterationMemos& StepCaches::memos(const Scenario& scenario, const ParallelConfig& parallel) {
+  for (Slot& s : slots_) {
+    if (s.scenario == &scenario && s.parallel == parallel) return *s.memos;
+  }
+  slots_.push_back({&scenario, parallel, std::make_unique<IterationMemos>()});
+  return *slots_.back().memos;
+}
+
+IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, StepCaches* shared)
     : scenario_(scenario),
       parallel_(parallel),
       sharded_model_(scenario.model.sharded(parallel.attention_tp(), parallel.expert_parallel_size)),
-      cache_((shared ? *shared : own_caches_).get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::step_ops)),
-      context_cache_((shared ? *shared : own_caches_)
-                         .get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::context_ops)) {}
+      own_caches_(shared ? nullptr : std::make_unique<StepCaches>()),
+      cache_((shared ? shared : own_caches_.get())
+                 ->kernel_times.get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::step_ops)),
+      context_cache_((shared ? shared : own_caches_.get())
+                         ->kernel_times.get(scenario.hw, scenario.precision.weights, KernelTimeCaches::Purpose::context_ops)),
+      memos_((shared ? shared : own_caches_.get())->memos(scenario, parallel)) {}
 
 StepTime IterationTimer::time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs) {
   return estimate_iteration(scenario_.model, scenario_.hw, scenario_.precision, scenario_.engine.profile.kernels,
                             parallel_, shape, launch, batch_seqs, scratch_ops_, nullptr);
 }
 
-IterationTimer::Memo& IterationTimer::memo_for(const BatchShape& shape) {
+IterationMemos::Memo& IterationMemos::memo_for(const BatchShape& shape) {
   if (shape.prefill_seqs == 0 && shape.decode_seqs <= 4096) {
     const auto n = static_cast<std::size_t>(shape.decode_seqs);
     if (decode_memos_.size() <= n) decode_memos_.resize(n + 1);
-    return decode_memos_[n];
+    if (!decode_memos_[n]) decode_memos_[n] = std::make_unique<Memo>();
+    return *decode_memos_[n];
   }
   // Slots hold pointers, a Memo made at a slot's first use: a table of 2^14 Memos (24 MB)
   // zero-filled up front cost a short run more than its prefills did. The table starts at 64
@@ -213,12 +225,13 @@ IterationTimer::Memo& IterationTimer::memo_for(const BatchShape& shape) {
   return **slot;
 }
 
-void IterationTimer::grow_prefill_memos() {
+void IterationMemos::grow_prefill_memos() {
   // Each memo moves to its shape's slot in a table twice the size; of two that land together the
   // later stays (a memo only saves work: the step's time is the same without it).
   std::vector<std::unique_ptr<Memo>> old;
   old.swap(other_memos_);
   memo_bits_ += 1;
+  generation_ += 1;
   other_memos_.resize(std::size_t{1} << memo_bits_);
   memos_made_ = 0;
   for (auto& m : old) {
@@ -235,7 +248,7 @@ StepTime IterationTimer::time(const BatchShape& shape, const LaunchConfig& launc
   if (parallel_.pipeline_parallel_size > 1) {
     return estimate_iteration(s.model, s.hw, s.precision, plan, parallel_, shape, launch, batch_seqs, scratch_ops_, &cache_);
   }
-  return time_with(memo_for(shape), shape, launch, batch_seqs);
+  return time_with(memos_.memo_for(shape), shape, launch, batch_seqs);
 }
 
 StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs,
@@ -280,9 +293,12 @@ StepTime IterationTimer::decode_run_step(double decode_kv_tokens) {
   run_shape_.decode_kv_tokens = decode_kv_tokens;
   if (parallel_.pipeline_parallel_size > 1) return time(run_shape_, run_launch_, run_batch_seqs_);
   if (run_memo_ == nullptr) {
-    run_memo_ = &memo_for(run_shape_);
     run_has_rates_ = decode_attention_rates(sharded_model_, run_shape_.decode_seqs, scenario_.precision,
                                             scenario_.engine.profile.kernels, run_rates_);
+  }
+  if (run_memo_ == nullptr || run_generation_ != memos_.generation()) {
+    run_memo_ = &memos_.memo_for(run_shape_);
+    run_generation_ = memos_.generation();
   }
   return time_with(*run_memo_, run_shape_, run_launch_, run_batch_seqs_, run_has_rates_ ? &run_rates_ : nullptr);
 }

@@ -46,6 +46,54 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
                             const KernelPlan& plan, const ParallelConfig& parallel, const BatchShape& shape, const LaunchConfig& launch,
                             std::int64_t batch_seqs, std::vector<Op>& ops, KernelTimeCache* cache = nullptr);
 
+// The op-list memos of IterationTimer for one (scenario, parallel layout): a memo per shape
+// class (token and sampled counts, prefill or decode present; see IterationTimer) holding the
+// step's ops cut into pieces. A memo only saves work: a step priced through one is bit-identical
+// to a step priced without it, whoever filled it, so the replicas of a fleet that price steps the
+// same way share one set (StepCaches): memory stays that of one replica's memos (bounded near
+// 30 MB) instead of growing with replicas and requests served, and a prompt length one replica
+// priced is a hit for the others.
+class IterationMemos {
+ public:
+  struct Memo {
+    bool valid = false;
+    BatchShape shape;   // what the pieces were last built or refreshed for
+    StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
+  };
+  // The memo for `shape`'s class. It stays where it is until the table of shapes with a prefill
+  // grows (generation() changes then), which drops or moves that table's memos.
+  Memo& memo_for(const BatchShape& shape);
+  std::uint64_t generation() const { return generation_; }
+
+ private:
+  void grow_prefill_memos();
+  std::vector<std::unique_ptr<Memo>> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
+  std::vector<std::unique_ptr<Memo>> other_memos_;   // shapes with a prefill: direct-mapped by token count
+  unsigned memo_bits_ = 0;       // other_memos_ has 2^memo_bits_ slots (grow_prefill_memos)
+  std::size_t memos_made_ = 0;   // of them holding a memo
+  std::uint64_t generation_ = 0;
+};
+
+// What the replicas of a simulation (of one thread's group of fleet lanes: fleet_lanes.hpp) share
+// to price steps: kernel times per hardware profile, and op-list memos per (scenario, parallel
+// layout). Neither changes a result (a hit is the value a miss computes), so sharing is safe
+// wherever the sharers run on one thread at a time.
+class StepCaches {
+ public:
+  KernelTimeCaches kernel_times;
+  // The memos of timers built for `scenario` (matched by address: the draft model of speculative
+  // decoding is another scenario) and `parallel`, made at first use.
+  IterationMemos& memos(const Scenario& scenario, const ParallelConfig& parallel);
+
+ private:
+  struct Slot {
+    const Scenario* scenario;
+    ParallelConfig parallel;
+    std::unique_ptr<IterationMemos> memos;
+  };
+  std::vector<Slot> slots_;
+};
+
 // A replica's iteration timer: estimate_iteration with the kernel-time cache and a memo of op
 // lists and their kernel times. Only attention (depends_on_context) depends on how the batch's
 // tokens split into sequences and contexts; every other op depends on the token and sampled
@@ -56,9 +104,9 @@ StepTime estimate_iteration(const ModelSpec& model, const HwProfile& hw, const P
 // bit-identical (a test compares). Pipeline-parallel replicas take estimate_iteration unmemoised.
 class IterationTimer {
  public:
-  // `shared`: the simulation's kernel-time caches (its replicas share them); without, the timer
+  // `shared`: the simulation's caches and memos (its replicas share them); without, the timer
   // keeps its own.
-  IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, KernelTimeCaches* shared = nullptr);
+  IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, StepCaches* shared = nullptr);
   StepTime time(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
   // The exact reference: estimate() for every kernel, no cache, no memo.
   StepTime time_uncached(const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs);
@@ -69,42 +117,33 @@ class IterationTimer {
   StepTime decode_run_step(double decode_kv_tokens);
 
  private:
-  // What a step of a memoised shape needs, in one block: the pieces hold the context ops
-  // themselves, so the full op list and its times are built only when a memo is (re)filled.
-  struct Memo {
-    bool valid = false;
-    BatchShape shape;   // what the pieces were last built or refreshed for
-    StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
-  };
-  Memo& memo_for(const BatchShape& shape);
+  using Memo = IterationMemos::Memo;
   // time() with the shape's memo found: fills it on a miss, else re-times its context ops (decode
   // attention from `decode_rates` when given: set_decode_attention_work's constants for the shape).
+  // The memo may have been filled for another shape of its class by another replica's timer.
   StepTime time_with(Memo& m, const BatchShape& shape, const LaunchConfig& launch, std::int64_t batch_seqs,
                      const AttentionWorkRates* decode_rates = nullptr);
 
   const Scenario& scenario_;
   ParallelConfig parallel_;
   ModelSpec sharded_model_;  // the slice one GPU of the tensor-parallel group holds
-  KernelTimeCaches own_caches_;  // used when the constructor is given none
+  std::unique_ptr<StepCaches> own_caches_;  // made when the constructor is given none
   KernelTimeCache& cache_;
   // Context ops other than decode attention (prefill attention, the KV concat) re-timed on a
   // memo hit. A fresh prompt's prefill attention depends on its length alone, and lengths recur;
   // kept apart from cache_ so these entries do not evict the step's GEMMs.
   KernelTimeCache& context_cache_;
+  IterationMemos& memos_;
   DecodeAttentionCursor decode_cursor_;  // decode attention's grid and last cell, between steps
   std::vector<Op> scratch_ops_;     // op list of the step being built or timed unmemoised
   std::vector<KernelTime> scratch_times_;
-  std::vector<Memo> decode_memos_;  // decode-only shapes, by batch size (bounded by max_num_seqs)
-  std::vector<std::unique_ptr<Memo>> other_memos_;  // shapes with a prefill: direct-mapped by token count
-  unsigned memo_bits_ = 0;       // other_memos_ has 2^memo_bits_ slots (grow_prefill_memos)
-  std::size_t memos_made_ = 0;   // of them holding a memo
-  void grow_prefill_memos();
-  // The decode run: its shape, launch and host sequences, and its memo once the first step found it
-  // (no other shape is timed until the run ends, so the memo stays where it is).
+  // The decode run: its shape, launch and host sequences, and its memo once the first step found
+  // it (found again if the memos' generation changed: another replica's prefill grew the table).
   BatchShape run_shape_;
   LaunchConfig run_launch_;
   std::int64_t run_batch_seqs_ = 0;
   Memo* run_memo_ = nullptr;
+  std::uint64_t run_generation_ = 0;
   AttentionWorkRates run_rates_;  // decode attention's work constants for the run's batch
   bool run_has_rates_ = false;    // false: refresh_context_op (MLA, sliding windows)
 };

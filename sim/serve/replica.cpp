@@ -3,6 +3,7 @@
 #include "sim/serve/replica.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "sim/model/speculative.hpp"
 #include "sim/serve/parallel.hpp"
@@ -20,13 +21,13 @@ const char* replica_role_name(ReplicaRole r) {
 }
 
 Replica::Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv,
-                 KernelTimeCaches& kernel_times)
+                 StepCaches& step_caches)
     : scenario_(scenario),
       spec_(spec),
       state_(scenario.engine, spec.memory.kv_blocks, spec.memory.kv_block_bytes(), requests),
       scheduler_(make_scheduler(scenario.engine.scheduler)),
       fleet_kv_(fleet_kv),
-      kernel_times_(kernel_times),
+      step_caches_(step_caches),
       acceptance_rng_(scenario.seed, "speculative-acceptance/" + std::to_string(spec.index)) {
   metrics_.kv_capacity_blocks = spec.memory.kv_blocks;
   metrics_.kv_unit_tokens = spec.memory.kv_unit_tokens;
@@ -115,8 +116,38 @@ void Replica::release_handoff(const Handoff& h, TimeNs now) {
   note_kv_usage(now);
 }
 
+namespace {
+// Sorts changes by time, in any order within an instant. A window of round robin logs ~10^5
+// changes (a replica's blocks change most decode steps), where std::sort's comparisons took 10%
+// of a 1,000-replica run (callgrind); an LSD radix sort on the offset from the earliest, 11 bits
+// a pass, takes 3 passes over a window of up to 2^33 ns.
+void sort_by_time(std::vector<FleetKv::Change>& changes, std::vector<FleetKv::Change>& scratch) {
+  if (changes.size() < 512) {
+    std::sort(changes.begin(), changes.end(), [](const FleetKv::Change& a, const FleetKv::Change& b) { return a.first < b.first; });
+    return;
+  }
+  TimeNs lo = changes.front().first, hi = lo;
+  for (const FleetKv::Change& c : changes) {
+    lo = std::min(lo, c.first);
+    hi = std::max(hi, c.first);
+  }
+  const auto range = static_cast<std::uint64_t>(hi - lo);
+  constexpr int kBits = 11;
+  constexpr std::uint64_t kMask = (std::uint64_t{1} << kBits) - 1;
+  scratch.resize(changes.size());
+  for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += kBits) {
+    std::array<std::size_t, kMask + 1> start{};
+    for (const FleetKv::Change& c : changes) ++start[(static_cast<std::uint64_t>(c.first - lo) >> shift) & kMask];
+    std::size_t sum = 0;
+    for (std::size_t& n : start) sum += std::exchange(n, sum);
+    for (const FleetKv::Change& c : changes) scratch[start[(static_cast<std::uint64_t>(c.first - lo) >> shift) & kMask]++] = c;
+    changes.swap(scratch);
+  }
+}
+}  // namespace
+
 void FleetKv::apply(std::vector<Change>& changes) {
-  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.first < b.first; });
+  sort_by_time(changes, sort_scratch);
   const double capacity = static_cast<double>(capacity_blocks);
   for (std::size_t i = 0; i < changes.size();) {
     const TimeNs t = changes[i].first;

@@ -58,6 +58,7 @@ struct FleetKv {
   // (changes at one instant are simultaneous, so their order does not count), which is what the
   // usage series samples too.
   void apply(std::vector<Change>& changes);
+  std::vector<Change> sort_scratch;  // apply's radix sort
 };
 
 // A prefilled sequence leaving a prefill replica: its blocks stay allocated until the transfer ends.
@@ -68,9 +69,9 @@ struct Handoff {
 
 class Replica {
  public:
-  // kernel_times: the simulation's kernel-time caches, shared by its replicas.
+  // step_caches: the simulation's kernel-time caches and op-list memos, shared by its replicas.
   Replica(const Scenario& scenario, const ReplicaSpec& spec, RequestPool& requests, FleetKv& fleet_kv,
-          KernelTimeCaches& kernel_times);
+          StepCaches& step_caches);
 
   enum class Admission { queued, too_long, queue_full };
 
@@ -136,7 +137,7 @@ class Replica {
   // Request (no decode window) and register every prefix-cache block as it fills;
   // check_every_iteration: the allocator's O(capacity) invariant check after each iteration.
   void set_checks(bool reference_path, bool check_every_iteration) {
-    cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path, &kernel_times_);
+    cost_ = make_step_cost_model(scenario_, spec_.parallel, reference_path, &step_caches_);
     state_.late_registration = !reference_path;
     // Multi-step windows (engine.num_scheduler_steps > 1) and speculative decoding (each sequence
     // advances by its own accepted tokens) take the per-item path: no decode window, so no lazy
@@ -203,7 +204,7 @@ class Replica {
   std::vector<FleetKv::Change>* kv_log_ = nullptr;  // set_logs
   std::vector<std::uint32_t>* released_ = nullptr;
   IterationPlan plan_;
-  KernelTimeCaches& kernel_times_;        // the simulation's, shared (hw/cost_model.hpp)
+  StepCaches& step_caches_;              // the simulation's, shared (serve/parallel.hpp)
   std::unique_ptr<StepCostModel> cost_;  // prices plan_ (serve/step_cost.hpp)
   // The step a quiet decode run priced but did not run (the next event came first): the
   // iteration start_iteration plans next has that shape, and the cost model is a pure function

@@ -149,12 +149,12 @@ class EventLoop {
     windowed_ = windows_apply(s, specs.size());
     // Lanes of one cache group run on one thread at a time (fleet_lanes.hpp).
     const std::size_t groups = windowed_ ? static_cast<std::size_t>(usable_threads(hooks.sim_threads)) : 1;
-    for (std::size_t g = 0; g < groups; ++g) kernel_times_.push_back(std::make_unique<KernelTimeCaches>());
+    for (std::size_t g = 0; g < groups; ++g) step_caches_.push_back(std::make_unique<StepCaches>());
     for (const ReplicaSpec& spec : specs) fleet_kv_.capacity_blocks += spec.memory.kv_blocks;
     fleet_kv_.one_replica = specs.size() == 1;
     fleet_kv_.replica_series = specs.size() <= kMaxReplicasWithUsageSeries;
     for (const ReplicaSpec& spec : specs) {
-      KernelTimeCaches& caches = *kernel_times_[cache_group(spec.index, specs.size(), groups)];
+      StepCaches& caches = *step_caches_[cache_group(spec.index, specs.size(), groups)];
       replicas_.push_back(std::make_unique<Replica>(s, spec, requests_, fleet_kv_, caches));
       replicas_.back()->set_observer(observer_, static_cast<std::int32_t>(spec.index));
       replicas_.back()->set_checks(hooks.reference_path, hooks.check_every_iteration);
@@ -563,7 +563,7 @@ class EventLoop {
   RequestPool requests_;
   FleetKv fleet_kv_;
   // Shared by the replicas (one per cache group with sim_threads); declared before them, destroyed after.
-  std::vector<std::unique_ptr<KernelTimeCaches>> kernel_times_;
+  std::vector<std::unique_ptr<StepCaches>> step_caches_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<std::unique_ptr<GpuShare>> gpu_shares_;  // one per GPU when instances share GPUs
   Pool entry_, decode_;

@@ -15,11 +15,11 @@ namespace servesim {
 
 namespace {
 
-// The default: IterationTimer (kernel-time cache, op-list memo) or, on the reference path,
+// The default: IterationTimer (kernel-time cache, op-list memos) or, on the reference path,
 // estimate_iteration for every kernel; CUDA graphs and their padding as the engine captures them.
 class CalibratedStepCost final : public StepCostModel {
  public:
-  CalibratedStepCost(const Scenario& s, const ParallelConfig& parallel, bool reference_path, KernelTimeCaches* caches)
+  CalibratedStepCost(const Scenario& s, const ParallelConfig& parallel, bool reference_path, StepCaches* caches)
       : engine_(s.engine), launch_(s.engine.launch), parallel_(parallel), timer_(s, parallel, caches), reference_path_(reference_path) {
     apply_tp_workers(launch_, parallel.attention_tp());  // fixed for the replica: once, not per step
   }
@@ -263,20 +263,20 @@ const Registry<StepCostEntry>& step_cost_models() {
              "cost model (default): per kernel, the roofline with the hardware profile's measured efficiency tables; "
              "launch queue and host overheads, CUDA-graph padding, tensor/pipeline-parallel collectives",
              [](const Scenario& s, const ParallelConfig& p, bool reference_path,
-                KernelTimeCaches* caches) -> std::unique_ptr<StepCostModel> {
+                StepCaches* caches) -> std::unique_ptr<StepCostModel> {
                return std::make_unique<CalibratedStepCost>(s, p, reference_path, caches);
              }),
        entry("roofline",
              "cost model, for teaching: every op at its datasheet floor, max(FLOPs / peak, bytes / HBM bandwidth), summed; "
              "no efficiency losses, launch or host time; pipeline stages one after another",
-             [](const Scenario& s, const ParallelConfig& p, bool, KernelTimeCaches*) -> std::unique_ptr<StepCostModel> {
+             [](const Scenario& s, const ParallelConfig& p, bool, StepCaches*) -> std::unique_ptr<StepCostModel> {
                return std::make_unique<RooflineStepCost>(s, p);
              })});
   return registry;
 }
 
 std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& s, const ParallelConfig& parallel, bool reference_path,
-                                                    KernelTimeCaches* caches) {
+                                                    StepCaches* caches) {
   const StepCostEntry* e = step_cost_models().find(s.cost_model.impl);
   if (!e) throw std::logic_error(step_cost_models().unknown(s.cost_model.impl));  // the parser rejects unknown names first
   std::unique_ptr<StepCostModel> model = e->make(s, parallel, reference_path, caches);

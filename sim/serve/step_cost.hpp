@@ -22,6 +22,8 @@
 
 namespace servesim {
 
+class StepCaches;  // serve/parallel.hpp
+
 class StepCostModel {
  public:
   virtual ~StepCostModel() = default;
@@ -42,14 +44,14 @@ class StepCostModel {
 
 // The model `scenario.cost_model.impl` names, for one replica of `parallel`. reference_path:
 // the exact path (every kernel timed by estimate(), no cache or memo), for the tests that check
-// the fast path against it. caches: the simulation's kernel-time caches, shared by its replicas
-// (none: the model keeps its own).
+// the fast path against it. caches: the simulation's kernel-time caches and op-list memos, shared
+// by its replicas (serve/parallel.hpp; none: the model keeps its own).
 std::unique_ptr<StepCostModel> make_step_cost_model(const Scenario& scenario, const ParallelConfig& parallel,
-                                                    bool reference_path, KernelTimeCaches* caches = nullptr);
+                                                    bool reference_path, StepCaches* caches = nullptr);
 
 struct StepCostEntry : RegistryEntry {
   std::unique_ptr<StepCostModel> (*make)(const Scenario& scenario, const ParallelConfig& parallel, bool reference_path,
-                                         KernelTimeCaches* caches) = nullptr;
+                                         StepCaches* caches) = nullptr;
 };
 const Registry<StepCostEntry>& step_cost_models();
 
