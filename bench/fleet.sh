@@ -8,6 +8,9 @@
 #   8 and 512 replicas with the same total requests, REQUESTS (target: 512 within 1.5x of 8 per request);
 #   1,000 replicas at 10,000 req/s, BIG requests (the 10,000,000: <= 60 s on one core,
 #   <= 35 s on two with round robin), behind round_robin, least_outstanding and least_kv.
+# The 10M case is BIG=10000000 (measured once on main c81070d, docs/scale.md session 15:
+# round robin one core 144.6 s wall / 101.5 s CPU / 1,080 MB at load 4.2-4.8; two threads 178.1 s
+# wall / 117.0 s CPU at load 4.1-5.8, the second core busy with other work; 1M: 8.19 s CPU, 1,021 MB).
 # Usage: bench/fleet.sh  (RUNS default 1, SERVESIM default build/servesim, CPU default 0 for one
 #        core, CPUS default 0,1 for two, REQUESTS default 512000, BIG default 1000000)
 set -euo pipefail
