@@ -143,16 +143,16 @@ struct ModelSpec {
   // embeddings, lm_head, norm weights and MoE routers stay in `base` (vLLM, AutoGPTQ, AutoAWQ and
   // the FP8/FP4 checkpoints of MoE models leave them unquantized).
   double weight_bytes(Dtype base, QuantScheme q, std::int64_t group_size) const {
-    const double h = static_cast<double>(hidden_size);
-    double proj = 0.0;
-    if (!is_moe() && !is_mla()) {
-      proj = static_cast<double>(num_layers) * (layer_params() - 2.0 * h);
-    } else {
-      const double mla_norms = is_mla() ? static_cast<double>(mla.q_lora_rank + mla.kv_lora_rank) : 0.0;
-      proj = all_layers_params() - static_cast<double>(num_layers) * (2.0 * h + mla_norms) -
-             static_cast<double>(moe_layers()) * router_params();
-    }
+    const double proj = quantized_params();
     return (total_params() - proj) * dtype_bytes(base) + proj * quant_weight_bytes(q, base, group_size);
+  }
+  // The layers' projection weights (experts included): what a quantization scheme quantizes.
+  double quantized_params() const {
+    const double h = static_cast<double>(hidden_size);
+    if (!is_moe() && !is_mla()) return static_cast<double>(num_layers) * (layer_params() - 2.0 * h);
+    const double mla_norms = is_mla() ? static_cast<double>(mla.q_lora_rank + mla.kv_lora_rank) : 0.0;
+    return all_layers_params() - static_cast<double>(num_layers) * (2.0 * h + mla_norms) -
+           static_cast<double>(moe_layers()) * router_params();
   }
   // The slice of the model one GPU of a tensor-parallel group of `tp` holds (Megatron-style):
   // attention heads, MLP columns and the vocabulary split tp ways, KV heads split too but

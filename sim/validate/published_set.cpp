@@ -103,7 +103,12 @@ BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double 
   const double kv_heads = static_cast<double>(std::max(tp, m.num_kv_heads));
   const double head_size = static_cast<double>(m.is_mla() ? m.hidden_size / m.num_attention_heads : m.head_dim);
   const double gib_per_token = 2.0 * static_cast<double>(m.num_layers) * kv_heads * head_size * kv_bytes_per_elem / kGiB;
-  const double engine_gib = m.total_params() * weight_bytes_per_param / kGiB;
+  // trtllm-bench counts the checkpoint's stored elements (bench/build/dataclasses.py
+  // ModelConfig.get_param_count: the safetensors metadata's parameter_count): an NVFP4 checkpoint
+  // stores two weights per uint8 element and an FP8 scale per 16 weights.
+  const double stored_params = weight_bytes_per_param < 1.0 ? m.total_params() - m.quantized_params() * (1.0 - 1.0 / 2.0 - 1.0 / 16.0)
+                                                            : m.total_params();
+  const double engine_gib = stored_params * weight_bytes_per_param / kGiB;
   const double total_gib = memory_bytes / kGiB * static_cast<double>(tp * pp);
   const double kv_requests = (total_gib - engine_gib) * kv_fraction / (gib_per_token * static_cast<double>(isl + osl));
   const double raw_bs = std::min(kv_requests, 4096.0) / static_cast<double>(pp);
