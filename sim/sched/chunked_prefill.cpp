@@ -25,41 +25,28 @@ void ChunkedPrefillScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
   st.swap_in();
   auto& running = st.running;
 
-  // 1. Decodes.
-  std::size_t i = 0;
-  while (i < running.size()) {
-    if (!running[i].prefilled() || st.grow_or_preempt(i, running[i].computed_tokens + 1)) ++i;
-  }
-  tokens_.assign(running.size(), 0);
-  std::int64_t budget = cfg.max_num_batched_tokens;
-  for (std::size_t j = 0; j < running.size(); ++j) {
-    if (running[j].prefilled()) {
-      tokens_[j] = 1;
-      budget -= 1;
-    }
-  }
+  // 1. Decodes. Every running sequence is visited once here and once for the plan below, each
+  // visit no more than the plan needs (growth is inline while the last block has room); the
+  // prompts being prefilled, usually few, are listed (unprefilled_, ascending) for the rest.
+  const std::size_t decodes = st.grow_prefilled(unprefilled_);
+  chunks_.assign(unprefilled_.size(), 0);
+  std::int64_t budget = cfg.max_num_batched_tokens - static_cast<std::int64_t>(decodes);
 
   // 2. Chunks of prompts already running. A chunk without blocks preempts the youngest running
   // prompt (not a decode: those are planned); with none younger, it waits for decodes to finish.
-  for (std::size_t j = 0; j < running.size() && budget > 0; ++j) {
-    if (running[j].prefilled()) continue;
+  for (std::size_t u = 0; u < unprefilled_.size() && budget > 0; ++u) {
+    const std::size_t j = unprefilled_[u];
     const std::int64_t chunk = std::min({running[j].target_tokens - running[j].computed_tokens, threshold_, budget});
     bool grown = st.grow(j, running[j].computed_tokens + chunk);
-    while (!grown) {
-      std::size_t victim = running.size();
-      for (std::size_t k = running.size(); k-- > j + 1;) {
-        if (!running[k].prefilled()) {
-          victim = k;
-          break;
-        }
-      }
-      if (victim == running.size()) break;
-      st.preempt(victim);
-      tokens_.erase(tokens_.begin() + static_cast<std::ptrdiff_t>(victim));
+    // The youngest prompt is the last listed; it is younger than running[j] unless it is j.
+    while (!grown && unprefilled_.size() > u + 1) {
+      st.preempt(unprefilled_.back());
+      unprefilled_.pop_back();
+      chunks_.pop_back();
       grown = st.grow(j, running[j].computed_tokens + chunk);
     }
     if (!grown) continue;
-    tokens_[j] = chunk;
+    chunks_[u] = chunk;
     budget -= chunk;
   }
 
@@ -76,19 +63,29 @@ void ChunkedPrefillScheduler::schedule(ReplicaState& st, IterationPlan& plan) {
     if (!chunk_prompts_ && remaining > budget && remaining <= cfg.max_num_batched_tokens) break;
     const std::int64_t chunk = std::min({remaining, threshold_, budget});
     if (!st.fits_with_watermark(st.admission_blocks(head, probe, chunk))) break;
-    st.admit_front(probe, chunk);
-    tokens_.push_back(chunk);
+    unprefilled_.push_back(static_cast<std::uint32_t>(st.admit_front(probe, chunk)));
+    chunks_.push_back(chunk);
     budget -= chunk;
   }
 
+  // Items in running order: every sequence not listed decodes, a listed one runs its chunk, if
+  // any. The decodes' contexts are summed as integers and added to the shape once: the same
+  // double as one add_decode each (every partial sum is an integer below 2^53: exact in any order).
+  std::int64_t decode_context = 0;
+  std::size_t u = 0;
   for (std::size_t j = 0; j < running.size(); ++j) {
-    if (tokens_[j] == 0) continue;
-    if (running[j].prefilled()) {
-      plan.items.push_back({static_cast<std::uint32_t>(j), 1, false});
-      plan.shape.add_decode(running[j].computed_tokens);
-    } else {
-      plan.add_prefill(j, tokens_[j], running[j]);
+    if (u < unprefilled_.size() && unprefilled_[u] == j) {
+      if (chunks_[u] > 0) plan.add_prefill(j, chunks_[u], running[j]);
+      ++u;
+      continue;
     }
+    plan.items.push_back({static_cast<std::uint32_t>(j), 1, false});
+    decode_context += running[j].computed_tokens;
+  }
+  if (decodes > 0) {
+    const auto n = static_cast<std::int64_t>(decodes);
+    plan.shape.decode_seqs += n;
+    plan.shape.decode_kv_tokens += static_cast<double>(decode_context + n * plan.shape.decode_query_tokens);
   }
 }
 

@@ -19,7 +19,9 @@ class ChunkedPrefillScheduler final : public BatchScheduler {
  private:
   std::int64_t threshold_;             // largest chunk per prompt per iteration
   bool chunk_prompts_;
-  std::vector<std::int64_t> tokens_;   // this iteration's tokens per running index
+  // This iteration's prompts being prefilled (running indices, ascending) and their chunks (0: none).
+  std::vector<std::uint32_t> unprefilled_;
+  std::vector<std::int64_t> chunks_;
 };
 
 }  // namespace servesim

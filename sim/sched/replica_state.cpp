@@ -80,17 +80,6 @@ std::uint32_t ReplicaState::take_slot() {
   return s;
 }
 
-std::int64_t ReplicaState::reserve_target(std::int64_t tokens) const {
-  return config.kv_reservation == KvReservation::contiguous ? std::max(tokens, config.max_model_len) : tokens;
-}
-
-void ReplicaState::set_kv_tokens(Sequence& seq, std::int64_t tokens) {
-  const std::int64_t b = kv.block_size_tokens();
-  const auto unused = [&](std::int64_t t) { return kv.blocks_for_tokens(t) * b - t; };
-  frag_slots += unused(tokens) - unused(seq.kv_tokens);
-  seq.kv_tokens = tokens;
-}
-
 std::int32_t ReplicaState::shared_blocks(const Request& r) const {
   // Blocks no other request can look up or hold a copy of while this one runs may be registered
   // late: the cache then differs only in entries nobody reads before the sequence leaves. Who may:
@@ -108,15 +97,6 @@ std::int32_t ReplicaState::shared_blocks(const Request& r) const {
   if (r.stream_use == StreamUse::concurrent || !late_registration) return std::numeric_limits<std::int32_t>::max();
   if (r.turn > 0) return static_cast<std::int32_t>(r.prompt_tokens / b);
   return r.prefix_id >= 0 ? static_cast<std::int32_t>(r.prefix_tokens / b) : 0;
-}
-
-void ReplicaState::publish_full_blocks(Sequence& seq) {
-  if (!config.enable_prefix_caching) return;
-  const std::int64_t b = kv.block_size_tokens();
-  // The blocks past eager_blocks are registered when the sequence leaves (register_own_blocks).
-  const std::int64_t full = std::min<std::int64_t>(seq.kv_tokens / b, seq.eager_blocks);
-  if (seq.hashed_blocks >= full) return;  // every decode step of every sequence comes here
-  publish_blocks(seq, full);
 }
 
 void ReplicaState::publish_blocks(Sequence& seq, std::int64_t end) {
@@ -197,16 +177,15 @@ std::size_t ReplicaState::admit_front(const PrefixProbe& probe, std::int64_t chu
   return running.size() - 1;
 }
 
-bool ReplicaState::grow(std::size_t i, std::int64_t tokens) {
-  Sequence& seq = running[i];
+bool ReplicaState::grow_blocks(Sequence& seq, std::int64_t tokens) {
   if (!kv.grow_to(seq.slot, reserve_target(tokens))) return false;
   set_kv_tokens(seq, tokens);
-  if (config.enable_prefix_caching) publish_full_blocks(seq);
+  publish_full_blocks(seq);
   return true;
 }
 
-bool ReplicaState::grow_or_preempt(std::size_t i, std::int64_t tokens) {
-  while (!grow(i, tokens)) {
+bool ReplicaState::preempt_until_grown(std::size_t i, std::int64_t tokens) {
+  do {
     // vLLM preempts from the back of the running queue (the youngest); under priority
     // scheduling, the youngest of the least urgent class.
     std::size_t victim = running.size() - 1;
@@ -217,7 +196,7 @@ bool ReplicaState::grow_or_preempt(std::size_t i, std::int64_t tokens) {
     }
     preempt(victim);
     if (victim == i) return false;
-  }
+  } while (!grow(i, tokens));
   return true;
 }
 
@@ -442,6 +421,53 @@ void ReplicaState::decode_each(std::int64_t& kv_tokens) {
   frag_slots = frag;
 }
 
+std::size_t ReplicaState::grow_prefilled(std::vector<std::uint32_t>& unprefilled) {
+  // Once per running sequence per step: the common case (paged power-of-two blocks, the next
+  // token inside the last block or a fresh block off the free list) keeps the counters in
+  // locals, as decode_each; anything else takes grow_or_preempt.
+  const std::int64_t b = kv.block_size_tokens();
+  const bool plain = config.kv_reservation != KvReservation::contiguous && std::has_single_bit(static_cast<std::uint64_t>(b));
+  const std::int64_t block_mask = b - 1;
+  const int block_shift = std::countr_zero(static_cast<std::uint64_t>(b));
+  const bool caching = config.enable_prefix_caching;
+  // publish_full_blocks with the shift for the division: whether a block to register filled.
+  const auto registers = [&](const Sequence& seq) {
+    return caching && seq.hashed_blocks < std::min<std::int64_t>(seq.kv_tokens >> block_shift, seq.eager_blocks);
+  };
+  std::int64_t frag = frag_slots;
+  unprefilled.clear();
+  // Preemption takes sequences at index >= i only, so the indices listed stay valid.
+  for (std::size_t i = 0; i < running.size();) {
+    Sequence& seq = running[i];
+    if (!seq.prefilled()) {
+      unprefilled.push_back(static_cast<std::uint32_t>(i++));
+      continue;
+    }
+    const std::int64_t tokens = seq.computed_tokens + 1;
+    if (plain && tokens == seq.kv_tokens + 1) {
+      if ((seq.kv_tokens & block_mask) != 0) {
+        frag -= 1;  // one more slot of the last block written
+        seq.kv_tokens = tokens;
+        if (registers(seq)) publish_full_blocks(seq);
+        ++i;
+        continue;
+      }
+      if (seq.kv_tokens > 0 && kv.blocks_of(seq.slot) == kv.blocks_for_tokens(seq.kv_tokens) && kv.append_free_block(seq.slot)) {
+        frag += b - 1;  // a fresh block (grow_to's choice while the free list lasts), one slot written
+        seq.kv_tokens = tokens;
+        if (registers(seq)) publish_full_blocks(seq);
+        ++i;
+        continue;
+      }
+    }
+    frag_slots = frag;
+    if (grow_or_preempt(i, tokens)) ++i;
+    frag = frag_slots;
+  }
+  frag_slots = frag;
+  return running.size() - unprefilled.size();
+}
+
 void ReplicaState::decode_all(IterationPlan& plan) {
   const std::int64_t preemptions_before = preemptions;
   std::int64_t kv_tokens = 0;  // context of the decoding sequences (integers: exact in any order)
@@ -561,8 +587,7 @@ void ReplicaState::join_running(const Sequence& seq) {
   running.push_back(seq);  // window_base -1: whoever left running was settled
 }
 
-void ReplicaState::settle(Sequence& seq) {
-  if (seq.window_base < 0) return;
+void ReplicaState::settle_member(Sequence& seq) {
   const std::int64_t pending = window_steps - seq.window_base;
   if (pending > 0) {
     Request& r = requests[seq.request];
