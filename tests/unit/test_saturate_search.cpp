@@ -76,6 +76,19 @@ SaturateResult search(const nlohmann::json& doc, const SloConfig& slo, SaturateO
   // saturate builds one more scenario for the saturation batch; counted like the runs, on both sides.
   return saturate(make, 11, o);
 }
+// The search's answer and the figures at its stable rate: the same in both.
+void check_same_figures(const SaturateResult& got, const SaturateResult& want) {
+  CHECK(got.stable_qps == want.stable_qps);
+  CHECK(got.first_failing_qps == want.first_failing_qps);
+  CHECK(got.batch_at_stable_qps == want.batch_at_stable_qps);
+  CHECK(got.goodput_at_stable_qps == want.goodput_at_stable_qps);
+  CHECK(got.mean_output_tokens_at_stable_qps == want.mean_output_tokens_at_stable_qps);
+  CHECK(got.saturation_batch_size == want.saturation_batch_size);
+}
+
+// A probe's verdict: a majority of its runs met the SLO.
+bool probe_passes(const SaturateProbe& p) { return 2 * p.passed > p.runs; }
+
 }  // namespace
 
 TEST_CASE("decide_early: the same search and figures as every replication at every probe, fewer runs") {
@@ -89,12 +102,7 @@ TEST_CASE("decide_early: the same search and figures as every replication at eve
   std::printf("decide_early: stable %.4g req/s in %zu probes; %d runs -> %d\n", early.stable_qps, early.probes.size(), plain_runs,
               early_runs);
   REQUIRE(plain.stable_qps > 0.0);
-  CHECK(early.stable_qps == plain.stable_qps);
-  CHECK(early.first_failing_qps == plain.first_failing_qps);
-  CHECK(early.batch_at_stable_qps == plain.batch_at_stable_qps);
-  CHECK(early.goodput_at_stable_qps == plain.goodput_at_stable_qps);
-  CHECK(early.mean_output_tokens_at_stable_qps == plain.mean_output_tokens_at_stable_qps);
-  CHECK(early.saturation_batch_size == plain.saturation_batch_size);
+  check_same_figures(early, plain);
   REQUIRE(early.probes.size() == plain.probes.size());
   for (std::size_t i = 0; i < plain.probes.size(); ++i) {
     CHECK(early.probes[i].rate_per_s == plain.probes[i].rate_per_s);
@@ -169,8 +177,7 @@ TEST_CASE("decide_far_ratio: probes far from the SLO decided by their first seed
   REQUIRE(far.probes.size() == early.probes.size());
   for (std::size_t i = 0; i < far.probes.size(); ++i) {
     CHECK(far.probes[i].rate_per_s == early.probes[i].rate_per_s);
-    const bool far_passes = 2 * far.probes[i].passed > far.probes[i].runs, early_passes = 2 * early.probes[i].passed > early.probes[i].runs;
-    CHECK(far_passes == early_passes);
+    CHECK(probe_passes(far.probes[i]) == probe_passes(early.probes[i]));
   }
   CHECK(alone > 0);
   CHECK(far_runs <= early_runs - static_cast<int>(alone));  // each saves one run at least
@@ -271,17 +278,12 @@ TEST_CASE("stop_settled_misses: the same search, verdicts, stable rate and figur
   o.stop_settled_misses = true;
   const SaturateResult stopped = search(doc, slo, o, runs);
   REQUIRE(plain.stable_qps > 0.0);
-  CHECK(stopped.stable_qps == plain.stable_qps);
-  CHECK(stopped.first_failing_qps == plain.first_failing_qps);
-  CHECK(stopped.batch_at_stable_qps == plain.batch_at_stable_qps);
-  CHECK(stopped.goodput_at_stable_qps == plain.goodput_at_stable_qps);
-  CHECK(stopped.mean_output_tokens_at_stable_qps == plain.mean_output_tokens_at_stable_qps);
-  CHECK(stopped.saturation_batch_size == plain.saturation_batch_size);
+  check_same_figures(stopped, plain);
   REQUIRE(stopped.probes.size() == plain.probes.size());
   for (std::size_t i = 0; i < plain.probes.size(); ++i) {
     CHECK(stopped.probes[i].rate_per_s == plain.probes[i].rate_per_s);
     // The same verdict; a first seed stopped early may have had the next seed run (runs).
-    CHECK((2 * stopped.probes[i].passed > stopped.probes[i].runs) == (2 * plain.probes[i].passed > plain.probes[i].runs));
+    CHECK(probe_passes(stopped.probes[i]) == probe_passes(plain.probes[i]));
   }
   // No rate meets it: the same one-line reason and saturation batch, from runs to their end.
   SloConfig impossible;
