@@ -14,23 +14,55 @@
 #include "sim/io/hw_io.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/model_io.hpp"
+#include "sim/serve/memory_plan.hpp"
 
 namespace servesim {
 
 namespace {
 
+// The most sequences of in + out tokens one static batch runs, at most `batch`: the KV cache for
+// every whole sequence beside the weights, the runtime and the activations of the batch's one
+// prefill of batch x in tokens. A static batch's prompts go through the engine in one step
+// (TensorRT-LLM's GptSession, in-flight batching off, runs the whole batch as one context micro
+// batch without pipeline parallelism, and gptSessionBenchmark requires the engine's max_num_tokens
+// >= batch x input length; TensorRT reserves the activations of max_num_tokens at build time:
+// docs/source/reference/memory.md). kv_free_fraction > 0: the KV cache takes that fraction of the
+// memory left after the rest (TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction, default 0.9);
+// 0: servesim's gpu_memory_utilization of the whole GPU (vLLM's rule).
+std::int64_t static_batch_fits(const StepQuery& q, std::int64_t batch, std::int64_t in, std::int64_t out, double kv_free_fraction) {
+  const auto fits = [&](std::int64_t b) {
+    EngineConfig e;
+    e.max_num_batched_tokens = b * in;
+    e.max_num_seqs = b;  // the prefill's last-token logits
+    e.max_model_len = in + out;
+    if (kv_free_fraction > 0.0) e.gpu_memory_utilization = 1.0;
+    const MemoryPlan m = plan_memory(q.model, q.hw, q.precision, e, q.parallel.tensor_parallel_size, q.parallel.pipeline_parallel_size, 1,
+                                     q.parallel.expert_parallel_size, q.parallel.attention_dp_size());
+    const double kv_bytes = kv_free_fraction > 0.0 ? kv_free_fraction * m.kv_bytes : m.kv_bytes;
+    return kv_bytes >= static_cast<double>(b * (in + out)) * m.kv_bytes_per_token;
+  };
+  std::int64_t lo = 0, hi = batch;  // fits(lo) holds (none at all), the answer is in [lo, hi]
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 // The row's metric for one precision, through the step model (servesim step's arithmetic):
 //   static_batch_throughput  a static batch started together: one prefill of the whole batch,
 //                            then output - 1 decode steps with growing context; output tokens / time
 //   decode_tokens_per_s      one sequence's decode steps over the generated tokens: tokens / time
-//   max_static_throughput    static_batch_throughput at the row's batch or, where the KV cache
-//                            holds fewer sequences of input + output tokens, at the most it holds
-//                            (a published "maximum achievable throughput" under one memory budget)
-double row_metric(const StepQuery& q, const std::string& metric, std::int64_t batch, std::int64_t in, std::int64_t out) {
+//   max_static_throughput    static_batch_throughput at the row's batch or, where fewer
+//                            sequences fit (static_batch_fits), at the most that fit (a published
+//                            "maximum achievable throughput" under one memory budget)
+double row_metric(const StepQuery& q, const std::string& metric, std::int64_t batch, std::int64_t in, std::int64_t out,
+                  double kv_free_fraction = 0.0) {
   if (metric == "max_static_throughput") {
-    const std::int64_t fits = max_batch(q, in + out);
+    const std::int64_t fits = static_batch_fits(q, batch, in, out, kv_free_fraction);
     if (fits < 1) return 0.0;  // not even one sequence: the published OOM
-    return row_metric(q, "static_batch_throughput", std::min(batch, fits), in, out);
+    return row_metric(q, "static_batch_throughput", fits, in, out);
   }
   double t = 0.0;
   if (metric == "static_batch_throughput") t += time_prefill(q, batch, in, 0).step.time_s;
@@ -76,7 +108,9 @@ QuantRowResult run_row(JsonReader r) {
   if (!kv_dtype) r.fail("kv_cache_dtype", std::string("must be one of ") + kKvCacheDtypeNames + ", got '" + kv + "'");
   const std::string scales = r.string_or("activation_scales", "static");
   if (scales != "static" && scales != "dynamic") r.fail("activation_scales", "must be static or dynamic, got '" + scales + "'");
-  const double base = row_metric(q, res.metric, res.batch, in, out);
+  // TensorRT-LLM's KV cache rule for the 16-bit run (static batches only).
+  const double base_kv_free = r.number_in_or("baseline_kv_free_fraction", 0.01, 0.99, 0.0);
+  const double base = row_metric(q, res.metric, res.batch, in, out, base_kv_free);
   if (base == 0.0) r.fail("model", "the 16-bit run does not fit the GPU");
   if (base_engine != res.engine) q.engine = row_engine(res.engine, q.hw, r, "engine");
   apply_quant_name(res.scheme, q.precision, r.file(), r.path_of("scheme"));

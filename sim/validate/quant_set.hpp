@@ -3,7 +3,9 @@
 // with the row's engine profile (its quant_kernels resolved for the row's GPU), and the predicted
 // ratio (quantized metric over 16-bit metric) against the published one. A row may quantize the
 // KV cache (kv_cache_dtype; grouped as "SCHEME+kv-FORMAT"), set activation_scales, and name a
-// baseline_engine for its 16-bit run where the publication compares two systems. Grouped per
+// baseline_engine for its 16-bit run where the publication compares two systems (and
+// baseline_kv_free_fraction, the KV rule of its static batches: TensorRT-LLM's share of the memory
+// left after weights and activations, for metric max_static_throughput). Grouped per
 // scheme and batch regime (1-4, 8-16, >= 64; other batches count in the scheme's total only).
 #pragma once
 #include <string>

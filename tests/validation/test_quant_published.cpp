@@ -55,6 +55,9 @@ TEST_CASE("quantization rows: a malformed row names the file and key") {
   doc["rows"][0]["metric"] = "latency";
   CHECK_THROWS_WITH_AS(run_quant_rows(doc, "q.json"), doctest::Contains("rows[0].metric"), InputError);
   doc["rows"][0]["metric"] = "static_batch_throughput";
+  doc["rows"][0]["baseline_kv_free_fraction"] = 1.5;  // a fraction of the free memory, below 1
+  CHECK_THROWS_WITH_AS(run_quant_rows(doc, "q.json"), doctest::Contains("rows[0].baseline_kv_free_fraction"), InputError);
+  doc["rows"][0].erase("baseline_kv_free_fraction");
   doc["rows"][0]["typo"] = 1;
   CHECK_THROWS_AS(run_quant_rows(doc, "q.json"), InputError);
 }
