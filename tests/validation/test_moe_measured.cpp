@@ -246,6 +246,38 @@ void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
   CHECK(worst <= bound.worst);
 }
 
+// One GPU's share of the experts under expert parallelism (H100 run d, section moe_ep_local: the
+// EP-local shapes of the attention-DP rows, issue 38), bf16 and fp8, every row held out: the
+// shipped profile (no grouped table) times each as its dense-equivalent GEMM. Per shape and
+// projection the median signed error is printed, to show where the model is fast or slow.
+void check_ep_local(const char* run, QuantScheme quant, Bounds bound) {
+  const nlohmann::json doc = load_json_file(run_file("h100", run));
+  std::vector<GroupedGemmPoint> points;
+  for (const GroupedGemmPoint& p : grouped_gemm_points(doc["sections"]["moe_ep_local"], run)) {
+    if (p.quant == quant) points.push_back(p);
+  }
+  REQUIRE(points.size() >= 100);
+  const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h100-sxm", "", ""));
+  const char* kind = quant == QuantScheme::none ? "bf16" : "fp8";
+  std::printf("EP-local grouped GEMMs on the H100 (%s, run d moe_ep_local): measured vs servesim (shipped profile)\n", kind);
+  std::printf("%-20s %-8s %8s %11s %11s %8s\n", "shape", "proj", "tokens/e", "measured ms", "servesim ms", "error");
+  std::vector<double> err;
+  std::map<std::string, std::vector<double>> signed_by_shape;
+  for (const GroupedGemmPoint& p : points) {
+    const double predicted = grouped_gemm_model_s(p, hw), e = predicted / p.measured_s - 1.0;
+    err.push_back(std::fabs(e));
+    signed_by_shape[p.model + " " + p.proj].push_back(e);
+    std::printf("%-20s %-8s %8lld %11.4f %11.4f %+7.1f%%\n", p.model.c_str(), p.proj.c_str(),
+                static_cast<long long>(p.tokens_per_expert), 1e3 * p.measured_s, 1e3 * predicted, 100 * e);
+  }
+  for (const auto& [shape, e] : signed_by_shape) std::printf("%s: median signed error %+.1f%%\n", shape.c_str(), 100 * median(e));
+  const double worst = *std::max_element(err.begin(), err.end());
+  std::printf("%s EP-local, every row held out (%zu points): median |error| %.1f%%, worst %.1f%%\n", kind, err.size(),
+              100 * median(err), 100 * worst);
+  CHECK(median(err) <= bound.median);
+  CHECK(worst <= bound.worst);
+}
+
 }  // namespace
 
 TEST_CASE("H200 grouped expert GEMMs: the profile's table is the fit; each shape held out in turn") {
@@ -264,4 +296,10 @@ TEST_CASE("H200 MoE FFN block (router to weighted scatter) vs servesim's MoE lay
 TEST_CASE("H100 MoE FFN block (router to weighted scatter) vs servesim's MoE layer, every shape held out") {
   check_blocks(kH100, validation_bound("moe-h100/mixtral-block-median"),
                {validation_bound("moe-h100/other-block-median"), validation_bound("moe-h100/other-block-worst")});
+}
+TEST_CASE("H100 EP-local grouped expert GEMMs (run d), bf16 and fp8, held out") {
+  check_ep_local("run_d.json", QuantScheme::none,
+                 {validation_bound("moe-h100/ep-local-bf16-median"), validation_bound("moe-h100/ep-local-bf16-worst")});
+  check_ep_local("run_d.json", QuantScheme::fp8,
+                 {validation_bound("moe-h100/ep-local-fp8-median"), validation_bound("moe-h100/ep-local-fp8-worst")});
 }
