@@ -547,6 +547,20 @@ MOE_SHAPES = {  # name: experts, hidden, expert ffn, top-k (config.json of each 
 }
 # MEASURE_MOE_SHAPES=a,b: only these shapes (default: the first three, as in run b).
 MOE_DEFAULT_SHAPES = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"]
+MOE_DEFAULT_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def moe_tokens_per_expert():
+    """The balanced grouped GEMMs' tokens per expert: MEASURE_MOE_TOKENS=a,b,... (positive integers,
+    e.g. counts between the powers of two, where serving steps land and where torch's fp8 grouped
+    kernel steps at 256) or the powers of two 1-4096 of runs b-e."""
+    env = os.environ.get("MEASURE_MOE_TOKENS", "")
+    if not env:
+        return list(MOE_DEFAULT_TOKENS)
+    out = sorted({int(t) for t in env.split(",") if t.strip()})
+    if not out or out[0] < 1:
+        raise SystemExit(f"MEASURE_MOE_TOKENS={env!r}: expected positive integers, comma-separated")
+    return out
 
 
 def moe_block(torch, F, x, router, w13, w2, topk, grouped):
@@ -591,7 +605,7 @@ def section_moe(torch, F, quick, res):
         w2 = torch.randn(E, H, Fe, device="cuda", dtype=torch.bfloat16) * 0.02
         # the same weights stored [E, K, N] (row-major per expert), the layout some MoE kernels want
         w_kn = {"gate_up": w13.transpose(-2, -1).contiguous(), "down": w2.transpose(-2, -1).contiguous()}
-        tlist = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096] if not quick else [1, 64]
+        tlist = moe_tokens_per_expert() if not quick else [1, 64]
         for t in tlist:
             rows = t * E
             if rows * max(H, 2 * Fe) * 2 > 4e9:
