@@ -593,6 +593,139 @@ def section_w4a8(torch, F, ctx):
 
 
 # ----------------------------------------------------------------------------------------------
+# section gemm8: one Triton kernel, three element types
+
+GEMM8_TARGETS = ["llama-2-7b", "gpt-j-6b"]   # the models of TensorRT-LLM's H100 SmoothQuant/FP8 blog rows
+GEMM8_M = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192]
+GEMM8_DTYPES = ("bf16", "fp8", "int8")
+
+
+def gemm8_shapes():
+    """[(n, k, roles)] of the two models' linear layers at TP1 (qkv fused, gate_up fused)."""
+    out, index = [], {}
+    for name in GEMM8_TARGETS:
+        c = card_json(name)
+        H, hd = c["hidden_size"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+        q, kv, ffn = c["num_attention_heads"] * hd, c["num_kv_heads"] * hd, c["ffn_size"]
+        up = 2 * ffn if c.get("gated_mlp", True) else ffn
+        for role, n, k in (("qkv", q + 2 * kv, H), ("o", H, q), ("up", up, H), ("down", H, ffn)):
+            if (n, k) not in index:
+                index[(n, k)] = len(out)
+                out.append((n, k, []))
+            out[index[(n, k)]][2].append(f"{name}:{role}")
+    return out
+
+
+def gemm8_operands(torch, dtype, rows, cols, dev="cuda"):
+    """Random operands of one element type: int8 uniform in [-127, 127], fp8 e4m3 from a normal
+    (|x| <= 4, well inside the format), bf16 normal * 0.02."""
+    if dtype == "int8":
+        return torch.randint(-127, 128, (rows, cols), device=dev, dtype=torch.int8)
+    x = torch.randn(rows, cols, device=dev, dtype=torch.float32)
+    if dtype == "fp8":
+        return x.clamp(-4, 4).to(torch.float8_e4m3fn)
+    return (x * 0.02).to(torch.bfloat16)
+
+
+def section_gemm8(torch, F, ctx):
+    import triton_kernels as TK
+    res = ctx.res
+    dev = "cuda"
+    res["method"] = (
+        "C[M,N] = (A[M,K] @ W[N,K]^T) * sa[M] * sw[N] with ONE Triton kernel (calibrate/quant/triton_kernels.py "
+        "_gemm_any_kernel) whose operands are bf16, fp8 e4m3 (fp32 accumulation) or int8 (int32 accumulation): "
+        "the element type is the only difference, so the times compare the type on this GPU, not two vendors' "
+        "kernels. Every tile configuration of gemm_any_configs(M, K) is timed (split-K ones include zeroing "
+        "their fp32 output) and the fastest kept, as an engine's GEMM profiler picks a tactic per M "
+        "(TensorRT-LLM's gemm plugin profiler). triton_<dtype>_s: the best; triton_<dtype>_config: its "
+        "(BM, BN, BK, SPLIT_K, warps, stages); triton_<dtype>_nosplit_s: the best without split-K; "
+        "triton_<dtype>_all: every configuration's time. References in the same process: bf16_s F.linear "
+        "(cuBLAS), fp8_row_s torch._scaled_mm per-row scales, bf16 out, fast accumulation; int8_s "
+        "torch._int_mm (cuBLASLt, M <= 16 run at 32), no epilogue. GPU time per call from CUDA-graph replay "
+        "over rotating weight copies (>= 256 MiB per dtype)")
+    res["m_list"] = GEMM8_M
+    shapes = gemm8_shapes()
+    res["shapes"] = [{"n": n, "k": k, "roles": r} for n, k, r in shapes]
+    n0, k0 = shapes[0][0], shapes[0][1]
+    for dtype in GEMM8_DTYPES:
+        for M, config in ((8, (16, 64, 128, 1, 4, 4)), (8, (16, 64, 128, 4, 4, 4)), (1024, (128, 128, 64, 1, 8, 3))):
+            try:
+                A = gemm8_operands(torch, dtype, M, k0)
+                W = gemm8_operands(torch, dtype, n0, k0)
+                sa = torch.rand(M, device=dev) * 0.01 + 1e-3
+                sw = torch.rand(n0, device=dev) * 0.01 + 1e-3
+                out = torch.full((M, n0), float("nan"), device=dev,
+                                 dtype=torch.bfloat16 if config[3] == 1 else torch.float32)
+                TK.gemm_any(A, W, sa, sw, out, config)
+                ref = (A.double() @ W.double().t()) * sa.double()[:, None] * sw.double()[None, :]
+                S.check(torch, ctx, f"gemm8_{dtype}_m{M}_splitk{config[3]}", out, ref, 1e-2, config=list(config))
+            except Exception as e:  # noqa: BLE001
+                torch.cuda.synchronize()
+                ctx.error(f"check gemm8 {dtype} M={M} {config}", e)
+                res.setdefault("error_tails", []).append(str(e)[-1500:])  # a compiler's message ends with the cause
+    ctx.flush()
+    if ctx.quick:
+        shapes = shapes[:2]
+
+    def prepare(n, k):
+        ops = {d: [gemm8_operands(torch, d, n, k) for _ in range(copies_for(n * k * (2 if d == "bf16" else 1)))]
+               for d in GEMM8_DTYPES}
+        ops["sw"] = torch.rand(n, device=dev) * 0.01 + 1e-3
+        ops["sw_row"] = ops["sw"].view(1, n)
+        return ops
+
+    def triton_kernel(dtype):
+        def run(ops, M, row):
+            # times every configuration itself and fills the row; returns no calls
+            k, n = row["k"], row["n"]
+            A = gemm8_operands(torch, dtype, M, k)
+            sa = torch.rand(M, device=dev) * 0.01 + 1e-3
+            times = {}
+            for config in TK.gemm_any_configs(M, k):
+                if ctx.over():
+                    break
+                out = torch.empty(M, n, device=dev, dtype=torch.bfloat16 if config[3] == 1 else torch.float32)
+                calls = [lambda w=w, c=config, o=out: TK.gemm_any(A, w, sa, ops["sw"], o, c) for w in ops[dtype]]
+                try:
+                    times[config] = S.graph_time(torch, calls)[0]
+                except Exception as e:  # noqa: BLE001
+                    torch.cuda.synchronize()
+                    row.setdefault(f"triton_{dtype}_errors", []).append(f"{config}: {str(e)[-300:]}")
+                    break  # a compile error repeats for every tile
+            if times:
+                best = min(times, key=times.get)
+                row[f"triton_{dtype}_s"], row[f"triton_{dtype}_config"] = times[best], list(best)
+                nosplit = [t for c, t in times.items() if c[3] == 1]
+                if nosplit:
+                    row[f"triton_{dtype}_nosplit_s"] = min(nosplit)
+                row[f"triton_{dtype}_all"] = [list(c) + [t] for c, t in times.items()]
+            return []
+        return run
+
+    def k_bf16(ops, M, row):
+        A = torch.randn(M, row["k"], device=dev, dtype=torch.bfloat16)
+        return [lambda w=w: F.linear(A, w) for w in ops["bf16"]]
+
+    def k_fp8_row(ops, M, row):
+        def make(Mrun):
+            A8 = gemm8_operands(torch, "fp8", Mrun, row["k"])
+            sa = torch.rand(Mrun, 1, device=dev) * 0.01 + 1e-3
+            return [lambda w=w: torch._scaled_mm(A8, w.t(), scale_a=sa, scale_b=ops["sw_row"], out_dtype=torch.bfloat16,
+                                                 use_fast_accum=True) for w in ops["fp8"]]
+        return first_working(torch, row, "fp8_row", M, make)
+
+    def k_int8(ops, M, row):
+        AI = gemm8_operands(torch, "int8", max(M, INT_MM_MIN_M), row["k"])
+        if M < INT_MM_MIN_M:
+            row["int8_m_run"] = INT_MM_MIN_M
+        return [lambda w=w: torch._int_mm(AI, w.t()) for w in ops["int8"]]
+
+    kernels = [("bf16_s", k_bf16), ("fp8_row_s", k_fp8_row), ("int8_s", k_int8)]
+    kernels += [(f"triton_{d}", triton_kernel(d)) for d in GEMM8_DTYPES]
+    sweep(torch, ctx, shapes, GEMM8_M[:2] if ctx.quick else GEMM8_M, prepare, kernels)
+
+
+# ----------------------------------------------------------------------------------------------
 # section kv_attn
 
 KV_HEADS = [(32, 8, 128, "llama-3-8b"), (32, 32, 128, "llama-2-7b")]
@@ -783,12 +916,34 @@ def plan_kv_attn(quick):
     return pts, est, [f"heads {[h[:3] for h in KV_HEADS]} x B {KV_B} x C {KV_C}, modes bf16/int8/int4 + SDPA"]
 
 
+def plan_gemm8(quick):
+    shapes = gemm8_shapes()[:2] if quick else gemm8_shapes()
+    ms = GEMM8_M[:2] if quick else GEMM8_M
+    pts, est = 0, H100["startup_s"] + 2.0
+    compiles = set()
+    for n, k, _ in shapes:
+        est += 0.5  # weights of three dtypes
+        for M in ms:
+            for kind in ("bf16", "fp8", "int8"):
+                wb = 2 if kind == "bf16" else 1
+                per = est_call(2 * M * n * k, n * k * wb + M * k * 2 + M * n * 2, H100[kind])
+                cp = copies_for(int(n * k * wb))
+                n_conf = 18 if M <= 16 else 4 if M <= 128 else 8
+                est += est_timing(per, cp) * (1 + n_conf)  # the cuBLAS reference and every Triton tile
+                compiles |= {(kind, M <= 16, M <= 128, c) for c in range(n_conf)}
+                pts += 1
+    est += 1.5 * len(compiles)
+    return pts, est, [f"{len(shapes)} shapes x M {ms}, bf16/fp8/int8: cuBLAS reference + the Triton kernel's "
+                      f"tiles ({len(compiles)} compilations, ~1.5 s each)"]
+
+
 SECTIONS = {
     "gemm": S.Section(section_gemm, plan_gemm, 60, 80, "bf16 / fp8 tensor / fp8 row / int8 / tinygemm W4A16"),
     "fp8_block": S.Section(section_fp8_block, plan_fp8_block, 18, 30, "fp8 with 1x128 x 128x128 block scales"),
     "act_quant": S.Section(section_act_quant, plan_act_quant, 13, 25, "per-token dynamic activation quantization"),
     "w4a8": S.Section(section_w4a8, plan_w4a8, 24, 40, "W4A8 GEMM (our Triton kernel)"),
     "kv_attn": S.Section(section_kv_attn, plan_kv_attn, 17, 30, "decode attention, bf16 / int8 / int4 KV"),
+    "gemm8": S.Section(section_gemm8, plan_gemm8, 230, 280, "one Triton GEMM in bf16 / fp8 / int8, fastest tile each"),
 }
 
 

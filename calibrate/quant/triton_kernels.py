@@ -264,3 +264,78 @@ class DecodeAttention:
         _attn_reduce_kernel[(self.B * self.hq,)](self.po, self.pm, self.pl, self.out, self.nsplit, D=self.D,
                                                  SP=max(2, triton.next_power_of_2(self.nsplit)), num_warps=4)
         return self.out
+
+
+# ------------------------------------------------------------------------------------------
+# one GEMM kernel for 16-bit, fp8 and int8 operands (the gemm8 section)
+
+@triton.jit(do_not_specialize=["M"])
+def _gemm_any_kernel(a_ptr, w_ptr, sa_ptr, sw_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                     BK: tl.constexpr, SPLIT_K: tl.constexpr, IS_INT: tl.constexpr):
+    # a [M, K] and w [N, K] row-major (nn.Linear's layout), both of one dtype (bf16, fp8 e4m3 or
+    # int8); sa fp32 [M], sw fp32 [N]. c = (a @ w^T) * sa[:, None] * sw[None, :]: bf16 when
+    # SPLIT_K == 1, else fp32 accumulated with atomics over SPLIT_K programs per tile (the caller
+    # zeroes it). K must be a multiple of BK * SPLIT_K. The element type is the only thing that
+    # differs between the dtypes, so their times compare the type, not the kernel.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    m_ok = rm < M
+    n_ok = rn < N
+    a_rows = a_ptr + rm.to(tl.int64)[:, None] * K
+    w_cols = w_ptr + rn.to(tl.int64)[None, :] * K
+    if IS_INT:
+        acc = tl.zeros((BM, BN), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    k_span = K // SPLIT_K
+    for k0 in range(pid_k * k_span, (pid_k + 1) * k_span, BK):
+        # the padding value must have the operand's kind: an integer `other` does not compile
+        # for fp8 pointers (Triton 3.6), a float one is not wanted for int8
+        if IS_INT:
+            a = tl.load(a_rows + (k0 + rk)[None, :], mask=m_ok[:, None], other=0)
+            w = tl.load(w_cols + (k0 + rk)[:, None], mask=n_ok[None, :], other=0)
+            acc += tl.dot(a, w, out_dtype=tl.int32)
+        else:
+            a = tl.load(a_rows + (k0 + rk)[None, :], mask=m_ok[:, None], other=0.0)
+            w = tl.load(w_cols + (k0 + rk)[:, None], mask=n_ok[None, :], other=0.0)
+            acc += tl.dot(a, w, out_dtype=tl.float32)
+    sa = tl.load(sa_ptr + rm, mask=m_ok, other=0.0)
+    sw = tl.load(sw_ptr + rn, mask=n_ok, other=0.0)
+    out = acc.to(tl.float32) * sa[:, None] * sw[None, :]
+    cp = c_ptr + rm.to(tl.int64)[:, None] * N + rn[None, :]
+    ok = m_ok[:, None] & n_ok[None, :]
+    if SPLIT_K == 1:
+        tl.store(cp, out.to(tl.bfloat16), mask=ok)
+    else:
+        tl.atomic_add(cp, out, mask=ok)
+
+
+def gemm_any_configs(M, K):
+    """(BM, BN, BK, SPLIT_K, num_warps, num_stages) tried at M tokens, as an engine's GEMM
+    profiler tries tactics: small tiles with split-K for decode-sized M, 128-row tiles for
+    prefill-sized M. Only those whose K splits evenly."""
+    if M <= 16:
+        cands = [(16, bn, bk, sk, 4, 4) for bn in (32, 64, 128) for bk in (128, 256) for sk in (1, 2, 4)]
+    elif M <= 128:
+        cands = [(64, bn, 128, sk, 4, 4) for bn in (64, 128) for sk in (1, 2)]
+    else:
+        cands = [(128, bn, bk, 1, 8, st) for bn in (128, 256) for bk in (64, 128) for st in (3, 4)]
+    return [c for c in cands if K % (c[2] * c[3]) == 0]
+
+
+def gemm_any(a, w, sa, sw, out, config):
+    """c = (a @ w^T) * sa * sw with one tile configuration; out bf16 [M, N] for SPLIT_K 1, else
+    fp32 [M, N], zeroed here (the zeroing is part of the call, as split-K costs it)."""
+    M, K = a.shape
+    N = w.shape[0]
+    BM, BN, BK, SK, warps, stages = config
+    if SK > 1:
+        out.zero_()
+    grid = (triton.cdiv(M, BM), triton.cdiv(N, BN), SK)
+    _gemm_any_kernel[grid](a, w, sa, sw, out, M, N, K, BM=BM, BN=BN, BK=BK, SPLIT_K=SK,
+                           IS_INT=a.dtype == torch.int8, num_warps=warps, num_stages=stages)
+    return out

@@ -38,6 +38,9 @@ constexpr MeasuredKernel kGemmKernels[] = {
     {"fp8_block", "fp8_block_s", QuantKernel::torch_scaled_mm_blockwise, QuantScheme::fp8_block, 1,
      "torch._scaled_mm, fp8 e4m3 with block-wise scales (1x128 activation groups, 128x128 weight blocks; fast accumulation "
      "refused on this path; M < 16 run padded to 16), bf16 out; activation quantization not included"},
+    {"gemm8", "triton_int8_s", QuantKernel::tuned_int8, QuantScheme::int8, 1,
+     "int8 x int8 -> int32 GEMM with the scales in its epilogue, bf16 out: calibrate/quant/triton_kernels.py "
+     "_gemm_any_kernel, the fastest of its tiles (and split-K, its output zeroing included) at each M"},
 };
 
 double number(const nlohmann::json& rec, const char* key, const std::string& file, const std::string& where) {
@@ -91,7 +94,7 @@ QuantKernelFit fit_quant_kernels(const nlohmann::json& doc, const std::string& f
 
   // (kernel index, n, k) -> (m, time) over M, from each kernel's section (one without points: not measured).
   std::map<std::tuple<std::size_t, double, double>, std::vector<std::pair<double, double>>> curves;
-  for (const char* name : {"gemm", "fp8_block"}) {
+  for (const char* name : {"gemm", "fp8_block", "gemm8"}) {
     if (!sections->contains(name)) continue;
     const auto points = (*sections)[name].find("points");
     const std::string at = std::string("sections.") + name + ".points";
@@ -132,14 +135,20 @@ QuantKernelFit fit_quant_kernels(const nlohmann::json& doc, const std::string& f
       table.emplace_back(m, std::clamp(busy > 0.0 ? roofline / busy : 1.0, 1e-3, 1.0));
     }
   }
-  const std::string measured = " measured by calibrate/quant/measure_quant.py (" + text(doc, "command") + ") on " + fit.gpu +
-                               ", " + fit.date + ", torch " + text(gemm, "torch") + ", CUDA " + text(gemm, "cuda") +
-                               "; fitted by: " + command;
+  // Each table cites its own section's run: sections measured apart are merged into one file,
+  // each keeping the command and date it ran with.
+  const auto measured = [&](const char* section) {
+    const nlohmann::json& sec = (*sections)[section];
+    const std::string run = sec.contains("command") ? text(sec, "command") : text(doc, "command");
+    const std::string gpu = sec.contains("gpu") ? text(sec["gpu"], "name") : fit.gpu;
+    return " measured by calibrate/quant/measure_quant.py (" + run + ") on " + gpu + ", " + text(sec, "date_utc") +
+           ", torch " + text(sec, "torch") + ", CUDA " + text(sec, "cuda") + "; fitted by: " + command;
+  };
   for (const auto& [j, c] : tables) {
     const MeasuredKernel& mk = kGemmKernels[j];
     nlohmann::json t = gemm_columns_json(c);
     t["launches"] = mk.launches;
-    t["source"] = std::string(mk.what) + measured;
+    t["source"] = std::string(mk.what) + measured(mk.section);
     fit.tables[quant_kernel_name(mk.kernel)][kQuantFormatNames[*quant_format(mk.scheme)]] = t;
   }
 

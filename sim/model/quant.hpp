@@ -131,14 +131,20 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
 //   qserve_w4a8         QServe's W4A8 GEMM (int4 weights, int8 activations, int8 mma.sync: mit-han-lab/omniserve
 //                       kernels/csrc/qgemm/w4a8_per_chn and w4a8_per_group), neither measured nor
 //                       published per kernel where we could read it: the W4A8 model below
+//   tuned_int8          an int8 x int8 -> int32 GEMM whose tile and split-K are chosen per M by a
+//                       profiler, as TensorRT-LLM's SmoothQuant GEMM (its CUTLASS int8 template,
+//                       the gemm plugin's tactic profiler) runs: timed on our Triton kernel of that
+//                       kind (calibrate/quant measure_quant.py section gemm8), which matches
+//                       cuBLAS at 16 bits and times int8 and fp8 alike at M <= 64; without a
+//                       table, the profile's 8-bit (cuBLASLt) table
 //   Without a table of their own, the W4A8 kernels take the profile's 8-bit table on their 4-bit
 //   weight bytes plus the widening on CUDA cores (cost_model.cpp).
 enum class QuantKernel : std::uint8_t {
   auto_, cublaslt, cutlass_scaled_mm, torch_scaled_mm, torch_scaled_mm_rowwise, torch_int_mm,
   marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only, torch_scaled_mm_blockwise,
-  cutlass_w4a8, trtllm_w4a8, qserve_w4a8
+  cutlass_w4a8, trtllm_w4a8, qserve_w4a8, tuned_int8
 };
-inline constexpr std::size_t kNumQuantKernels = 16;
+inline constexpr std::size_t kNumQuantKernels = 17;
 
 inline const char* quant_kernel_name(QuantKernel k) {
   switch (k) {
@@ -158,6 +164,7 @@ inline const char* quant_kernel_name(QuantKernel k) {
     case QuantKernel::cutlass_w4a8: return "cutlass_w4a8";
     case QuantKernel::trtllm_w4a8: return "trtllm_w4a8";
     case QuantKernel::qserve_w4a8: return "qserve_w4a8";
+    case QuantKernel::tuned_int8: return "tuned_int8";
   }
   return "?";
 }
@@ -181,7 +188,8 @@ inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
     case QuantKernel::qserve_w4a8: return q == QuantScheme::w4a8;
     case QuantKernel::torch_scaled_mm:
     case QuantKernel::torch_scaled_mm_rowwise: return q == QuantScheme::fp8;
-    case QuantKernel::torch_int_mm: return q == QuantScheme::int8;
+    case QuantKernel::torch_int_mm:
+    case QuantKernel::tuned_int8: return q == QuantScheme::int8;
     case QuantKernel::marlin:
     case QuantKernel::machete:
     case QuantKernel::trtllm_weight_only: return weight_only(q);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "sim/calib/kv_decode_fit.hpp"
+#include "sim/calib/quant_kernels_fit.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
@@ -419,4 +420,31 @@ TEST_CASE("qserve: W4A8 through its own kernel on Ampere and Ada, a grouped-quer
   CHECK(load_error({"quantization.method=w4a8", "engine.profile=qserve"}).find("quant_kernels.hopper") != std::string::npos);
   CHECK(load_error({"quantization.method=w4a8", "engine.profile=qserve", "hardware=l40s", "quantization.kv_cache_dtype=fp8"})
             .find("quantization.kv_cache_dtype") != std::string::npos);
+}
+
+TEST_CASE("tuned_int8: TensorRT-LLM's SmoothQuant GEMM on h100-sxm from the measured gemm8 section, its own run cited") {
+  const std::string file = std::string(servesim::test::test_data_dir()) + "/../calibrate/results/h100/quant_kernels.json";
+  const nlohmann::json doc = load_json_file(file);
+  const nlohmann::json& gemm8 = doc["sections"]["gemm8"];
+  const HwProfile h = hw("h100-sxm");
+  const QuantKernelFit fit = fit_quant_kernels(doc, file, h, "test", 3);
+  REQUIRE(fit.tables.contains("tuned_int8"));
+  const std::string source = fit.tables["tuned_int8"]["int8"]["source"].get<std::string>();
+  CHECK(source.find(gemm8["command"].get<std::string>()) != std::string::npos);
+  CHECK(source.find(gemm8["date_utc"].get<std::string>()) != std::string::npos);
+  CHECK(fit.tables["torch_int_mm"]["int8"]["source"].get<std::string>().find("--sections gemm8") == std::string::npos);
+  // The shipped profile reproduces a fitted point (M = 1 is never held out) of the measured kernel.
+  for (const auto& p : gemm8["points"]) {
+    if (p["m"] != 1) continue;
+    const Op op = quant_gemm(1, p["n"].get<std::int64_t>(), p["k"].get<std::int64_t>(), QuantScheme::int8, QuantKernel::tuned_int8);
+    CAPTURE(p["n"].get<int>());
+    CHECK(estimate(op, h, Dtype::bf16).time_s == doctest::Approx(p["triton_int8_s"].get<double>()).epsilon(0.01));
+  }
+  // TensorRT-LLM names it on Hopper; without a table (h200-sxm) it is the profile's int8 table, bit for bit.
+  EngineProfile trt = load_engine_profile("tensorrt-llm", "t", "--engine");
+  resolve_quant_kernels(trt, h);
+  CHECK(trt.kernels.quant_kernels[static_cast<std::size_t>(QuantScheme::int8)] == QuantKernel::tuned_int8);
+  const HwProfile h200 = hw("h200-sxm");
+  CHECK(estimate(quant_gemm(8, 4096, 4096, QuantScheme::int8, QuantKernel::tuned_int8), h200, Dtype::bf16).time_s ==
+        estimate(quant_gemm(8, 4096, 4096, QuantScheme::int8, QuantKernel::auto_), h200, Dtype::bf16).time_s);
 }
