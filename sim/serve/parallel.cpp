@@ -2,7 +2,6 @@
 #include "sim/serve/parallel.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 namespace servesim {
@@ -178,72 +177,12 @@ std::size_t prefill_memo_slot(const BatchShape& s, unsigned bits) {
 }
 }  // namespace
 
-StepCaches::Shared& StepCaches::slot(const Scenario& scenario, const ParallelConfig& parallel) {
+IterationMemos& StepCaches::memos(const Scenario& scenario, const ParallelConfig& parallel) {
   for (Slot& s : slots_) {
-    if (s.scenario == &scenario && s.parallel == parallel) return *s.shared;
+    if (s.scenario == &scenario && s.parallel == parallel) return *s.memos;
   }
-  slots_.push_back({&scenario, parallel, std::make_unique<Shared>()});
-  return *slots_.back().shared;
-}
-
-namespace {
-bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
-}  // namespace
-
-// A new field of StepTime must be kept by the entry or the row (and find() rebuild it).
-static_assert(sizeof(StepTime) == 10 * sizeof(double) + sizeof(std::int64_t) + 8, "DecodeStepPrices keeps every StepTime field");
-
-bool DecodeStepPrices::find(std::int64_t seqs, double kv_tokens, StepTime& out) const {
-  const std::uint64_t key = key_of(seqs, kv_tokens);
-  if (key == 0) return false;
-  const Entry& e = entries_[slot(key)];
-  if (e.key != key) return false;
-  const Row& row = rows_[static_cast<std::size_t>(seqs)];  // set when the entry was written
-  out.time_s = e.time_s;
-  out.gpu_s = e.gpu_s;
-  out.launch_s = row.launch_s;
-  out.launch_wait_s = e.launch_wait_s;
-  out.host_s = row.host_s;
-  out.roofline_s = e.roofline_s;
-  out.bytes = e.bytes;
-  out.flops = e.flops;
-  out.comm_s = row.comm_s;
-  out.bubble_frac = row.bubble_frac;
-  out.kernels = row.kernels;
-  out.launch_bound = e.launch_bound;
-  return true;
-}
-
-void DecodeStepPrices::store(std::int64_t seqs, double kv_tokens, const StepTime& t) {
-  const std::uint64_t key = key_of(seqs, kv_tokens);
-  if (key == 0) return;
-  const auto n = static_cast<std::size_t>(seqs);
-  if (rows_.size() <= n) rows_.resize(n + 1);
-  Row& row = rows_[n];
-  if (!row.set) {
-    row = {true, t.launch_s, t.host_s, t.comm_s, t.bubble_frac, t.kernels};
-  } else if (!same_bits(row.launch_s, t.launch_s) || !same_bits(row.host_s, t.host_s) || !same_bits(row.comm_s, t.comm_s) ||
-             !same_bits(row.bubble_frac, t.bubble_frac) || row.kernels != t.kernels) {
-    return;  // not the batch size's constant part: priced afresh each time
-  }
-  // Double while more than half the slots were written since the last doubling (new entries and
-  // those that replaced another), up to 2^kMaxBits.
-  if (2 * (written_ + 1) > entries_.size() && bits_ < kMaxBits) grow();
-  ++written_;
-  entries_[slot(key)] = {key, t.time_s, t.gpu_s, t.launch_wait_s, t.roofline_s, t.bytes, t.flops, t.launch_bound};
-}
-
-void DecodeStepPrices::grow() {
-  std::vector<Entry> old(std::size_t{1} << (bits_ + 1));
-  old.swap(entries_);
-  bits_ += 1;
-  written_ = 0;
-  for (const Entry& e : old) {
-    if (e.key == 0) continue;
-    Entry& to = entries_[slot(e.key)];
-    written_ += to.key == 0;  // of two that now share a slot the later stays
-    to = e;
-  }
+  slots_.push_back({&scenario, parallel, std::make_unique<IterationMemos>()});
+  return *slots_.back().memos;
 }
 
 IterationTimer::IterationTimer(const Scenario& scenario, const ParallelConfig& parallel, StepCaches* shared)

@@ -74,86 +74,23 @@ class IterationMemos {
   std::uint64_t generation_ = 0;
 };
 
-// The prices of plain decode steps (no prefill, one query token per sequence) of one step cost
-// model, by (batch size, KV tokens): the whole shape of such a step, so a price found is the one a
-// miss computes (the model is a pure function of the shape). Why: most iterations of a busy fleet
-// are decode steps, each priced afresh (decode attention's grid lookup with its logs, the step's
-// fold: ~800 instructions), yet the pairs recur: a batch size's KV total moves in a narrow band,
-// and the fleet's replicas walk the same band (1,000 replicas x 1,000,000 requests: 9.7M quiet
-// steps, 370k distinct pairs). A direct-mapped table, the pair packed into one word and hashed by
-// Fibonacci hashing (a batch size's consecutive KV totals land in distinct slots); an entry holds
-// what varies with the KV total (one cache line), the batch size's row what does not (kernels,
-// launch, host, collectives, bubble), checked bit for bit when an entry is written: a price whose
-// constant part differs from its row's is not kept, so a hit is always the exact price.
-class DecodeStepPrices {
- public:
-  // The price of a plain decode step of `seqs` sequences holding `kv_tokens`, into `out`; false
-  // when the table does not hold it.
-  bool find(std::int64_t seqs, double kv_tokens, StepTime& out) const;
-  // Keeps `price`, the price of that step (an entry of another pair in its slot is dropped).
-  void store(std::int64_t seqs, double kv_tokens, const StepTime& price);
-  // Starts loading the slot of (seqs, kv_tokens): a decode run's next step is one token per
-  // sequence longer, and its slot is a cache miss in a table of megabytes.
-  void prefetch(std::int64_t seqs, double kv_tokens) const {
-    if (const std::uint64_t key = key_of(seqs, kv_tokens); key != 0) __builtin_prefetch(&entries_[slot(key)]);
-  }
-  std::size_t slots() const { return entries_.size(); }
-
- private:
-  struct alignas(64) Entry {
-    std::uint64_t key = 0;  // key_of; 0: empty
-    double time_s = 0.0, gpu_s = 0.0, launch_wait_s = 0.0, roofline_s = 0.0, bytes = 0.0, flops = 0.0;
-    bool launch_bound = false;
-  };
-  struct Row {  // a batch size's constant part of its prices
-    bool set = false;
-    double launch_s = 0.0, host_s = 0.0, comm_s = 0.0, bubble_frac = 0.0;
-    std::int64_t kernels = 0;
-  };
-  // Batch sizes below 2^16 and whole KV totals below 2^48 (all real runs): n << 48 | kv; 0 otherwise.
-  static std::uint64_t key_of(std::int64_t seqs, double kv_tokens) {
-    if (seqs <= 0 || seqs >= (std::int64_t{1} << 16) || !(kv_tokens >= 0.0 && kv_tokens < 0x1p48)) return 0;
-    const auto kv = static_cast<std::uint64_t>(kv_tokens);
-    if (static_cast<double>(kv) != kv_tokens) return 0;
-    return (static_cast<std::uint64_t>(seqs) << 48) | kv;
-  }
-  std::size_t slot(std::uint64_t key) const { return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - bits_)); }
-  void grow();
-
-  std::vector<Entry> entries_ = std::vector<Entry>(std::size_t{1} << kInitialBits);
-  std::vector<Row> rows_;  // by batch size
-  unsigned bits_ = kInitialBits;
-  std::size_t written_ = 0;  // entries written since the table last doubled
-  static constexpr unsigned kInitialBits = 10;  // 64 KB: a replica or a short run prices few pairs
-  static constexpr unsigned kMaxBits = 19;      // 32 MB
-};
-
 // What the replicas of a simulation (of one thread's group of fleet lanes: fleet_lanes.hpp) share
-// to price steps: kernel times per hardware profile, op-list memos and decode step prices per
-// (scenario, parallel layout). None changes a result (a hit is the value a miss computes), so
-// sharing is safe wherever the sharers run on one thread at a time.
+// to price steps: kernel times per hardware profile, and op-list memos per (scenario, parallel
+// layout). Neither changes a result (a hit is the value a miss computes), so sharing is safe
+// wherever the sharers run on one thread at a time.
 class StepCaches {
  public:
   KernelTimeCaches kernel_times;
   // The memos of timers built for `scenario` (matched by address: the draft model of speculative
   // decoding is another scenario) and `parallel`, made at first use.
-  IterationMemos& memos(const Scenario& scenario, const ParallelConfig& parallel) { return slot(scenario, parallel).memos; }
-  // The decode step prices of step cost models built for `scenario` and `parallel` (serve/step_cost.cpp).
-  DecodeStepPrices& decode_prices(const Scenario& scenario, const ParallelConfig& parallel) {
-    return slot(scenario, parallel).decode_prices;
-  }
+  IterationMemos& memos(const Scenario& scenario, const ParallelConfig& parallel);
 
  private:
-  struct Shared {
-    IterationMemos memos;
-    DecodeStepPrices decode_prices;
-  };
   struct Slot {
     const Scenario* scenario;
     ParallelConfig parallel;
-    std::unique_ptr<Shared> shared;
+    std::unique_ptr<IterationMemos> memos;
   };
-  Shared& slot(const Scenario& scenario, const ParallelConfig& parallel);
   std::vector<Slot> slots_;
 };
 

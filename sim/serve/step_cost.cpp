@@ -22,55 +22,9 @@ class CalibratedStepCost final : public StepCostModel {
   CalibratedStepCost(const Scenario& s, const ParallelConfig& parallel, bool reference_path, StepCaches* caches)
       : engine_(s.engine), launch_(s.engine.launch), parallel_(parallel), timer_(s, parallel, caches), reference_path_(reference_path) {
     apply_tp_workers(launch_, parallel.attention_tp());  // fixed for the replica: once, not per step
-    // The exact path prices every step.
-    if (!reference_path) {
-      if (!caches) own_prices_ = std::make_unique<DecodeStepPrices>();
-      prices_ = caches ? &caches->decode_prices(s, parallel) : own_prices_.get();
-    }
   }
 
   StepTime step_time(const BatchShape& planned) override {
-    if (prices_ == nullptr || !plain_decode(planned)) return price(planned);
-    StepTime t;
-    if (prices_->find(planned.decode_seqs, planned.decode_kv_tokens, t)) return t;
-    t = price(planned);
-    prices_->store(planned.decode_seqs, planned.decode_kv_tokens, t);
-    return t;
-  }
-  // The padding and launch configuration once per run, not per step (attention DP: each step
-  // split by step_time).
-  void begin_decode_run(const BatchShape& planned) override {
-    StepCostModel::begin_decode_run(planned);
-    run_prices_ = plain_decode(planned) ? prices_ : nullptr;
-    if (reference_path_ || parallel_.enable_attention_dp) return;
-    BatchShape shape = planned;
-    LaunchConfig launch = launch_;
-    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape, engine_.profile.cuda_graph_mode);
-    padded_seqs_ = shape.decode_seqs - planned.decode_seqs;
-    timer_.begin_decode_run(shape, launch, planned.total_seqs());
-  }
-  StepTime decode_run_step(double decode_kv_tokens) override {
-    const std::int64_t seqs = run_shape_.decode_seqs;
-    StepTime t;
-    if (run_prices_ != nullptr) {
-      // The run's next step is one token per sequence longer: its slot is loaded meanwhile.
-      run_prices_->prefetch(seqs, decode_kv_tokens + static_cast<double>(seqs));
-      if (run_prices_->find(seqs, decode_kv_tokens, t)) return t;
-    }
-    t = price_run_step(decode_kv_tokens);
-    if (run_prices_ != nullptr) run_prices_->store(seqs, decode_kv_tokens, t);
-    return t;
-  }
-
- private:
-  // A decode step without prefill whose sequences each query one token: its (batch size, KV
-  // tokens) is its whole shape, the key of DecodeStepPrices.
-  static bool plain_decode(const BatchShape& b) {
-    return b.prefill_seqs == 0 && b.prefill_tokens == 0 && b.prefill_attn_pairs == 0.0 && b.prefill_kv_tokens == 0.0 &&
-           b.prefill_sampled == 0 && b.decode_seqs > 0 && b.decode_query_tokens == 1;
-  }
-
-  StepTime price(const BatchShape& planned) {
     // Under attention DP the busiest rank's share, padded to its own captured graph sizes.
     BatchShape shape = attention_dp_rank(planned, parallel_);
     LaunchConfig launch = launch_;
@@ -79,26 +33,32 @@ class CalibratedStepCost final : public StepCostModel {
     const std::int64_t batch_seqs = attention_dp_rank_seqs(planned.total_seqs(), parallel_);
     return reference_path_ ? timer_.time_uncached(shape, launch, batch_seqs) : timer_.time(shape, launch, batch_seqs);
   }
-  StepTime price_run_step(double decode_kv_tokens) {
-    if (reference_path_ || parallel_.enable_attention_dp) {
-      run_shape_.decode_kv_tokens = decode_kv_tokens;
-      return price(run_shape_);
-    }
+  // The padding and launch configuration once per run, not per step (attention DP: each step
+  // split by step_time).
+  void begin_decode_run(const BatchShape& planned) override {
+    StepCostModel::begin_decode_run(planned);
+    if (reference_path_ || parallel_.enable_attention_dp) return;
+    BatchShape shape = planned;
+    LaunchConfig launch = launch_;
+    apply_cuda_graphs(launch, engine_.profile.cuda_graph_batch_sizes, shape, engine_.profile.cuda_graph_mode);
+    padded_seqs_ = shape.decode_seqs - planned.decode_seqs;
+    timer_.begin_decode_run(shape, launch, planned.total_seqs());
+  }
+  StepTime decode_run_step(double decode_kv_tokens) override {
+    if (reference_path_ || parallel_.enable_attention_dp) return StepCostModel::decode_run_step(decode_kv_tokens);
     // apply_cuda_graphs' padding: each padded slot is an empty decode (add_decode(0): one token).
     // Token counts are whole numbers far below 2^53, so one addition of the slot count gives the
     // same double as the padding's one-by-one additions.
     return timer_.decode_run_step(decode_kv_tokens + static_cast<double>(padded_seqs_));
   }
 
+ private:
   const EngineConfig& engine_;
   LaunchConfig launch_;  // the engine's, with this replica's tensor-parallel host term
   ParallelConfig parallel_;
   IterationTimer timer_;
   bool reference_path_;
   std::int64_t padded_seqs_ = 0;  // empty decodes CUDA-graph padding adds to the decode run's batch
-  DecodeStepPrices* prices_ = nullptr;      // the replicas' shared table (null: the exact path)
-  DecodeStepPrices* run_prices_ = nullptr;  // prices_ for a plain decode run, else null
-  std::unique_ptr<DecodeStepPrices> own_prices_;  // made when the constructor is given no caches
 };
 
 // The datasheet floor of every op (KernelTime::roofline_s, the same floor `servesim roofline`
