@@ -48,6 +48,8 @@ std::int64_t BlockAllocator::extra_blocks_for(SeqId seq, std::int64_t tokens) co
 
 void BlockAllocator::lru_push_back(std::int32_t b) {
   const auto i = static_cast<std::size_t>(b);
+  refcount_[i] = static_cast<std::int32_t>(-tail_gap_);  // the unindexed blocks freed since the tail
+  tail_gap_ = 0;
   prev_[i] = lru_tail_;
   next_[i] = -1;
   if (lru_tail_ >= 0) next_[static_cast<std::size_t>(lru_tail_)] = b;
@@ -56,14 +58,51 @@ void BlockAllocator::lru_push_back(std::int32_t b) {
   ++evictable_;
 }
 
+void BlockAllocator::push_unindexed(std::int32_t b) {
+  next_[static_cast<std::size_t>(b)] = unindexed_top_;
+  unindexed_top_ = b;
+  ++unindexed_free_;
+  ++tail_gap_;
+  ++evictable_;
+}
+
 void BlockAllocator::lru_remove(std::int32_t b) {
   const auto i = static_cast<std::size_t>(b);
+  // Its gap's unindexed blocks stay where they were in the order: before its successor.
+  if (next_[i] >= 0) refcount_[static_cast<std::size_t>(next_[i])] += refcount_[i];
+  else tail_gap_ -= refcount_[i];
+  refcount_[i] = 0;
   if (prev_[i] >= 0) next_[static_cast<std::size_t>(prev_[i])] = next_[i];
   else lru_head_ = next_[i];
   if (next_[i] >= 0) prev_[static_cast<std::size_t>(next_[i])] = prev_[i];
   else lru_tail_ = prev_[i];
   prev_[i] = next_[i] = -1;
   --evictable_;
+}
+
+std::int32_t BlockAllocator::evict_first() {
+  std::int32_t b = lru_head_;
+  if (b >= 0 && refcount_[static_cast<std::size_t>(b)] == 0) {
+    // The oldest is the indexed head: its hash is forgotten.
+    lru_remove(b);
+    const auto i = static_cast<std::size_t>(b);
+    if (offload_) offload_->evicted_from_gpu(true, hash_[i]);
+    index_.erase(hash_[i]);
+  } else {
+    // The oldest is an unindexed block (the head's gap, or the tail's with no indexed block free).
+    if (b >= 0) ++refcount_[static_cast<std::size_t>(b)];
+    else --tail_gap_;
+    b = unindexed_top_;
+    unindexed_top_ = next_[static_cast<std::size_t>(b)];
+    next_[static_cast<std::size_t>(b)] = -1;
+    --unindexed_free_;
+    --evictable_;
+    if (offload_) offload_->evicted_from_gpu(false, 0);
+  }
+  hashed_[static_cast<std::size_t>(b)] = kUncached;
+  --cached_;
+  ++evictions_;
+  return b;
 }
 
 // A fresh block: an uncached one if any, else the least recently freed cached block, whose hash
@@ -74,15 +113,7 @@ std::int32_t BlockAllocator::take_block() {
     free_list_.pop_back();
     return b;
   }
-  const std::int32_t b = lru_head_;
-  lru_remove(b);
-  const auto i = static_cast<std::size_t>(b);
-  if (offload_) offload_->evicted_from_gpu(hashed_[i] == kIndexed, hash_[i]);
-  if (hashed_[i] == kIndexed) index_.erase(hash_[i]);
-  hashed_[i] = kUncached;
-  --cached_;
-  ++evictions_;
-  return b;
+  return evict_first();
 }
 
 bool BlockAllocator::append_evicting(const std::vector<std::uint32_t>& seqs) {
@@ -129,12 +160,14 @@ void BlockAllocator::free(SeqId seq) {
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
     const std::int32_t b = *it;
     const auto i = static_cast<std::size_t>(b);
-    if (!hashed_[i]) {
+    if (hashed_[i] == kUncached) {
       free_list_.push_back(b);
-      continue;
+    } else if (hashed_[i] == kUnindexed) {
+      push_unindexed(b);
+    } else {
+      if (refcount_[i] <= 0) throw std::logic_error("BlockAllocator: cached block freed twice");
+      if (--refcount_[i] == 0) lru_push_back(b);
     }
-    if (refcount_[i] <= 0) throw std::logic_error("BlockAllocator: cached block freed twice");
-    if (--refcount_[i] == 0) lru_push_back(b);
   }
   table.clear();
 }
@@ -147,7 +180,7 @@ std::int32_t BlockAllocator::cached_block(std::uint64_t hash) const {
 void BlockAllocator::append_cached(SeqId seq, std::int32_t block) {
   const auto i = static_cast<std::size_t>(block);
   if (hashed_[i] != kIndexed) throw std::logic_error("BlockAllocator: append_cached on a block no lookup finds");
-  if (refcount_[i] == 0) lru_remove(block);
+  if (refcount_[i] <= 0) lru_remove(block);
   refcount_[i] += 1;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
   tables_[seq].push_back(block);
@@ -170,8 +203,7 @@ void BlockAllocator::publish_unindexed(SeqId seq, std::int64_t first, std::int64
   for (std::int64_t k = first; k < last; ++k) {
     const auto i = static_cast<std::size_t>(table[static_cast<std::size_t>(k)]);
     if (hashed_[i]) throw std::logic_error("publish_unindexed: block already cached");
-    hashed_[i] = kUnindexed;
-    refcount_[i] = 1;  // uncached until now: seq's table is its only holder
+    hashed_[i] = kUnindexed;  // seq's table stays its only holder: no refcount
   }
   cached_ += last - first;
 }
@@ -184,7 +216,7 @@ void BlockAllocator::check_invariants() const {
     throw std::logic_error("BlockAllocator: per-block state not sized to the blocks handed out");
   }
   // Blocks never handed out: uncached, in no table, free.
-  const auto state = [&](std::size_t i) -> std::uint8_t { return i < touched ? hashed_[i] : kUncached; };
+  const auto state = [&](std::size_t i) -> std::uint8_t { return i < touched ? hashed_[i] : std::uint8_t{kUncached}; };
   std::vector<std::int32_t> refs(n, 0);
   for (const auto& table : tables_) {
     for (const std::int32_t b : table) {
@@ -201,18 +233,28 @@ void BlockAllocator::check_invariants() const {
       throw std::logic_error("BlockAllocator: block both free and owned, or free twice (block " + std::to_string(b) + ")");
     if (hashed_[i]) throw std::logic_error("BlockAllocator: cached block on the uncached free list");
   }
-  std::int64_t lru = 0;
+  std::int64_t lru = 0, gaps = tail_gap_;
   for (std::int32_t b = lru_head_, prev = -1; b >= 0; prev = b, b = next_[static_cast<std::size_t>(b)]) {
     const auto i = static_cast<std::size_t>(b);
-    if (prev_[i] != prev) throw std::logic_error("BlockAllocator: LRU list links broken");
-    if (free_seen[i]++ || refs[i] > 0 || !hashed_[i]) throw std::logic_error("BlockAllocator: LRU block not free-cached");
+    if (prev_[i] != prev || (next_[i] < 0 && lru_tail_ != b)) throw std::logic_error("BlockAllocator: LRU list links broken");
+    if (free_seen[i]++ || refs[i] > 0 || hashed_[i] != kIndexed || refcount_[i] > 0)
+      throw std::logic_error("BlockAllocator: LRU block not free-indexed");
+    gaps -= refcount_[i];
     if (++lru > capacity_blocks_) throw std::logic_error("BlockAllocator: LRU list cycles");
   }
-  if (lru != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
+  std::int64_t stacked = 0;
+  for (std::int32_t b = unindexed_top_; b >= 0; b = next_[static_cast<std::size_t>(b)]) {
+    const auto i = static_cast<std::size_t>(b);
+    if (free_seen[i]++ || refs[i] > 0 || hashed_[i] != kUnindexed) throw std::logic_error("BlockAllocator: stacked block not free-unindexed");
+    if (++stacked > capacity_blocks_) throw std::logic_error("BlockAllocator: unindexed stack cycles");
+  }
+  if (stacked != unindexed_free_ || gaps != unindexed_free_ || tail_gap_ < 0)
+    throw std::logic_error("BlockAllocator: the LRU gaps do not count the free unindexed blocks");
+  if (lru + stacked != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
   std::int64_t used = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (state(i) ? refs[i] != refcount_[i] : refs[i] > 1) {
-      throw std::logic_error("BlockAllocator: refcount differs from table references, or an uncached block is shared");
+    if (state(i) == kIndexed && refs[i] > 0 ? refs[i] != refcount_[i] : refs[i] > 1) {
+      throw std::logic_error("BlockAllocator: refcount differs from table references, or an unindexed block is shared");
     }
     if (refs[i] > 0) ++used;
     else if (!free_seen[i]) throw std::logic_error("BlockAllocator: block lost (block " + std::to_string(i) + ")");

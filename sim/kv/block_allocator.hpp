@@ -3,13 +3,13 @@
 // policies (reservation, admission, preemption) live in sim/sched.
 // Invariants (checked by check_invariants and the unit tests): every block is exactly one of
 // free-uncached, free-cached (evictable, in LRU order) or referenced; an uncached block is held by
-// at most one block table (only cached blocks are shared); a cached block's refcount equals the
-// number of block tables holding it; the hash index maps each cached hash to one block that
-// carries that hash, and every cached block but the unindexed ones (publish_unindexed) is in it;
-// used + free == capacity.
-// Refcounts are kept for cached blocks only: an uncached block has one holder or none, so growing
-// and freeing tables of uncached blocks (every block without prefix caching) moves block ids
-// between the free list and the tables without touching per-block state.
+// at most one block table (only indexed blocks are shared); a held indexed block's refcount
+// equals the number of block tables holding it; the hash index maps each cached hash to one block
+// that carries that hash, and every cached block but the unindexed ones (publish_unindexed) is in
+// it; used + free == capacity.
+// Refcounts are kept for indexed blocks only: an uncached or unindexed block has one holder or
+// none, so growing and freeing tables of uncached blocks (every block without prefix caching)
+// moves block ids between the free list and the tables without touching per-block state.
 #pragma once
 #include <cstdint>
 #include <unordered_map>
@@ -80,7 +80,7 @@ class BlockAllocator {
   // The cached block with this hash, or -1.
   std::int32_t cached_block(std::uint64_t hash) const;
   // Whether a cached block is free (so sharing it takes one block of free capacity).
-  bool is_free(std::int32_t cached) const { return refcount_[static_cast<std::size_t>(cached)] == 0; }
+  bool is_free(std::int32_t cached) const { return refcount_[static_cast<std::size_t>(cached)] <= 0; }
   // Appends a cached block to seq's table (refcount + 1; leaves the LRU list if it was free).
   void append_cached(SeqId seq, std::int32_t block);
   // Registers block `index` of seq's table, whose content is final, under `hash`. No-op when the
@@ -89,7 +89,9 @@ class BlockAllocator {
   // Makes blocks [first, last) of seq's table, uncached, cached blocks that no lookup can find:
   // blocks whose content only requests that have left could ask for (ReplicaState::shared_blocks).
   // They are freed, kept and evicted (counted, in LRU order) like any cached block, but have no
-  // entry in the hash index, so publishing and evicting them costs no hash-table work.
+  // entry in the hash index, so publishing and evicting them costs no hash-table work; and since
+  // nothing can tell two of them apart, the LRU order keeps only how many were freed between
+  // two indexed blocks, not which (see lru_head_).
   void publish_unindexed(SeqId seq, std::int64_t first, std::int64_t last);
 
   // KV offload (engine.kv_offload): the cached blocks this allocator evicts go to `tiers` (null:
@@ -105,8 +107,12 @@ class BlockAllocator {
   // left); true when it does.
   bool refill_free_list(std::size_t want);
   bool append_evicting(const std::vector<std::uint32_t>& seqs);
+  // The LRU order of free cached blocks (see lru_head_): an indexed block, or an unindexed one.
   void lru_push_back(std::int32_t b);
+  void push_unindexed(std::int32_t b);
   void lru_remove(std::int32_t b);
+  // Takes the LRU order's first block (one is free): the indexed head, or an unindexed block.
+  std::int32_t evict_first();
 
   std::int64_t capacity_blocks_;
   std::int64_t block_size_;
@@ -114,16 +120,30 @@ class BlockAllocator {
   std::vector<std::int32_t> free_list_;             // free, uncached, handed out before (LIFO)
   std::int64_t fresh_ = 0;                          // blocks [fresh_, capacity) never handed out
   std::vector<std::vector<std::int32_t>> tables_;   // indexed by SeqId; capacity kept for reuse
-  std::vector<std::int32_t> refcount_;              // per block, while it is cached
+  // Per block, while it is indexed: the table references, or while it is free (in the LRU list)
+  // minus its gap (below). An unindexed block has one holder (only lookups share blocks) or none.
+  std::vector<std::int32_t> refcount_;
   // Per block: kUncached, kIndexed (carries hash_[b], found through index_) or kUnindexed
   // (cached, but no lookup can find it).
   enum : std::uint8_t { kUncached = 0, kIndexed = 1, kUnindexed = 2 };
   std::vector<std::uint8_t> hashed_;
   std::int64_t cached_ = 0;  // blocks not kUncached, held or free
   std::vector<std::uint64_t> hash_;
-  std::vector<std::int32_t> prev_, next_;           // LRU list of free cached blocks
+  // The free cached blocks in the order they were freed (evicted oldest first). Free unindexed
+  // blocks are interchangeable (no lookup finds them, nothing else reads which one is taken), so
+  // that order is kept as the free indexed blocks in a doubly linked list (prev_, next_), each
+  // with its gap, the unindexed blocks freed after the one before it and before it (-refcount_),
+  // and tail_gap_, those freed after the last; the unindexed blocks themselves sit on a stack
+  // linked through next_ (unindexed_top_), and evicting "the oldest unindexed block" takes its
+  // top: the most recently freed, whose state is still in cache, not one freed long ago. A
+  // workload without shared prefixes (every cached block unindexed) then frees and evicts
+  // blocks as a LIFO stack, as uncached ones, with the same eviction counts.
+  std::vector<std::int32_t> prev_, next_;
   std::int32_t lru_head_ = -1, lru_tail_ = -1;
-  std::int64_t evictable_ = 0;
+  std::int64_t tail_gap_ = 0;
+  std::int32_t unindexed_top_ = -1;
+  std::int64_t unindexed_free_ = 0;
+  std::int64_t evictable_ = 0;  // free cached blocks: the list's plus the stack's
   std::int64_t evictions_ = 0;
   std::unordered_map<std::uint64_t, std::int32_t> index_;
   OffloadTiers* offload_ = nullptr;

@@ -205,3 +205,105 @@ TEST_CASE("prefix cache random workload: refcounts, LRU and the hash index stay 
   CHECK(kv.free_blocks() == kv.capacity_blocks());
   kv.check_invariants();
 }
+
+// The LRU order of free cached blocks, written out entry by entry (indexed blocks by hash,
+// unindexed ones as anonymous entries): what the allocator keeps as indexed blocks with gaps and
+// a stack of interchangeable unindexed blocks must evict the same hashes at the same times.
+#include <list>
+#include <map>
+
+TEST_CASE("prefix cache: indexed and unindexed blocks are evicted in the order they were freed") {
+  struct Entry {
+    bool cached = false, indexed = false;
+    std::uint64_t hash = 0;
+  };
+  struct Model {
+    std::int64_t uncached_free;
+    std::list<Entry> lru;  // free cached entries, least recently freed first
+    std::map<std::uint64_t, std::int32_t> refs;  // indexed hashes: holders (0: free, in lru)
+    std::map<SeqId, std::vector<Entry>> tables;
+    std::int64_t evictions = 0, unindexed_evictions = 0;
+    void erase_from_lru(std::uint64_t h) {
+      for (auto it = lru.begin(); it != lru.end(); ++it)
+        if (it->indexed && it->hash == h) return void(lru.erase(it));
+      FAIL("hash not in the model's LRU");
+    }
+  } m{48, {}, {}, {}, 0, 0};
+  BlockAllocator kv(48, 4);
+  RngStream rng(11, "lru-gaps");
+  const auto check_same = [&] {
+    CHECK(kv.evictions() == m.evictions);
+    CHECK(kv.cached_free_blocks() == static_cast<std::int64_t>(m.lru.size()));
+    CHECK(kv.free_blocks() == m.uncached_free + static_cast<std::int64_t>(m.lru.size()));
+    for (std::uint64_t i = 1; i <= 8; ++i) {
+      for (std::uint64_t v = 0; v < 3; ++v) {
+        const std::uint64_t h = i * 1000 + v;
+        const auto it = m.refs.find(h);
+        REQUIRE((kv.cached_block(h) >= 0) == (it != m.refs.end()));
+        if (it != m.refs.end()) CHECK(kv.is_free(kv.cached_block(h)) == (it->second == 0));
+      }
+    }
+  };
+  for (int step = 0; step < 30000; ++step) {
+    const auto seq = static_cast<SeqId>(rng.uniform_int(0, 9));
+    const std::uint64_t variant = seq % 3;
+    auto& table = m.tables[seq];
+    const double u = rng.uniform();
+    if (u < 0.2) {
+      kv.free(seq);
+      for (auto it = table.rbegin(); it != table.rend(); ++it) {
+        if (!it->cached) ++m.uncached_free;
+        else if (!it->indexed) m.lru.push_back(*it);
+        else if (--m.refs[it->hash] == 0) m.lru.push_back(*it);
+      }
+      table.clear();
+    } else if (u < 0.35 && table.empty()) {
+      // Share the chain of variant's indexed blocks, as far as it is cached.
+      for (std::uint64_t i = 1; i <= 8; ++i) {
+        const std::uint64_t h = i * 1000 + variant;
+        const std::int32_t b = kv.cached_block(h);
+        if (b < 0) break;
+        kv.append_cached(seq, b);
+        if (m.refs[h]++ == 0) m.erase_from_lru(h);
+        table.push_back({true, true, h});
+      }
+    } else if (u < 0.5) {
+      // Its trailing run of full uncached blocks becomes unindexed.
+      std::size_t first = table.size();
+      while (first > 0 && !table[first - 1].cached) --first;
+      if (first < table.size()) {
+        kv.publish_unindexed(seq, static_cast<std::int64_t>(first), static_cast<std::int64_t>(table.size()));
+        for (std::size_t k = first; k < table.size(); ++k) table[k] = {true, false, 0};
+      }
+    } else {
+      const std::int64_t extra = rng.uniform_int(1, 3);
+      const bool fits = kv.grow_to(seq, (static_cast<std::int64_t>(table.size()) + extra) * 4);
+      REQUIRE(fits == (extra <= m.uncached_free + static_cast<std::int64_t>(m.lru.size())));
+      if (!fits) continue;
+      for (std::int64_t k = 0; k < extra; ++k) {
+        if (m.uncached_free > 0) {
+          --m.uncached_free;
+        } else {
+          if (m.lru.front().indexed) m.refs.erase(m.lru.front().hash);
+          else ++m.unindexed_evictions;
+          m.lru.pop_front();
+          ++m.evictions;
+        }
+        table.push_back({});
+      }
+      // Publish its first blocks under variant's chain where they are uncached and not cached yet.
+      for (std::size_t k = 0; k < table.size() && k < 8; ++k) {
+        const std::uint64_t h = (k + 1) * 1000 + variant;
+        kv.publish(seq, static_cast<std::int64_t>(k), h);
+        if (table[k].cached || m.refs.count(h)) continue;
+        table[k] = {true, true, h};
+        m.refs[h] = 1;
+      }
+    }
+    check_same();
+    if (step % 500 == 0) kv.check_invariants();
+  }
+  CHECK(m.evictions - m.unindexed_evictions > 1000);  // both kinds, many times
+  CHECK(m.unindexed_evictions > 1000);
+  kv.check_invariants();
+}
