@@ -19,9 +19,8 @@ BlockAllocator::BlockAllocator(std::int64_t capacity_blocks, std::int64_t block_
   // Nothing per block yet: blocks [fresh_, capacity) are the never-used ones (refill_free_list).
 }
 
-bool BlockAllocator::refill_free_list(std::size_t want) {
+bool BlockAllocator::add_fresh_blocks(std::size_t want) {
   const auto untouched = static_cast<std::size_t>(capacity_blocks_ - fresh_);
-  if (free_list_.size() >= want || untouched == 0) return free_list_.size() >= want;
   // The never-used blocks lie beneath every freed one, lowest id nearest the top, so a fresh
   // allocator hands out 0, 1, 2, ... and a freed block is reused before a new one, as a stack of
   // all capacity_blocks ids built up front did; they are added here a run at a time, as the
@@ -58,14 +57,6 @@ void BlockAllocator::lru_push_back(std::int32_t b) {
   ++evictable_;
 }
 
-void BlockAllocator::push_unindexed(std::int32_t b) {
-  next_[static_cast<std::size_t>(b)] = unindexed_top_;
-  unindexed_top_ = b;
-  ++unindexed_free_;
-  ++tail_gap_;
-  ++evictable_;
-}
-
 void BlockAllocator::lru_remove(std::int32_t b) {
   const auto i = static_cast<std::size_t>(b);
   // Its gap's unindexed blocks stay where they were in the order: before its successor.
@@ -80,45 +71,59 @@ void BlockAllocator::lru_remove(std::int32_t b) {
   --evictable_;
 }
 
-std::int32_t BlockAllocator::evict_first() {
-  std::int32_t b = lru_head_;
-  if (b >= 0 && refcount_[static_cast<std::size_t>(b)] == 0) {
-    // The oldest is the indexed head: its hash is forgotten.
-    lru_remove(b);
-    const auto i = static_cast<std::size_t>(b);
-    if (offload_) offload_->evicted_from_gpu(true, hash_[i]);
-    index_.erase(hash_[i]);
-  } else {
-    // The oldest is an unindexed block (the head's gap, or the tail's with no indexed block free).
-    if (b >= 0) ++refcount_[static_cast<std::size_t>(b)];
-    else --tail_gap_;
-    b = unindexed_top_;
-    unindexed_top_ = next_[static_cast<std::size_t>(b)];
-    next_[static_cast<std::size_t>(b)] = -1;
-    --unindexed_free_;
-    --evictable_;
-    if (offload_) offload_->evicted_from_gpu(false, 0);
+void BlockAllocator::evict_into(std::int32_t* out, std::int64_t n) {
+  while (n > 0) {
+    const std::int32_t head = lru_head_;
+    // The unindexed blocks freed before the oldest free indexed block (all of them when none is).
+    const std::int64_t gap = head >= 0 ? -static_cast<std::int64_t>(refcount_[static_cast<std::size_t>(head)]) : tail_gap_;
+    if (gap == 0) {
+      // The oldest is the indexed head.
+      const auto i = static_cast<std::size_t>(head);
+      lru_remove(head);
+      if (offload_) offload_->evicted_from_gpu(true, hash_[i]);
+      index_.erase(hash_[i]);
+      hashed_[i] = kUncached;
+      *out++ = head;
+      --cached_;
+      ++evictions_;
+      --n;
+      continue;
+    }
+    // A run of unindexed blocks: any of them will do, so the stack's top ones.
+    const std::int64_t k = std::min(gap, n);
+    if (head >= 0) refcount_[static_cast<std::size_t>(head)] += static_cast<std::int32_t>(k);
+    else tail_gap_ -= k;
+    std::int32_t top = unindexed_top_;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const auto i = static_cast<std::size_t>(top);
+      *out++ = top;
+      hashed_[i] = kUncached;
+      top = next_[i];
+    }
+    unindexed_top_ = top;
+    unindexed_free_ -= k;
+    evictable_ -= k;
+    cached_ -= k;
+    evictions_ += k;
+    if (offload_) {
+      for (std::int64_t j = 0; j < k; ++j) offload_->evicted_from_gpu(false, 0);
+    }
+    n -= k;
   }
-  hashed_[static_cast<std::size_t>(b)] = kUncached;
-  --cached_;
-  ++evictions_;
-  return b;
-}
-
-// A fresh block: an uncached one if any, else the least recently freed cached block, whose hash
-// is forgotten (evicted), or kept in a lower tier with KV offload.
-std::int32_t BlockAllocator::take_block() {
-  if (refill_free_list(1)) {
-    const std::int32_t b = free_list_.back();
-    free_list_.pop_back();
-    return b;
-  }
-  return evict_first();
 }
 
 bool BlockAllocator::append_evicting(const std::vector<std::uint32_t>& seqs) {
   if (static_cast<std::int64_t>(seqs.size()) > free_blocks()) return false;
-  for (const SeqId seq : seqs) tables_[seq].push_back(take_block());
+  // The free list's blocks first (its top first), then evicted ones. The caller has added every
+  // never-used block already (refill_free_list).
+  const std::size_t from_list = std::min(seqs.size(), free_list_.size());
+  for (std::size_t k = 0; k < from_list; ++k) {
+    tables_[seqs[k]].push_back(free_list_.back());
+    free_list_.pop_back();
+  }
+  evicted_.resize(seqs.size() - from_list);
+  evict_into(evicted_.data(), static_cast<std::int64_t>(evicted_.size()));
+  for (std::size_t k = from_list; k < seqs.size(); ++k) tables_[seqs[k]].push_back(evicted_[k - from_list]);
   return true;
 }
 
@@ -131,15 +136,19 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   refill_free_list(static_cast<std::size_t>(extra));
   const std::size_t avail = free_list_.size();
   if (static_cast<std::size_t>(extra) <= avail) {
-    // The blocks take_block() would pop, in its order (the top of the free list first), moved as
-    // one run: an admission takes a whole prompt's blocks (64 for a 1024-token prompt), and
-    // uncached blocks carry no refcount to set.
+    // The free list's top blocks, top first, moved as one run: an admission takes a whole
+    // prompt's blocks (64 for a 1024-token prompt), and uncached blocks carry no refcount to set.
     const std::int32_t* const top = free_list_.data() + avail;
     table.insert(table.end(), std::make_reverse_iterator(top), std::make_reverse_iterator(top - extra));
     free_list_.resize(avail - static_cast<std::size_t>(extra));
     return true;
   }
-  for (std::int64_t i = 0; i < extra; ++i) table.push_back(take_block());
+  // Every never-used block is on the free list now: all of it (its top first), then evictions.
+  table.insert(table.end(), free_list_.rbegin(), free_list_.rend());
+  free_list_.clear();
+  const std::size_t filled = table.size();
+  table.resize(filled + static_cast<std::size_t>(extra) - avail);
+  evict_into(table.data() + filled, extra - static_cast<std::int64_t>(avail));
   return true;
 }
 
@@ -155,20 +164,36 @@ void BlockAllocator::free(SeqId seq) {
     return;
   }
   // Last block first, so that under LRU a sequence's tail is evicted before its (more widely
-  // shared) head, as vLLM does. An uncached block has no other holder; a cached one is free when
-  // its last holder lets go.
+  // shared) head, as vLLM does. An uncached or unindexed block has no other holder; an indexed
+  // one is free when its last holder lets go. Unindexed blocks go on their stack and into the
+  // gap after the list's tail (counted here, added before an indexed block joins the list).
+  std::int32_t top = unindexed_top_;
+  std::int64_t unindexed = 0;
+  const auto add_gap = [&] {
+    tail_gap_ += unindexed;
+    unindexed_free_ += unindexed;
+    evictable_ += unindexed;
+    unindexed = 0;
+  };
   for (auto it = table.rbegin(); it != table.rend(); ++it) {
     const std::int32_t b = *it;
     const auto i = static_cast<std::size_t>(b);
     if (hashed_[i] == kUncached) {
       free_list_.push_back(b);
     } else if (hashed_[i] == kUnindexed) {
-      push_unindexed(b);
+      next_[i] = top;
+      top = b;
+      ++unindexed;
     } else {
       if (refcount_[i] <= 0) throw std::logic_error("BlockAllocator: cached block freed twice");
-      if (--refcount_[i] == 0) lru_push_back(b);
+      if (--refcount_[i] == 0) {
+        add_gap();
+        lru_push_back(b);
+      }
     }
   }
+  add_gap();
+  unindexed_top_ = top;
   table.clear();
 }
 

@@ -102,17 +102,21 @@ class BlockAllocator {
   void check_invariants() const;
 
  private:
-  std::int32_t take_block();
   // Puts never-used blocks under the free list's freed ones until it holds `want` (or none are
-  // left); true when it does.
-  bool refill_free_list(std::size_t want);
+  // left); true when it does. Inline: every decode step that opens blocks asks.
+  bool refill_free_list(std::size_t want) {
+    if (free_list_.size() >= want) return true;
+    return fresh_ < capacity_blocks_ && add_fresh_blocks(want);
+  }
+  bool add_fresh_blocks(std::size_t want);
   bool append_evicting(const std::vector<std::uint32_t>& seqs);
-  // The LRU order of free cached blocks (see lru_head_): an indexed block, or an unindexed one.
+  // The LRU order of free cached blocks (see lru_head_).
   void lru_push_back(std::int32_t b);
-  void push_unindexed(std::int32_t b);
   void lru_remove(std::int32_t b);
-  // Takes the LRU order's first block (one is free): the indexed head, or an unindexed block.
-  std::int32_t evict_first();
+  // Evicts `n` blocks into out[0..n), the least recently freed first (n cached blocks are free
+  // and the free list is empty): a run of unindexed blocks at a time, or the indexed head, whose
+  // hash is forgotten (or kept in a lower tier with KV offload).
+  void evict_into(std::int32_t* out, std::int64_t n);
 
   std::int64_t capacity_blocks_;
   std::int64_t block_size_;
@@ -146,6 +150,7 @@ class BlockAllocator {
   std::int64_t evictable_ = 0;  // free cached blocks: the list's plus the stack's
   std::int64_t evictions_ = 0;
   std::unordered_map<std::uint64_t, std::int32_t> index_;
+  std::vector<std::int32_t> evicted_;  // append_evicting's blocks, kept for reuse
   OffloadTiers* offload_ = nullptr;
 };
 
