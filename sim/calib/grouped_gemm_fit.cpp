@@ -66,11 +66,13 @@ double grouped_gemm_model_s(const GroupedGemmPoint& p, const HwProfile& hw) {
 }
 
 std::vector<std::pair<double, double>> fit_grouped_gemm_frac(const std::vector<GroupedGemmPoint>& points,
-                                                             const std::set<std::string>& fit_models, HwProfile hw) {
+                                                             const std::set<std::string>& fit_models, HwProfile hw,
+                                                             QuantScheme quant, const std::set<std::int64_t>& skip_tokens) {
   hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
+  hw.grouped_gemm_fp8_frac_by_tokens_per_expert = EfficiencyTable();
   std::map<std::int64_t, std::vector<double>> ratios;
   for (const GroupedGemmPoint& p : points) {
-    if (fit_models.count(p.model) == 0 || p.quant != QuantScheme::none) continue;
+    if (fit_models.count(p.model) == 0 || p.quant != quant || skip_tokens.count(p.tokens_per_expert) != 0) continue;
     const double model_busy = grouped_gemm_model_s(p, hw) - hw.kernel_overhead_s;
     const double measured_busy = std::max(p.measured_s - hw.kernel_overhead_s, 0.5 * p.measured_s);
     ratios[p.tokens_per_expert].push_back(model_busy / measured_busy);

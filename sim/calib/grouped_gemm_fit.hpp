@@ -35,11 +35,15 @@ std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& moe_sect
 double grouped_gemm_model_s(const GroupedGemmPoint& p, const HwProfile& hw);
 
 // The fraction table: for each tokens-per-expert value of the points whose model is in
-// `fit_models`, the median over them of modelled busy time / measured busy time (busy = minus
-// the profile's per-kernel overhead), with `hw`'s own grouped table ignored. Rounded to 3 digits.
-// Only bf16 points are fitted: the one table scales every dtype's dense-equivalent time, and the
-// fp8 rows stay held out to check that it carries over.
+// `fit_models` and whose format is `quant`, the median over them of modelled busy time / measured
+// busy time (busy = minus the profile's per-kernel overhead), with `hw`'s own grouped tables
+// ignored. Rounded to 3 digits. quant none (bf16): the table that scales every format's
+// dense-equivalent time (calibration.grouped_gemm.frac_by_tokens_per_expert); fp8: the fp8
+// kernel's own (fp8_frac_by_tokens_per_expert). Token counts in `skip_tokens` are left out (a
+// kernel-selection step of the measured library that the interpolated neighbours should bridge).
 std::vector<std::pair<double, double>> fit_grouped_gemm_frac(const std::vector<GroupedGemmPoint>& points,
-                                                             const std::set<std::string>& fit_models, HwProfile hw);
+                                                             const std::set<std::string>& fit_models, HwProfile hw,
+                                                             QuantScheme quant = QuantScheme::none,
+                                                             const std::set<std::int64_t>& skip_tokens = {});
 
 }  // namespace servesim

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -173,9 +174,10 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-// `calibrate grouped-gemm RUN.json [RUN.json ...] --hw PROFILE --fit-models a,b`: fits the profile's
-// grouped-GEMM table on some expert shapes of measure.py runs and prints it with every point's
-// error (the other shapes' points are held out).
+// `calibrate grouped-gemm RUN.json [RUN.json ...] --hw PROFILE --fit-models a,b [--fp8]
+// [--skip-tokens 256]`: fits the profile's grouped-GEMM table (with --fp8 the fp8 kernel's own
+// table, on the runs' fp8 rows) on some expert shapes of measure.py runs and prints it with every
+// point's error (the other shapes' points, the other format's and the skipped counts are held out).
 int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   const std::string cmd = "servesim calibrate grouped-gemm";
   cxxopts::Options opts(cmd, "Fit the grouped (MoE) GEMM efficiency table of a hardware profile");
@@ -183,6 +185,8 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
                      cxxopts::value<std::vector<std::string>>())("hw", "hardware profile the runs were measured on",
                                                                   cxxopts::value<std::string>())(
       "fit-models", "expert shapes the table is fitted on (the others are held out)", cxxopts::value<std::string>())(
+      "fp8", "fit the fp8 kernel's table (fp8_frac_by_tokens_per_expert) on the fp8 rows instead of the bf16 rows")(
+      "skip-tokens", "tokens-per-expert counts left out of the fit, comma-separated", cxxopts::value<std::string>())(
       "h,help", "show help");
   opts.parse_positional({"runs"});
   const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
@@ -204,16 +208,29 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw"));
   const std::vector<std::string> models = split_commas(p["fit-models"].as<std::string>());
   const std::set<std::string> fit_models(models.begin(), models.end());
-  const auto table = fit_grouped_gemm_frac(points, fit_models, hw);
+  const QuantScheme quant = p.count("fp8") ? QuantScheme::fp8 : QuantScheme::none;
+  std::set<std::int64_t> skip;
+  if (p.count("skip-tokens")) {
+    for (const std::string& t : split_commas(p["skip-tokens"].as<std::string>())) {
+      char* end = nullptr;
+      const long long v = std::strtoll(t.c_str(), &end, 10);
+      if (t.empty() || *end != '\0' || v < 1) throw InputError(cmd, "--skip-tokens", "expected positive integers, comma-separated");
+      skip.insert(v);
+    }
+  }
+  const auto table = fit_grouped_gemm_frac(points, fit_models, hw, quant, skip);
   if (table.empty()) throw InputError(cmd, "--fit-models", "no grouped rows of these models in " + join_names(runs));
-  std::cout << "\"frac_by_tokens_per_expert\": " << nlohmann::json(table).dump() << "\n";
-  hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(table);
+  const char* key = quant == QuantScheme::fp8 ? "fp8_frac_by_tokens_per_expert" : "frac_by_tokens_per_expert";
+  std::cout << "\"" << key << "\": " << nlohmann::json(table).dump() << "\n";
+  (quant == QuantScheme::fp8 ? hw.grouped_gemm_fp8_frac_by_tokens_per_expert : hw.grouped_gemm_frac_by_tokens_per_expert) =
+      EfficiencyTable(table);
   std::printf("%-14s %-8s %8s %10s %10s %8s %s\n", "model", "proj", "tokens/e", "measured", "model", "error", "set");
   for (const GroupedGemmPoint& g : points) {
     const double m = grouped_gemm_model_s(g, hw);
-    std::printf("%-14s %-8s %8lld %9.4fms %9.4fms %+7.1f%% %s\n", g.model.c_str(), g.proj.c_str(),
+    const bool fitted = g.quant == quant && fit_models.count(g.model) && !skip.count(g.tokens_per_expert);
+    std::printf("%-14s %-8s %8lld %9.4fms %9.4fms %+7.1f%% %s%s\n", g.model.c_str(), g.proj.c_str(),
                 static_cast<long long>(g.tokens_per_expert), 1e3 * g.measured_s, 1e3 * m, 100.0 * (m / g.measured_s - 1.0),
-                g.quant != QuantScheme::none ? "held out (fp8)" : fit_models.count(g.model) ? "fit" : "held out");
+                fitted ? "fit" : "held out", g.quant != QuantScheme::none ? " (fp8)" : "");
   }
   return kExitOk;
 }

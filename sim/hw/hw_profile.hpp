@@ -70,6 +70,10 @@ struct HwProfile {
   // Grouped (MoE) GEMMs: the measured kernel's speed relative to the dense-equivalent GEMM the
   // cost model times it as (sim/hw/moe_cost.hpp), over tokens per active expert; may exceed 1.
   EfficiencyTable grouped_gemm_frac_by_tokens_per_expert;
+  // The same for the fp8 grouped kernel (per-tensor or row-wise scales, QuantScheme::fp8) against
+  // its fp8 dense equivalent, where measured apart (calibration.grouped_gemm.fp8_frac_by_tokens_per_expert);
+  // where empty, fp8 grouped GEMMs take the table above.
+  EfficiencyTable grouped_gemm_fp8_frac_by_tokens_per_expert;
 
   // Measured tables of other attention kernel families (index: AttentionKernel; [standard] stays
   // empty, it is the tables above). An engine that runs such a family uses them when present and

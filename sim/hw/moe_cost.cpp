@@ -31,10 +31,13 @@ KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base) 
       t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
     }
   }
-  if (hw.grouped_gemm_frac_by_tokens_per_expert.empty()) return t;
-  // The measured grouped kernel against that dense equivalent: its busy time (all but the fixed
-  // per-kernel cost) scales by 1 / frac.
-  const double frac = hw.grouped_gemm_frac_by_tokens_per_expert.at(static_cast<double>(op.m));
+  // The measured grouped kernel against that dense equivalent (the fp8 kernel's own table where the
+  // profile measured it apart): its busy time (all but the fixed per-kernel cost) scales by 1 / frac.
+  const EfficiencyTable& table = op.quant == QuantScheme::fp8 && !hw.grouped_gemm_fp8_frac_by_tokens_per_expert.empty()
+                                     ? hw.grouped_gemm_fp8_frac_by_tokens_per_expert
+                                     : hw.grouped_gemm_frac_by_tokens_per_expert;
+  if (table.empty()) return t;
+  const double frac = table.at(static_cast<double>(op.m));
   const double fixed_s = t.overhead_s;
   t.compute_s /= frac;
   t.memory_s /= frac;

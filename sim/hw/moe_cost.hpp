@@ -12,7 +12,8 @@ namespace servesim {
 // per expert on the memory side; the padded FLOPs run at the efficiency of a GEMM as tall as the
 // padded rows (the rate at m rows already counts m's own mostly empty tile). Where the
 // profile carries a measured grouped-GEMM table (calibration.grouped_gemm), the kernel's
-// efficiency relative to that dense equivalent, fitted over tokens per expert, scales it.
+// efficiency relative to that dense equivalent, fitted over tokens per expert, scales it (an fp8
+// grouped GEMM takes the fp8 kernel's table where the profile has one).
 KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base);
 
 }  // namespace servesim

@@ -198,6 +198,44 @@ void parse_kv_decode_ratios(JsonReader kv, HwProfile& hw) {
   kv.finish();
 }
 
+// "calibration.grouped_gemm": the measured grouped (MoE) GEMM kernels against their dense
+// equivalents (`servesim calibrate grouped-gemm`, with --fp8 for the fp8 kernel's own table).
+void parse_grouped_gemm(JsonReader g, HwProfile& hw) {
+  // Relative to the dense-equivalent model, so values above 1 are allowed (up to 4). Either
+  // table may be absent, not both: fp8_frac_by_tokens_per_expert is the fp8 kernel's alone.
+  const auto table = [&g](const char* key) {
+    const auto& j = g.raw(key);
+    if (!j.is_array() || j.empty()) g.fail(key, "must be a non-empty array of [tokens, frac] pairs");
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+      if (!j[i].is_array() || j[i].size() != 2 || !j[i][0].is_number() || !j[i][1].is_number()) {
+        g.fail(where, "must be a [tokens, frac] pair of numbers");
+      }
+      const double x = j[i][0].get<double>(), y = j[i][1].get<double>();
+      if (!(x > 0.0) || !std::isfinite(x)) g.fail(where, "tokens must be finite and > 0");
+      if (!(y > 0.0 && y <= 4.0)) g.fail(where, "frac must be in (0, 4]");
+      if (!points.empty() && x <= points.back().first) g.fail(where, "tokens must increase");
+      points.emplace_back(x, y);
+    }
+    return EfficiencyTable(std::move(points));
+  };
+  if (!g.has("frac_by_tokens_per_expert") && !g.has("fp8_frac_by_tokens_per_expert")) {
+    g.fail("frac_by_tokens_per_expert", "must be a non-empty array of [tokens, frac] pairs");
+  }
+  if (g.has("frac_by_tokens_per_expert")) hw.grouped_gemm_frac_by_tokens_per_expert = table("frac_by_tokens_per_expert");
+  if (g.has("fp8_frac_by_tokens_per_expert")) hw.grouped_gemm_fp8_frac_by_tokens_per_expert = table("fp8_frac_by_tokens_per_expert");
+  g.accept("kernel");
+  g.accept("fitted_on");
+  g.accept("held_out");
+  g.accept("command");
+  g.accept("fp8_kernel");
+  g.accept("fp8_fitted_on");
+  g.accept("fp8_skipped_tokens");
+  g.accept("fp8_command");
+  g.finish();
+}
+
 // "calibration": measured tables written by `servesim calibrate fit|vidur|independent` (all optional).
 void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto gemm = r.object_if("gemm")) {
@@ -249,29 +287,7 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
     }
     families->finish();
   }
-  if (auto g = r.object_if("grouped_gemm")) {
-    // Relative to the dense-equivalent model, so values above 1 are allowed (up to 4).
-    const auto& j = g->raw("frac_by_tokens_per_expert");
-    if (!j.is_array() || j.empty()) g->fail("frac_by_tokens_per_expert", "must be a non-empty array of [tokens, frac] pairs");
-    std::vector<std::pair<double, double>> points;
-    for (std::size_t i = 0; i < j.size(); ++i) {
-      const std::string where = "frac_by_tokens_per_expert[" + std::to_string(i) + "]";
-      if (!j[i].is_array() || j[i].size() != 2 || !j[i][0].is_number() || !j[i][1].is_number()) {
-        g->fail(where, "must be a [tokens, frac] pair of numbers");
-      }
-      const double x = j[i][0].get<double>(), y = j[i][1].get<double>();
-      if (!(x > 0.0) || !std::isfinite(x)) g->fail(where, "tokens must be finite and > 0");
-      if (!(y > 0.0 && y <= 4.0)) g->fail(where, "frac must be in (0, 4]");
-      if (!points.empty() && x <= points.back().first) g->fail(where, "tokens must increase");
-      points.emplace_back(x, y);
-    }
-    g->accept("kernel");
-    g->accept("fitted_on");
-    g->accept("held_out");
-    g->accept("command");
-    g->finish();
-    hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable(std::move(points));
-  }
+  if (auto g = r.object_if("grouped_gemm")) parse_grouped_gemm(std::move(*g), hw);
   if (auto c = r.object_if("contention")) {
     hw.contention_copy_copy_slowdown = c->number_in("copy_copy_slowdown", 1.0, 100.0);
     hw.contention_gemm_copy_slowdown = c->number_in("gemm_copy_slowdown", 1.0, 100.0);
