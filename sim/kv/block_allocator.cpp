@@ -1,16 +1,16 @@
-// Paged KV allocator: LIFO free list of never-cached blocks, an LRU list of free cached blocks
-// (evicted when the free list is empty), refcounted block tables and a hash -> block index.
+// Paged KV allocator: LIFO free list of uncached blocks, an LRU list of free indexed blocks with
+// counts of the unindexed ones between them (evicted when no uncached block is free), refcounted
+// block tables and a hash -> block index.
 #include "sim/kv/block_allocator.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 
 namespace servesim {
 
 BlockAllocator::BlockAllocator(std::int64_t capacity_blocks, std::int64_t block_size_tokens)
-    : capacity_blocks_(capacity_blocks), block_size_(block_size_tokens) {
+    : capacity_blocks_(capacity_blocks), block_size_(block_size_tokens), uncached_free_(capacity_blocks) {
   if (capacity_blocks < 0 || block_size_tokens <= 0) throw std::logic_error("BlockAllocator: bad sizes");
   if ((block_size_tokens & (block_size_tokens - 1)) == 0) {
     block_shift_ = 0;
@@ -71,6 +71,13 @@ void BlockAllocator::lru_remove(std::int32_t b) {
   --evictable_;
 }
 
+void BlockAllocator::take_free(std::int32_t* out, std::size_t k) {
+  refill_free_list(k);  // cannot fail: the free list and the never-used blocks hold every counted block
+  const std::int32_t* top = free_list_.data() + free_list_.size();
+  for (std::size_t j = 0; j < k; ++j) out[j] = *--top;
+  free_list_.resize(free_list_.size() - k);
+}
+
 void BlockAllocator::evict_into(std::int32_t* out, std::int64_t n) {
   while (n > 0) {
     const std::int32_t head = lru_head_;
@@ -89,21 +96,15 @@ void BlockAllocator::evict_into(std::int32_t* out, std::int64_t n) {
       --n;
       continue;
     }
-    // A run of unindexed blocks: any of them will do, so the stack's top ones.
+    // A run of unindexed blocks: counted as evicted, and any free non-indexed blocks will do (they
+    // went on the free list uncached when freed), so the free list's top ones.
     const std::int64_t k = std::min(gap, n);
     if (head >= 0) refcount_[static_cast<std::size_t>(head)] += static_cast<std::int32_t>(k);
     else tail_gap_ -= k;
-    std::int32_t top = unindexed_top_;
-    for (std::int64_t j = 0; j < k; ++j) {
-      const auto i = static_cast<std::size_t>(top);
-      *out++ = top;
-      hashed_[i] = kUncached;
-      top = next_[i];
-    }
-    unindexed_top_ = top;
+    take_free(out, static_cast<std::size_t>(k));
+    out += k;
     unindexed_free_ -= k;
     evictable_ -= k;
-    cached_ -= k;
     evictions_ += k;
     if (offload_) {
       for (std::int64_t j = 0; j < k; ++j) offload_->evicted_from_gpu(false, 0);
@@ -113,17 +114,15 @@ void BlockAllocator::evict_into(std::int32_t* out, std::int64_t n) {
 }
 
 bool BlockAllocator::append_evicting(const std::vector<std::uint32_t>& seqs) {
-  if (static_cast<std::int64_t>(seqs.size()) > free_blocks()) return false;
-  // The free list's blocks first (its top first), then evicted ones. The caller has added every
-  // never-used block already (refill_free_list).
-  const std::size_t from_list = std::min(seqs.size(), free_list_.size());
-  for (std::size_t k = 0; k < from_list; ++k) {
-    tables_[seqs[k]].push_back(free_list_.back());
-    free_list_.pop_back();
-  }
-  evicted_.resize(seqs.size() - from_list);
-  evict_into(evicted_.data(), static_cast<std::int64_t>(evicted_.size()));
-  for (std::size_t k = from_list; k < seqs.size(); ++k) tables_[seqs[k]].push_back(evicted_[k - from_list]);
+  const auto n = static_cast<std::int64_t>(seqs.size());
+  if (n > free_blocks()) return false;
+  // The uncached free blocks first (the free list's top first), then evicted ones.
+  evicted_.resize(seqs.size());
+  const std::int64_t plain = std::min(n, uncached_free_);
+  take_free(evicted_.data(), static_cast<std::size_t>(plain));
+  uncached_free_ -= plain;
+  evict_into(evicted_.data() + plain, n - plain);
+  for (std::size_t k = 0; k < seqs.size(); ++k) tables_[seqs[k]].push_back(evicted_[k]);
   return true;
 }
 
@@ -133,22 +132,15 @@ bool BlockAllocator::grow_to(SeqId seq, std::int64_t tokens) {
   if (extra > free_blocks()) return false;
   if (seq >= tables_.size()) tables_.resize(static_cast<std::size_t>(seq) + 1);
   auto& table = tables_[seq];
-  refill_free_list(static_cast<std::size_t>(extra));
-  const std::size_t avail = free_list_.size();
-  if (static_cast<std::size_t>(extra) <= avail) {
-    // The free list's top blocks, top first, moved as one run: an admission takes a whole
-    // prompt's blocks (64 for a 1024-token prompt), and uncached blocks carry no refcount to set.
-    const std::int32_t* const top = free_list_.data() + avail;
-    table.insert(table.end(), std::make_reverse_iterator(top), std::make_reverse_iterator(top - extra));
-    free_list_.resize(avail - static_cast<std::size_t>(extra));
-    return true;
-  }
-  // Every never-used block is on the free list now: all of it (its top first), then evictions.
-  table.insert(table.end(), free_list_.rbegin(), free_list_.rend());
-  free_list_.clear();
+  // The uncached free blocks first, the free list's top first, moved as one run (an admission
+  // takes a whole prompt's blocks, 64 for a 1024-token prompt, and uncached blocks carry no
+  // refcount to set), then evictions.
   const std::size_t filled = table.size();
-  table.resize(filled + static_cast<std::size_t>(extra) - avail);
-  evict_into(table.data() + filled, extra - static_cast<std::int64_t>(avail));
+  table.resize(filled + static_cast<std::size_t>(extra));
+  const std::int64_t plain = std::min(extra, uncached_free_);
+  take_free(table.data() + filled, static_cast<std::size_t>(plain));
+  uncached_free_ -= plain;
+  if (extra > plain) evict_into(table.data() + filled + plain, extra - plain);
   return true;
 }
 
@@ -160,15 +152,15 @@ void BlockAllocator::free(SeqId seq) {
     // table is uncached, held by this table alone, and goes back to the free list: the table is
     // moved there as one run, last block first (the order the general loop below frees them in).
     free_list_.insert(free_list_.end(), table.rbegin(), table.rend());
+    uncached_free_ += static_cast<std::int64_t>(table.size());
     table.clear();  // capacity kept: slots are reused, so no allocation per request
     return;
   }
   // Last block first, so that under LRU a sequence's tail is evicted before its (more widely
   // shared) head, as vLLM does. An uncached or unindexed block has no other holder; an indexed
-  // one is free when its last holder lets go. Unindexed blocks go on their stack and into the
-  // gap after the list's tail (counted here, added before an indexed block joins the list).
-  std::int32_t top = unindexed_top_;
-  std::int64_t unindexed = 0;
+  // one is free when its last holder lets go. Unindexed blocks become uncached on the free list
+  // and are counted into the gap after the list's tail (added before an indexed block joins it).
+  std::int64_t uncached = 0, unindexed = 0;
   const auto add_gap = [&] {
     tail_gap_ += unindexed;
     unindexed_free_ += unindexed;
@@ -180,10 +172,12 @@ void BlockAllocator::free(SeqId seq) {
     const auto i = static_cast<std::size_t>(b);
     if (hashed_[i] == kUncached) {
       free_list_.push_back(b);
+      ++uncached;
     } else if (hashed_[i] == kUnindexed) {
-      next_[i] = top;
-      top = b;
+      hashed_[i] = kUncached;
+      free_list_.push_back(b);
       ++unindexed;
+      --cached_;
     } else {
       if (refcount_[i] <= 0) throw std::logic_error("BlockAllocator: cached block freed twice");
       if (--refcount_[i] == 0) {
@@ -193,7 +187,7 @@ void BlockAllocator::free(SeqId seq) {
     }
   }
   add_gap();
-  unindexed_top_ = top;
+  uncached_free_ += uncached;
   table.clear();
 }
 
@@ -267,15 +261,11 @@ void BlockAllocator::check_invariants() const {
     gaps -= refcount_[i];
     if (++lru > capacity_blocks_) throw std::logic_error("BlockAllocator: LRU list cycles");
   }
-  std::int64_t stacked = 0;
-  for (std::int32_t b = unindexed_top_; b >= 0; b = next_[static_cast<std::size_t>(b)]) {
-    const auto i = static_cast<std::size_t>(b);
-    if (free_seen[i]++ || refs[i] > 0 || hashed_[i] != kUnindexed) throw std::logic_error("BlockAllocator: stacked block not free-unindexed");
-    if (++stacked > capacity_blocks_) throw std::logic_error("BlockAllocator: unindexed stack cycles");
-  }
-  if (stacked != unindexed_free_ || gaps != unindexed_free_ || tail_gap_ < 0)
+  if (gaps != unindexed_free_ || tail_gap_ < 0 || unindexed_free_ < 0 || uncached_free_ < 0)
     throw std::logic_error("BlockAllocator: the LRU gaps do not count the free unindexed blocks");
-  if (lru + stacked != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
+  if (static_cast<std::int64_t>(free_list_.size()) + (capacity_blocks_ - fresh_) != uncached_free_ + unindexed_free_)
+    throw std::logic_error("BlockAllocator: the free list does not hold the uncached and unindexed free blocks");
+  if (lru + unindexed_free_ != evictable_) throw std::logic_error("BlockAllocator: evictable count wrong");
   std::int64_t used = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (state(i) == kIndexed && refs[i] > 0 ? refs[i] != refcount_[i] : refs[i] > 1) {

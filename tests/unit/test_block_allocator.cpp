@@ -228,6 +228,14 @@ TEST_CASE("prefix cache: indexed and unindexed blocks are evicted in the order t
         if (it->indexed && it->hash == h) return void(lru.erase(it));
       FAIL("hash not in the model's LRU");
     }
+    // One block for a table: an uncached free one, else the least recently freed cached one.
+    void take_one() {
+      if (uncached_free > 0) return void(--uncached_free);
+      if (lru.front().indexed) refs.erase(lru.front().hash);
+      else ++unindexed_evictions;
+      lru.pop_front();
+      ++evictions;
+    }
   } m{48, {}, {}, {}, 0, 0};
   BlockAllocator kv(48, 4);
   RngStream rng(11, "lru-gaps");
@@ -275,20 +283,30 @@ TEST_CASE("prefix cache: indexed and unindexed blocks are evicted in the order t
         kv.publish_unindexed(seq, static_cast<std::int64_t>(first), static_cast<std::int64_t>(table.size()));
         for (std::size_t k = first; k < table.size(); ++k) table[k] = {true, false, 0};
       }
+    } else if (u < 0.6 && step > 100) {
+      // A decode step's blocks: one for each of a few sequences (append_free_blocks, evicting
+      // when no uncached block is free), or one for one sequence (append_free_block, which
+      // refuses rather than evict). Every table exists by now (the grow_to calls below).
+      std::vector<std::uint32_t> seqs;
+      for (SeqId s = 0; s < 10; ++s)
+        if (rng.uniform() < 0.3) seqs.push_back(s);
+      const bool one = seqs.size() <= 1;
+      if (one) seqs = {seq};
+      const auto n = static_cast<std::int64_t>(seqs.size());
+      const bool fits = one ? kv.append_free_block(seq) : kv.append_free_blocks(seqs);
+      REQUIRE(fits == (one ? m.uncached_free > 0 : n <= m.uncached_free + static_cast<std::int64_t>(m.lru.size())));
+      if (!fits) continue;
+      for (const std::uint32_t s : seqs) {
+        m.take_one();
+        m.tables[s].push_back({});
+      }
     } else {
       const std::int64_t extra = rng.uniform_int(1, 3);
       const bool fits = kv.grow_to(seq, (static_cast<std::int64_t>(table.size()) + extra) * 4);
       REQUIRE(fits == (extra <= m.uncached_free + static_cast<std::int64_t>(m.lru.size())));
       if (!fits) continue;
       for (std::int64_t k = 0; k < extra; ++k) {
-        if (m.uncached_free > 0) {
-          --m.uncached_free;
-        } else {
-          if (m.lru.front().indexed) m.refs.erase(m.lru.front().hash);
-          else ++m.unindexed_evictions;
-          m.lru.pop_front();
-          ++m.evictions;
-        }
+        m.take_one();
         table.push_back({});
       }
       // Publish its first blocks under variant's chain where they are uncached and not cached yet.
@@ -305,5 +323,22 @@ TEST_CASE("prefix cache: indexed and unindexed blocks are evicted in the order t
   }
   CHECK(m.evictions - m.unindexed_evictions > 1000);  // both kinds, many times
   CHECK(m.unindexed_evictions > 1000);
+  kv.check_invariants();
+}
+
+TEST_CASE("prefix cache: unindexed blocks are reused from the top, evictions counted as in LRU order") {
+  // Requests of 40 blocks each, whose blocks all become unindexed when they finish (no shared
+  // prefix): the allocator reuses the blocks just freed, so it touches about one request's
+  // blocks (and a first run of never-used ones), not its 4096, while the evictions are counted
+  // as taking the never-used blocks first would count them: every block after the first 4096.
+  BlockAllocator kv(4096, 16);
+  for (int r = 0; r < 1000; ++r) {
+    REQUIRE(kv.grow_to(0, 40 * 16));
+    kv.publish_unindexed(0, 0, 40);
+    kv.free(0);
+  }
+  CHECK(kv.evictions() == 1000 * 40 - 4096);
+  CHECK(kv.cached_free_blocks() == 4096);
+  CHECK(kv.touched_blocks() <= 256);
   kv.check_invariants();
 }
