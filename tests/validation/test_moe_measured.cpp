@@ -352,3 +352,12 @@ TEST_CASE("H100 grouped expert GEMMs between the powers of two (run e), bf16 and
   check_ep_local("run_e.json", "moe_tokens", QuantScheme::fp8,
                  {validation_bound("moe-h100/tokens-fp8-median"), validation_bound("moe-h100/tokens-fp8-worst")});
 }
+// Run f (moe_tokens): run e's shapes again plus the narrow Qwen3 experts at fewer experts per GEMM
+// (qwen3-30b-a3b-ep4 / -ep8: 32 / 16 experts of K 768 down; qwen3-235b-a22b-ep4: 32 of K 1536), the
+// same widths as the whole models' 128, to separate the narrow experts' K from the group count.
+TEST_CASE("H100 grouped expert GEMMs at 16-128 experts per GEMM (run f), bf16 and fp8, held out") {
+  check_ep_local("run_f.json", "moe_tokens", QuantScheme::none,
+                 {validation_bound("moe-h100/narrow-bf16-median"), validation_bound("moe-h100/narrow-bf16-worst")});
+  check_ep_local("run_f.json", "moe_tokens", QuantScheme::fp8,
+                 {validation_bound("moe-h100/narrow-fp8-median"), validation_bound("moe-h100/narrow-fp8-worst")});
+}
