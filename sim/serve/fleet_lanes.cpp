@@ -38,23 +38,25 @@ Lane::Lane(Replica& replica, RequestPool& pool, bool observed, const Rejections&
 
 TimeNs Lane::next_own_ns() const {
   TimeNs t = kNeverNs;
-  if (!arrivals_.empty()) t = arrivals_.front().first;
+  if (!arrivals_.empty()) t = arrivals_.front().at;
   if (!wakes_.empty()) t = std::min(t, wakes_.top());
   return t;
 }
 
-TimeNs Lane::next_key() const {
+TimeNs Lane::next_key_in(std::uint32_t window) const {
   TimeNs k = kNeverNs;
   if (replica_.busy()) k = key_of(done_ns_, false);
-  if (!arrivals_.empty()) k = std::min(k, key_of(arrivals_.front().first, false));
+  if (!arrivals_.empty() && arrivals_.front().window <= window) k = std::min(k, key_of(arrivals_.front().at, false));
   if (!wakes_.empty()) k = std::min(k, key_of(wakes_.top(), true));
   if (pending_ns_ >= 0) k = std::min(k, key_of(pending_ns_, true));
   return k;
 }
 
-void Lane::run_to(TimeNs bound) {
+void Lane::run_to(TimeNs bound, std::uint32_t window) {
   const TimeNs limit = limit_of(bound);
-  for (TimeNs k = next_key(); k <= limit; k = next_key()) {
+  // Arrivals of later windows come at or after `bound` (the first of them is the bound): left
+  // out, they can only be due at the bound itself, where the router had not routed them yet.
+  for (TimeNs k = next_key_in(window); k <= limit; k = next_key_in(window)) {
     const TimeNs t = k / 2;
     now_ns = t;
     int local = 0;
@@ -64,8 +66,8 @@ void Lane::run_to(TimeNs bound) {
       ++local;
       triggered = true;
     }
-    for (; !arrivals_.empty() && arrivals_.front().first == t; arrivals_.pop_front()) {
-      triggered |= arrive(arrivals_.front().second);
+    for (; !arrivals_.empty() && arrivals_.front().at == t && arrivals_.front().window <= window; arrivals_.pop_front()) {
+      triggered |= arrive(arrivals_.front().request);
       ++local;
     }
     if (t == bound) {  // the router decides at t before anything starts
@@ -166,15 +168,15 @@ FleetLanes::FleetLanes(std::vector<std::unique_ptr<Replica>>& replicas, RequestP
 FleetLanes::~FleetLanes() = default;
 
 void FleetLanes::deliver(std::uint32_t replica, std::uint32_t request, TimeNs at) {
-  lanes_[replica]->deliver(request, at);
+  lanes_[replica]->deliver(request, at, static_cast<std::uint32_t>(bounds_.size()));
   if (const TimeNs k = key_of(at, false); k < key_[replica]) {
     key_[replica] = k;
     heap_.emplace(k, replica);
   }
 }
 
-void FleetLanes::advance_to(TimeNs bound) {
-  const TimeNs limit = limit_of(bound);
+void FleetLanes::advance() {
+  const TimeNs limit = limit_of(bounds_.back());
   active_.clear();
   while (!heap_.empty() && heap_.top().first <= limit) {
     const auto [key, lane] = heap_.top();
@@ -183,9 +185,10 @@ void FleetLanes::advance_to(TimeNs bound) {
     key_[lane] = kNeverNs;
     active_.push_back(lane);
   }
-  run(bound);
+  run();
   std::sort(active_.begin(), active_.end());
   merge();
+  bounds_.clear();
   for (const std::uint32_t lane : active_) {
     const TimeNs k = lanes_[lane]->next_key();
     key_[lane] = k;
@@ -193,16 +196,24 @@ void FleetLanes::advance_to(TimeNs bound) {
   }
 }
 
-void FleetLanes::run(TimeNs bound) {
+void FleetLanes::run() {
+  // One lane through every window of the batch before the next lane: its state stays in cache.
+  const auto run_lane = [this](std::uint32_t lane) {
+    Lane& l = *lanes_[lane];
+    for (std::size_t w = 0; w < bounds_.size(); ++w) {
+      l.run_to(bounds_[w], static_cast<std::uint32_t>(w));
+      l.kv_marks.push_back(l.kv_log.size());
+    }
+  };
   if (threads_ <= 1 || active_.size() < 2) {
-    for (const std::uint32_t lane : active_) lanes_[lane]->run_to(bound);
+    for (const std::uint32_t lane : active_) run_lane(lane);
     return;
   }
   for (auto& b : buckets_) b.clear();
   for (const std::uint32_t lane : active_) buckets_[cache_group(lane, lanes_.size(), threads_)].push_back(lane);
   arena_->arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, buckets_.size(), [&](std::size_t g) {
-      for (const std::uint32_t lane : buckets_[g]) lanes_[lane]->run_to(bound);
+      for (const std::uint32_t lane : buckets_[g]) run_lane(lane);
     });
   });
 }
@@ -216,14 +227,25 @@ void FleetLanes::merge() {
     }
     if (!flush_.empty()) ObserverBuffer::flush(flush_, *observer_);
   }
+  // Window by window, as the windows would have been merged one at a time: an instant at a
+  // bound can have changes on both sides of the router's decision, and the fleet's peak is
+  // taken after each side.
+  for (std::size_t w = 0; w < bounds_.size(); ++w) {
+    for (const std::uint32_t lane : active_) {
+      const Lane& l = *lanes_[lane];
+      const auto from = static_cast<std::ptrdiff_t>(w == 0 ? 0 : l.kv_marks[w - 1]);
+      const auto to = static_cast<std::ptrdiff_t>(l.kv_marks[w]);
+      changes_.insert(changes_.end(), l.kv_log.begin() + from, l.kv_log.begin() + to);
+    }
+    fleet_.apply(changes_);
+  }
   for (const std::uint32_t lane : active_) {
     Lane& l = *lanes_[lane];
-    changes_.insert(changes_.end(), l.kv_log.begin(), l.kv_log.end());
     l.kv_log.clear();
+    l.kv_marks.clear();
     for (const std::uint32_t i : l.released) pool_.release(i);
     l.released.clear();
   }
-  fleet_.apply(changes_);
 }
 
 std::uint64_t FleetLanes::events() const {

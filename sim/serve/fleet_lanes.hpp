@@ -52,15 +52,18 @@ inline std::size_t cache_group(std::size_t index, std::size_t replicas, std::siz
 class Lane {
  public:
   Lane(Replica& replica, RequestPool& pool, bool observed, const Rejections& zero);
-  void deliver(std::uint32_t request, TimeNs at) { arrivals_.emplace_back(at, request); }
+  // An arrival routed while window `window` of the current batch was open (FleetLanes::end_window).
+  void deliver(std::uint32_t request, TimeNs at, std::uint32_t window) { arrivals_.push_back({at, request, window}); }
   // Handles every event before the scheduling at `bound` (kNeverNs: all): completions and
-  // delivered arrivals at `bound` included, a start at `bound` waits for the router's decision.
-  void run_to(TimeNs bound);
+  // arrivals at `bound` delivered in windows up to `window` included (later ones the router had
+  // not routed yet), a start at `bound` waits for the router's decision.
+  void run_to(TimeNs bound, std::uint32_t window);
   // 2t for a completion or arrival at t, 2t + 1 for scheduling at t; kNeverNs when none.
-  TimeNs next_key() const;
+  TimeNs next_key() const { return next_key_in(std::numeric_limits<std::uint32_t>::max()); }
 
   ObserverBuffer buffer;
   std::vector<FleetKv::Change> kv_log;
+  std::vector<std::size_t> kv_marks;  // kv_log's size at the end of each window of the batch it ran
   std::vector<std::uint32_t> released;  // requests to return to the pool
   Rejections rejections;
   std::uint64_t events = 0, decode_run_steps = 0;
@@ -72,6 +75,7 @@ class Lane {
   void schedule_phase(TimeNs t, int local, bool triggered, TimeNs bound);
   void start(TimeNs bound);
   TimeNs next_own_ns() const;  // its next arrival or wake-up
+  TimeNs next_key_in(std::uint32_t window) const;  // next_key, arrivals of later windows left out
 
   Replica& replica_;
   RequestPool& pool_;
@@ -79,7 +83,11 @@ class Lane {
   TimeNs done_ns_ = 0;     // the running iteration's end (replica busy)
   TimeNs pending_ns_ = -1; // a start deferred to the scheduling phase at this instant
   TimeNs wake_pending_ns_ = -1;
-  std::deque<std::pair<TimeNs, std::uint32_t>> arrivals_;
+  struct Arrival {
+    TimeNs at;
+    std::uint32_t request, window;
+  };
+  std::deque<Arrival> arrivals_;  // time order (each window's arrivals come at or after the last's bound)
   std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>> wakes_;
   std::vector<Handoff> handoffs_;  // none without disaggregation
 };
@@ -92,13 +100,21 @@ class FleetLanes {
   ~FleetLanes();
   // The router sent `request` to `replica` at `at` (not before the last window's bound).
   void deliver(std::uint32_t replica, std::uint32_t request, TimeNs at);
-  // Every lane with events before the scheduling at `bound` runs to it; then the window's
-  // observer calls, KV changes and released requests are merged.
-  void advance_to(TimeNs bound);
+  // The router has routed every arrival before `bound` (the next one's time, kNeverNs: none
+  // left): the window closes; the arrivals delivered after this belong to the next.
+  void end_window(TimeNs bound) { bounds_.push_back(bound); }
+  // Runs the windows ended since the last call (a batch) and merges them. Every lane with events
+  // before the scheduling at the last bound runs through the batch's windows one after another,
+  // as if each window had run alone (Lane::run_to at each bound, with the arrivals routed by
+  // then); then each window's KV changes are applied in turn, and the observer calls and released
+  // requests merged. A lane's state is woken once per batch, not once per window: a batch of
+  // several windows is for a router that reads no replica state, without an observer (its calls
+  // at a bound would be merged in another order). At least one window must have ended.
+  void advance();
   // Observer calls of the event loop itself (arrivals, rejections at the door): merged first at
   // an instant.
   ObserverBuffer& door() { return door_; }
-  // The lanes the last advance_to ran, ascending: no other lane's replica changed.
+  // The lanes the last advance ran, ascending: no other lane's replica changed.
   const std::vector<std::uint32_t>& active() const { return active_; }
 
   std::uint64_t events() const;
@@ -107,7 +123,7 @@ class FleetLanes {
   Rejections rejections() const;
 
  private:
-  void run(TimeNs bound);
+  void run();
   void merge();
 
   std::vector<std::unique_ptr<Lane>> lanes_;
@@ -121,6 +137,7 @@ class FleetLanes {
   std::vector<TimeNs> key_;       // each lane's entry in heap_ (kNeverNs: none or running)
   std::priority_queue<std::pair<TimeNs, std::uint32_t>, std::vector<std::pair<TimeNs, std::uint32_t>>, std::greater<>> heap_;
   std::vector<std::uint32_t> active_;
+  std::vector<TimeNs> bounds_;  // of the windows ended since the last advance, in order
   std::vector<std::vector<std::uint32_t>> buckets_;
   std::vector<ObserverBuffer*> flush_;
   std::vector<FleetKv::Change> changes_;
