@@ -2,6 +2,7 @@
 #include "sim/calib/grouped_gemm_fit.hpp"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "sim/calib/fit.hpp"
@@ -37,6 +38,22 @@ void read_grouped_rows(const nlohmann::json& section, const std::string& file, c
 
 }  // namespace
 
+const nlohmann::json& moe_section(const nlohmann::json& run, const std::string& file) {
+  if (!run.is_object() || !run.contains("sections") || !run["sections"].is_object()) {
+    throw InputError(file, "sections", "missing (a calibrate/independent/measure.py run)");
+  }
+  const auto& sections = run["sections"];
+  if (sections.contains("moe")) return sections["moe"];
+  const nlohmann::json* found = nullptr;
+  for (const auto& [name, section] : sections.items()) {
+    if (name.rfind("moe_", 0) != 0) continue;
+    if (found) throw InputError(file, "sections." + name, "a second moe_* section: the run must have one MoE section");
+    found = &section;
+  }
+  if (!found) throw InputError(file, "sections.moe", "missing (no moe or moe_* section)");
+  return *found;
+}
+
 std::vector<GroupedGemmPoint> grouped_gemm_points(const nlohmann::json& section, const std::string& file) {
   std::vector<GroupedGemmPoint> out;
   if (!section.is_object() || !section.contains("grouped")) {
@@ -67,19 +84,52 @@ double grouped_gemm_model_s(const GroupedGemmPoint& p, const HwProfile& hw) {
 
 std::vector<std::pair<double, double>> fit_grouped_gemm_frac(const std::vector<GroupedGemmPoint>& points,
                                                              const std::set<std::string>& fit_models, HwProfile hw,
-                                                             QuantScheme quant, const std::set<std::int64_t>& skip_tokens) {
+                                                             QuantScheme quant, const std::set<std::int64_t>& skip_tokens,
+                                                             double fixed_s) {
   hw.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
   hw.grouped_gemm_fp8_frac_by_tokens_per_expert = EfficiencyTable();
   std::map<std::int64_t, std::vector<double>> ratios;
   for (const GroupedGemmPoint& p : points) {
     if (fit_models.count(p.model) == 0 || p.quant != quant || skip_tokens.count(p.tokens_per_expert) != 0) continue;
     const double model_busy = grouped_gemm_model_s(p, hw) - hw.kernel_overhead_s;
-    const double measured_busy = std::max(p.measured_s - hw.kernel_overhead_s, 0.5 * p.measured_s);
+    const double measured_busy = std::max(p.measured_s - hw.kernel_overhead_s - fixed_s, 0.5 * p.measured_s);
     ratios[p.tokens_per_expert].push_back(model_busy / measured_busy);
   }
   std::vector<std::pair<double, double>> table;
   for (auto& [t, r] : ratios) table.emplace_back(static_cast<double>(t), std::round(median(r) * 1000.0) / 1000.0);
   return table;
+}
+
+double fit_grouped_gemm_fixed_s(const std::vector<GroupedGemmPoint>& points, const std::set<std::string>& fit_models,
+                                const std::vector<GroupedGemmPoint>& fixed_points, const HwProfile& hw, QuantScheme quant,
+                                const std::set<std::int64_t>& skip_tokens) {
+  std::vector<const GroupedGemmPoint*> scored;
+  for (const GroupedGemmPoint& p : points) {
+    if (fit_models.count(p.model) != 0 && p.quant == quant && skip_tokens.count(p.tokens_per_expert) == 0) scored.push_back(&p);
+  }
+  for (const GroupedGemmPoint& p : fixed_points) {
+    if (p.quant == quant && skip_tokens.count(p.tokens_per_expert) == 0) scored.push_back(&p);
+  }
+  if (scored.empty()) return 0.0;
+  double best_s = 0.0, best_err = std::numeric_limits<double>::infinity();
+  // Whole tenths of a microsecond, counted as integers: the candidates are the same on every machine.
+  for (int tenths = 0; tenths <= 300; ++tenths) {
+    const double fixed_s = tenths * 1e-7;
+    HwProfile fitted = hw;
+    EfficiencyTable table(fit_grouped_gemm_frac(points, fit_models, hw, quant, skip_tokens, fixed_s));
+    (quant == QuantScheme::fp8 ? fitted.grouped_gemm_fp8_frac_by_tokens_per_expert : fitted.grouped_gemm_frac_by_tokens_per_expert) =
+        std::move(table);
+    (quant == QuantScheme::fp8 ? fitted.grouped_gemm_fp8_fixed_s : fitted.grouped_gemm_fixed_s) = fixed_s;
+    std::vector<double> err;
+    err.reserve(scored.size());
+    for (const GroupedGemmPoint* p : scored) err.push_back(std::fabs(grouped_gemm_model_s(*p, fitted) / p->measured_s - 1.0));
+    const double e = median(err);
+    if (e < best_err) {
+      best_err = e;
+      best_s = fixed_s;
+    }
+  }
+  return best_s;
 }
 
 }  // namespace servesim

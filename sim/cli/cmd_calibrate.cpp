@@ -174,10 +174,25 @@ int cmd_calibrate_independent(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// --skip-tokens of calibrate grouped-gemm: positive integers, comma-separated.
+std::set<std::int64_t> skip_token_counts(const std::string& cmd, const std::string& list) {
+  std::set<std::int64_t> out;
+  for (const std::string& t : split_commas(list)) {
+    char* end = nullptr;
+    const long long v = std::strtoll(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1) throw InputError(cmd, "--skip-tokens", "expected positive integers, comma-separated");
+    out.insert(v);
+  }
+  return out;
+}
+
 // `calibrate grouped-gemm RUN.json [RUN.json ...] --hw PROFILE --fit-models a,b [--fp8]
-// [--skip-tokens 256]`: fits the profile's grouped-GEMM table (with --fp8 the fp8 kernel's own
-// table, on the runs' fp8 rows) on some expert shapes of measure.py runs and prints it with every
-// point's error (the other shapes' points, the other format's and the skipped counts are held out).
+// [--skip-tokens 256] [--fixed-from RUN.json,... --fixed-models c,d]`: fits the profile's
+// grouped-GEMM table (with --fp8 the fp8 kernel's own table, on the runs' fp8 rows) on some expert
+// shapes of measure.py runs and prints it with every point's error (the other shapes' points, the
+// other format's and the skipped counts are held out). With --fixed-models the kernel's fixed
+// time per launch is fitted too, on those shapes' rows of the --fixed-from runs (the same expert
+// widths at other expert counts) beside the table's rows; their other rows are printed, held out.
 int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   const std::string cmd = "servesim calibrate grouped-gemm";
   cxxopts::Options opts(cmd, "Fit the grouped (MoE) GEMM efficiency table of a hardware profile");
@@ -187,7 +202,9 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
       "fit-models", "expert shapes the table is fitted on (the others are held out)", cxxopts::value<std::string>())(
       "fp8", "fit the fp8 kernel's table (fp8_frac_by_tokens_per_expert) on the fp8 rows instead of the bf16 rows")(
       "skip-tokens", "tokens-per-expert counts left out of the fit, comma-separated", cxxopts::value<std::string>())(
-      "h,help", "show help");
+      "fixed-from", "runs holding the --fixed-models rows, comma-separated", cxxopts::value<std::string>())(
+      "fixed-models", "expert shapes (of --fixed-from) that fit the kernel's fixed time per launch (fixed_s / fp8_fixed_s)",
+      cxxopts::value<std::string>())("h,help", "show help");
   opts.parse_positional({"runs"});
   const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
   if (p.count("help")) {
@@ -197,41 +214,58 @@ int cmd_calibrate_grouped(const std::vector<std::string>& args) {
   for (const char* key : {"runs", "hw", "fit-models"}) {
     if (!p.count(key)) throw InputError(cmd, key == std::string("runs") ? "RUN.json" : std::string("--") + key, "required");
   }
-  const auto runs = p["runs"].as<std::vector<std::string>>();
-  std::vector<GroupedGemmPoint> points;
-  for (const std::string& run : runs) {
-    const nlohmann::json doc = load_json_file(run);
-    if (!doc.contains("sections") || !doc["sections"].contains("moe")) throw InputError(run, "sections.moe", "missing");
-    const auto more = grouped_gemm_points(doc["sections"]["moe"], run);
-    points.insert(points.end(), more.begin(), more.end());
+  if (p.count("fixed-from") != p.count("fixed-models")) {
+    throw InputError(cmd, p.count("fixed-from") ? "--fixed-models" : "--fixed-from", "--fixed-from and --fixed-models go together");
   }
+  const auto read_points = [](const std::vector<std::string>& files) {
+    std::vector<GroupedGemmPoint> out;
+    for (const std::string& run : files) {
+      const auto more = grouped_gemm_points(moe_section(load_json_file(run), run), run);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  };
+  const auto runs = p["runs"].as<std::vector<std::string>>();
+  const std::vector<GroupedGemmPoint> points = read_points(runs);
   HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", p["hw"].as<std::string>(), cmd, "--hw"));
   const std::vector<std::string> models = split_commas(p["fit-models"].as<std::string>());
   const std::set<std::string> fit_models(models.begin(), models.end());
   const QuantScheme quant = p.count("fp8") ? QuantScheme::fp8 : QuantScheme::none;
-  std::set<std::int64_t> skip;
-  if (p.count("skip-tokens")) {
-    for (const std::string& t : split_commas(p["skip-tokens"].as<std::string>())) {
-      char* end = nullptr;
-      const long long v = std::strtoll(t.c_str(), &end, 10);
-      if (t.empty() || *end != '\0' || v < 1) throw InputError(cmd, "--skip-tokens", "expected positive integers, comma-separated");
-      skip.insert(v);
+  const std::set<std::int64_t> skip = p.count("skip-tokens") ? skip_token_counts(cmd, p["skip-tokens"].as<std::string>())
+                                                              : std::set<std::int64_t>{};
+  // The fixed-time shapes' rows; the --fixed-from runs' other rows are only printed.
+  std::vector<GroupedGemmPoint> fixed_points, fixed_others;
+  std::set<std::string> fixed_models;
+  if (p.count("fixed-models")) {
+    const std::vector<std::string> names = split_commas(p["fixed-models"].as<std::string>());
+    fixed_models.insert(names.begin(), names.end());
+    for (const GroupedGemmPoint& g : read_points(split_commas(p["fixed-from"].as<std::string>()))) {
+      (fixed_models.count(g.model) ? fixed_points : fixed_others).push_back(g);
     }
+    if (fixed_points.empty()) throw InputError(cmd, "--fixed-models", "no grouped rows of these models in --fixed-from");
   }
-  const auto table = fit_grouped_gemm_frac(points, fit_models, hw, quant, skip);
+  const double fixed_s = fixed_models.empty() ? 0.0 : fit_grouped_gemm_fixed_s(points, fit_models, fixed_points, hw, quant, skip);
+  const auto table = fit_grouped_gemm_frac(points, fit_models, hw, quant, skip, fixed_s);
   if (table.empty()) throw InputError(cmd, "--fit-models", "no grouped rows of these models in " + join_names(runs));
-  const char* key = quant == QuantScheme::fp8 ? "fp8_frac_by_tokens_per_expert" : "frac_by_tokens_per_expert";
-  std::cout << "\"" << key << "\": " << nlohmann::json(table).dump() << "\n";
-  (quant == QuantScheme::fp8 ? hw.grouped_gemm_fp8_frac_by_tokens_per_expert : hw.grouped_gemm_frac_by_tokens_per_expert) =
-      EfficiencyTable(table);
-  std::printf("%-14s %-8s %8s %10s %10s %8s %s\n", "model", "proj", "tokens/e", "measured", "model", "error", "set");
-  for (const GroupedGemmPoint& g : points) {
-    const double m = grouped_gemm_model_s(g, hw);
-    const bool fitted = g.quant == quant && fit_models.count(g.model) && !skip.count(g.tokens_per_expert);
-    std::printf("%-14s %-8s %8lld %9.4fms %9.4fms %+7.1f%% %s%s\n", g.model.c_str(), g.proj.c_str(),
-                static_cast<long long>(g.tokens_per_expert), 1e3 * g.measured_s, 1e3 * m, 100.0 * (m / g.measured_s - 1.0),
-                fitted ? "fit" : "held out", g.quant != QuantScheme::none ? " (fp8)" : "");
-  }
+  const bool fp8 = quant == QuantScheme::fp8;
+  std::cout << "\"" << (fp8 ? "fp8_frac_by_tokens_per_expert" : "frac_by_tokens_per_expert") << "\": " << nlohmann::json(table).dump() << "\n";
+  if (!fixed_models.empty()) std::printf("\"%s\": %.4g\n", fp8 ? "fp8_fixed_s" : "fixed_s", fixed_s);
+  (fp8 ? hw.grouped_gemm_fp8_frac_by_tokens_per_expert : hw.grouped_gemm_frac_by_tokens_per_expert) = EfficiencyTable(table);
+  (fp8 ? hw.grouped_gemm_fp8_fixed_s : hw.grouped_gemm_fixed_s) = fixed_s;
+  std::printf("%-20s %-8s %8s %10s %10s %8s %s\n", "model", "proj", "tokens/e", "measured", "model", "error", "set");
+  const auto print = [&](const std::vector<GroupedGemmPoint>& rows, bool fixed_rows) {
+    for (const GroupedGemmPoint& g : rows) {
+      const double m = grouped_gemm_model_s(g, hw);
+      const bool in_format = g.quant == quant && !skip.count(g.tokens_per_expert);
+      const bool fitted = in_format && (fixed_rows ? fixed_models.count(g.model) : fit_models.count(g.model)) != 0;
+      std::printf("%-20s %-8s %8lld %9.4fms %9.4fms %+7.1f%% %s%s\n", g.model.c_str(), g.proj.c_str(),
+                  static_cast<long long>(g.tokens_per_expert), 1e3 * g.measured_s, 1e3 * m, 100.0 * (m / g.measured_s - 1.0),
+                  fitted ? (fixed_rows ? "fit (fixed time)" : "fit") : "held out", g.quant != QuantScheme::none ? " (fp8)" : "");
+    }
+  };
+  print(points, false);
+  print(fixed_points, true);
+  print(fixed_others, true);
   return kExitOk;
 }
 

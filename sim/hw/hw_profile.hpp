@@ -74,6 +74,14 @@ struct HwProfile {
   // its fp8 dense equivalent, where measured apart (calibration.grouped_gemm.fp8_frac_by_tokens_per_expert);
   // where empty, fp8 grouped GEMMs take the table above.
   EfficiencyTable grouped_gemm_fp8_frac_by_tokens_per_expert;
+  // The measured grouped kernel's fixed time per launch beyond kernel_overhead_s, with its table
+  // (calibration.grouped_gemm.fixed_s, fp8_fixed_s for the fp8 kernel; 0: none): at one token
+  // count, a grouped GEMM's time grows linearly with its expert count from about this much
+  // (torch's kernels on the H100: about 10 us, its setup kernel and the launch's ramp), which a
+  // dense equivalent of as many bytes does not take; it is what leaves 16-32-expert launches
+  // slower per expert than 128-expert ones (docs/validation.md section 6).
+  double grouped_gemm_fixed_s = 0.0;
+  double grouped_gemm_fp8_fixed_s = 0.0;
 
   // Measured tables of other attention kernel families (index: AttentionKernel; [standard] stays
   // empty, it is the tables above). An engine that runs such a family uses them when present and

@@ -32,17 +32,23 @@ KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base) 
     }
   }
   // The measured grouped kernel against that dense equivalent (the fp8 kernel's own table where the
-  // profile measured it apart): its busy time (all but the fixed per-kernel cost) scales by 1 / frac.
-  const EfficiencyTable& table = op.quant == QuantScheme::fp8 && !hw.grouped_gemm_fp8_frac_by_tokens_per_expert.empty()
-                                     ? hw.grouped_gemm_fp8_frac_by_tokens_per_expert
-                                     : hw.grouped_gemm_frac_by_tokens_per_expert;
+  // profile measured it apart): its busy time (all but the fixed per-kernel cost) scales by 1 / frac,
+  // and the kernel's own fixed time per launch, measured with the table, is added to the fixed cost.
+  const bool fp8_kernel = op.quant == QuantScheme::fp8 && !hw.grouped_gemm_fp8_frac_by_tokens_per_expert.empty();
+  const EfficiencyTable& table = fp8_kernel ? hw.grouped_gemm_fp8_frac_by_tokens_per_expert : hw.grouped_gemm_frac_by_tokens_per_expert;
   if (table.empty()) return t;
   const double frac = table.at(static_cast<double>(op.m));
   const double fixed_s = t.overhead_s;
   t.compute_s /= frac;
   t.memory_s /= frac;
   t.pass_s /= frac;
-  t.time_s = fixed_s + (t.time_s - fixed_s) / frac;
+  const double kernel_fixed_s = fp8_kernel ? hw.grouped_gemm_fp8_fixed_s : hw.grouped_gemm_fixed_s;
+  t.time_s = fixed_s + kernel_fixed_s + (t.time_s - fixed_s) / frac;
+  if (kernel_fixed_s > 0.0) {
+    t.overhead_s += kernel_fixed_s;
+    const double busy = std::max(t.compute_s, t.memory_s);
+    t.bound = t.overhead_s > busy ? Bound::launch : t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
+  }
   return t;
 }
 

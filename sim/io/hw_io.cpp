@@ -225,6 +225,15 @@ void parse_grouped_gemm(JsonReader g, HwProfile& hw) {
   }
   if (g.has("frac_by_tokens_per_expert")) hw.grouped_gemm_frac_by_tokens_per_expert = table("frac_by_tokens_per_expert");
   if (g.has("fp8_frac_by_tokens_per_expert")) hw.grouped_gemm_fp8_frac_by_tokens_per_expert = table("fp8_frac_by_tokens_per_expert");
+  // The kernel's fixed time per launch, measured with its table (up to 1 ms: a launch's setup,
+  // not a GEMM).
+  const auto fixed = [&g](const char* key, const char* table_key) {
+    if (!g.has(key)) return 0.0;
+    if (!g.has(table_key)) g.fail(key, std::string("needs ") + table_key + " (it was fitted with that table)");
+    return g.number_in(key, 0.0, 1e-3);
+  };
+  hw.grouped_gemm_fixed_s = fixed("fixed_s", "frac_by_tokens_per_expert");
+  hw.grouped_gemm_fp8_fixed_s = fixed("fp8_fixed_s", "fp8_frac_by_tokens_per_expert");
   g.accept("kernel");
   g.accept("fitted_on");
   g.accept("held_out");
@@ -233,6 +242,8 @@ void parse_grouped_gemm(JsonReader g, HwProfile& hw) {
   g.accept("fp8_fitted_on");
   g.accept("fp8_skipped_tokens");
   g.accept("fp8_command");
+  g.accept("fixed_fitted_on");
+  g.accept("fp8_fixed_fitted_on");
   g.finish();
 }
 

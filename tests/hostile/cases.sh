@@ -386,6 +386,10 @@ case_msg_calibrate_grouped_gemm_bad_runs() {
   echo '{"schema": "servesim-independent/1", "sections": {}}' >run.json
   expect 2 "run.json: sections.moe" -- calibrate grouped-gemm run.json --hw h200-sxm --fit-models mixtral-8x7b
   expect 2 "missing.json" -- calibrate grouped-gemm missing.json run.json --hw h200-sxm --fit-models mixtral-8x7b
+  echo '{"schema": "servesim-independent/1", "sections": {"moe_a": {"grouped": []}, "moe_b": {"grouped": []}}}' >two.json
+  expect 2 "two.json: sections.moe_b: a second moe_* section" -- calibrate grouped-gemm two.json --hw h200-sxm --fit-models mixtral-8x7b
+  expect 2 "--fixed-models: --fixed-from and --fixed-models go together" -- calibrate grouped-gemm run.json --hw h200-sxm \
+    --fit-models mixtral-8x7b --fixed-from run.json
 }
 case_empty_saturate_one_request() {
   # One request meets any SLO at any rate: there is no saturation rate to report (it used to print

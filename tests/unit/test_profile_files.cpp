@@ -9,6 +9,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "sim/calib/grouped_gemm_fit.hpp"
 #include "sim/core/error.hpp"
 #include "sim/hw/cost_model.hpp"
 #include "sim/io/data_paths.hpp"
@@ -233,4 +234,37 @@ TEST_CASE("SDPA tables per head dimension: own grid, else the nearest by ratio, 
   extra["other_head_dims"]["96"]["prefill_compute_frac_by_flops"] = prefill;  // one prefill table per family
   CHECK_THROWS_WITH_AS(parse_attention_kernel_tables(extra, "t.json", "sdpa"), doctest::Contains("prefill_compute_frac_by_flops"),
                        InputError);
+}
+
+TEST_CASE("calibration.grouped_gemm fixed_s / fp8_fixed_s: added to the grouped kernel's time; bad values name file and key") {
+  const std::string path = resolve_data_ref("hwprofiles", "h100-sxm", "", "");
+  nlohmann::json doc = load_json_file(path);
+  inline_hw_tables(doc, path);
+  auto& g = doc["tables"]["calibration"]["grouped_gemm"];
+  REQUIRE(g.contains("fp8_frac_by_tokens_per_expert"));
+  GroupedGemmPoint p;
+  p.model = "test";
+  p.proj = "down";
+  p.experts = 16;
+  p.tokens_per_expert = 32;
+  p.n = 2048;
+  p.k = 768;
+  p.quant = QuantScheme::fp8;
+  g["fp8_fixed_s"] = 0.0;
+  const double without = grouped_gemm_model_s(p, parse_hw_profile(doc, "p.json"));
+  g["fp8_fixed_s"] = 1e-5;
+  CHECK(grouped_gemm_model_s(p, parse_hw_profile(doc, "p.json")) == doctest::Approx(without + 1e-5).epsilon(1e-12));
+  p.quant = QuantScheme::none;  // a bf16 grouped GEMM: no bf16 table on the H100, so neither applies
+  CHECK(grouped_gemm_model_s(p, parse_hw_profile(doc, "p.json")) == grouped_gemm_model_s(p, load_hw_profile(path)));
+
+  g["fp8_fixed_s"] = -1e-6;
+  CHECK(load_error(doc, "p.json").find("p.json: tables.calibration.grouped_gemm.fp8_fixed_s: must be in") != std::string::npos);
+  g["fp8_fixed_s"] = 0.5;
+  CHECK(load_error(doc, "p.json").find("grouped_gemm.fp8_fixed_s: must be in") != std::string::npos);
+  g["fp8_fixed_s"] = "10us";
+  CHECK(load_error(doc, "p.json").find("grouped_gemm.fp8_fixed_s") != std::string::npos);
+  g["fp8_fixed_s"] = 1e-5;
+  g["fixed_s"] = 1e-5;  // the bf16 kernel's fixed time without the bf16 table it was fitted with
+  CHECK(load_error(doc, "p.json").find("p.json: tables.calibration.grouped_gemm.fixed_s: needs frac_by_tokens_per_expert") !=
+        std::string::npos);
 }
