@@ -229,18 +229,39 @@ void check_blocks(const MoeRuns& set, double mixtral_median, Bounds other) {
 // step of the library, absent from its bf16 kernel), which the neighbours' interpolation bridges.
 const std::set<std::int64_t> kFp8SkippedTokens{256};
 
+// The shapes of run f that fit the fp8 kernel's fixed time per launch (grouped_gemm.fp8_fixed_s)
+// beside run c's rows: the Qwen3 expert widths at 16 (30B-A3B EP8) and 32 (235B-A22B EP4)
+// experts per GEMM. Run f's other rows are held out of every fit.
+const std::set<std::string> kFp8FixedModels{"qwen3-30b-a3b-ep8", "qwen3-235b-a22b-ep4"};
+
+// The balanced rows of `models` in run f's moe_tokens section, in `quant`.
+std::vector<GroupedGemmPoint> run_f_points(const std::set<std::string>& models, QuantScheme quant) {
+  const std::string run = run_file("h100", "run_f.json");
+  std::vector<GroupedGemmPoint> out;
+  for (const GroupedGemmPoint& p : grouped_gemm_points(moe_section(load_json_file(run), run), run)) {
+    if (p.quant == quant && models.count(p.model) != 0) out.push_back(p);
+  }
+  return out;
+}
+
 // The fp8 grouped GEMMs (H100): timed as the fp8 dense-equivalent GEMM (the profile's measured fp8
-// GEMM table) scaled by the fp8 kernel's grouped table. Where the profile has that table it is the
-// fit on every shape's fp8 rows (less kFp8SkippedTokens), and each shape's rows are checked against
-// the table refitted without that shape; the untabled model is printed beside it.
+// GEMM table) scaled by the fp8 kernel's grouped table, plus its fixed time per launch. Where the
+// profile has that table it is the fit on every shape's fp8 rows (less kFp8SkippedTokens), its
+// fixed time the fit on those and run f's kFp8FixedModels rows, and each shape's rows are checked
+// against the table refitted without that shape (at the profile's fixed time); the untabled model
+// is printed beside it.
 void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
   const auto points = all_points(set, QuantScheme::fp8);
   REQUIRE(points.size() >= 100);
   const std::set<std::string> shapes = shapes_of(points);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", set.profile, "", ""));
   const bool tabled = !hw.grouped_gemm_fp8_frac_by_tokens_per_expert.empty();
+  const double fixed_s = hw.grouped_gemm_fp8_fixed_s;
   if (tabled) {
-    const auto fitted = fit_grouped_gemm_frac(points, shapes, hw, QuantScheme::fp8, kFp8SkippedTokens);
+    CHECK(fixed_s == doctest::Approx(fit_grouped_gemm_fixed_s(points, shapes, run_f_points(kFp8FixedModels, QuantScheme::fp8), hw,
+                                                             QuantScheme::fp8, kFp8SkippedTokens))
+                         .epsilon(1e-9));
+    const auto fitted = fit_grouped_gemm_frac(points, shapes, hw, QuantScheme::fp8, kFp8SkippedTokens, fixed_s);
     REQUIRE(fitted.size() == hw.grouped_gemm_fp8_frac_by_tokens_per_expert.points().size());
     for (std::size_t i = 0; i < fitted.size(); ++i) {
       CHECK(fitted[i].first == hw.grouped_gemm_fp8_frac_by_tokens_per_expert.points()[i].first);
@@ -249,6 +270,7 @@ void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
   }
   HwProfile untabled = hw;
   untabled.grouped_gemm_fp8_frac_by_tokens_per_expert = EfficiencyTable();
+  untabled.grouped_gemm_fp8_fixed_s = 0.0;
   std::printf("fp8 grouped GEMMs on the %s (torch._scaled_grouped_mm, row-wise scales): measured vs servesim with the fp8\n"
               "table refitted without the row's shape (leave one shape out), and with no fp8 table; bounded: %s\n",
               set.gpu, tabled ? "leave one shape out" : "no table (the profile has none)");
@@ -260,7 +282,7 @@ void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
       std::set<std::string> others = shapes;
       others.erase(held);
       loso.grouped_gemm_fp8_frac_by_tokens_per_expert =
-          EfficiencyTable(fit_grouped_gemm_frac(points, others, hw, QuantScheme::fp8, kFp8SkippedTokens));
+          EfficiencyTable(fit_grouped_gemm_frac(points, others, hw, QuantScheme::fp8, kFp8SkippedTokens, fixed_s));
     }
     std::map<std::string, std::vector<double>> signed_err, signed_raw;
     for (const GroupedGemmPoint& p : points) {
@@ -290,11 +312,12 @@ void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
 // shipped profile times each as its dense-equivalent GEMM, the fp8 ones scaled by the profile's fp8
 // grouped table (fitted on run c's shapes only). Per shape and projection the median signed error
 // is printed, to show where the model is fast or slow.
-void check_ep_local(const char* run, const char* section, QuantScheme quant, Bounds bound) {
+// Rows of `fitted` shapes (fitted on) are left out.
+void check_ep_local(const char* run, const char* section, QuantScheme quant, Bounds bound, const std::set<std::string>& fitted = {}) {
   const nlohmann::json doc = load_json_file(run_file("h100", run));
   std::vector<GroupedGemmPoint> points;
   for (const GroupedGemmPoint& p : grouped_gemm_points(doc["sections"][section], run)) {
-    if (p.quant == quant) points.push_back(p);
+    if (p.quant == quant && fitted.count(p.model) == 0) points.push_back(p);
   }
   REQUIRE(points.size() >= 100);
   const HwProfile hw = load_hw_profile(resolve_data_ref("hwprofiles", "h100-sxm", "", ""));
@@ -355,9 +378,11 @@ TEST_CASE("H100 grouped expert GEMMs between the powers of two (run e), bf16 and
 // Run f (moe_tokens): run e's shapes again plus the narrow Qwen3 experts at fewer experts per GEMM
 // (qwen3-30b-a3b-ep4 / -ep8: 32 / 16 experts of K 768 down; qwen3-235b-a22b-ep4: 32 of K 1536), the
 // same widths as the whole models' 128, to separate the narrow experts' K from the group count.
+// Two of them (kFp8FixedModels) fit the fp8 kernel's fixed time; the rest is held out (in bf16,
+// which has no table on the H100, every row).
 TEST_CASE("H100 grouped expert GEMMs at 16-128 experts per GEMM (run f), bf16 and fp8, held out") {
   check_ep_local("run_f.json", "moe_tokens", QuantScheme::none,
                  {validation_bound("moe-h100/narrow-bf16-median"), validation_bound("moe-h100/narrow-bf16-worst")});
   check_ep_local("run_f.json", "moe_tokens", QuantScheme::fp8,
-                 {validation_bound("moe-h100/narrow-fp8-median"), validation_bound("moe-h100/narrow-fp8-worst")});
+                 {validation_bound("moe-h100/narrow-fp8-median"), validation_bound("moe-h100/narrow-fp8-worst")}, kFp8FixedModels);
 }
