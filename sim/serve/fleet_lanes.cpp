@@ -7,6 +7,7 @@
 #include "sim/serve/fleet_lanes.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <tbb/parallel_for.h>
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
@@ -36,9 +37,22 @@ Lane::Lane(Replica& replica, RequestPool& pool, bool observed, const Rejections&
   replica_.set_logs(&kv_log, &released);
 }
 
+void Lane::take_arrivals(const LaneArrival* begin, const LaneArrival* end) {
+  next_arrival_ = begin;
+  end_arrival_ = end;
+  prefetch_next_request();
+}
+
+void Lane::prefetch_next_request() const {
+  if (next_arrival_ == end_arrival_) return;
+  const char* r = reinterpret_cast<const char*>(&pool_[next_arrival_->request]);
+  __builtin_prefetch(r);
+  __builtin_prefetch(r + sizeof(Request) - 1);
+}
+
 TimeNs Lane::next_own_ns() const {
   TimeNs t = kNeverNs;
-  if (!arrivals_.empty()) t = arrivals_.front().at;
+  if (next_arrival_ != end_arrival_) t = next_arrival_->at;
   if (!wakes_.empty()) t = std::min(t, wakes_.top());
   return t;
 }
@@ -46,7 +60,7 @@ TimeNs Lane::next_own_ns() const {
 TimeNs Lane::next_key_in(std::uint32_t window) const {
   TimeNs k = kNeverNs;
   if (replica_.busy()) k = key_of(done_ns_, false);
-  if (!arrivals_.empty() && arrivals_.front().window <= window) k = std::min(k, key_of(arrivals_.front().at, false));
+  if (next_arrival_ != end_arrival_ && next_arrival_->window <= window) k = std::min(k, key_of(next_arrival_->at, false));
   if (!wakes_.empty()) k = std::min(k, key_of(wakes_.top(), true));
   if (pending_ns_ >= 0) k = std::min(k, key_of(pending_ns_, true));
   return k;
@@ -66,8 +80,9 @@ void Lane::run_to(TimeNs bound, std::uint32_t window) {
       ++local;
       triggered = true;
     }
-    for (; !arrivals_.empty() && arrivals_.front().at == t && arrivals_.front().window <= window; arrivals_.pop_front()) {
-      triggered |= arrive(arrivals_.front().request);
+    for (; next_arrival_ != end_arrival_ && next_arrival_->at == t && next_arrival_->window <= window; ++next_arrival_) {
+      triggered |= arrive(next_arrival_->request);
+      prefetch_next_request();
       ++local;
     }
     if (t == bound) {  // the router decides at t before anything starts
@@ -159,6 +174,8 @@ FleetLanes::FleetLanes(std::vector<std::unique_ptr<Replica>>& replicas, RequestP
       threads_(static_cast<std::size_t>(usable_threads(threads))) {
   for (auto& r : replicas) lanes_.push_back(std::make_unique<Lane>(*r, pool, observer != nullptr, zero));
   key_.assign(lanes_.size(), kNeverNs);
+  routed_count_.assign(lanes_.size(), 0);
+  lane_end_.assign(lanes_.size(), 0);
   if (threads_ > 1) {
     arena_ = std::make_unique<Arena>(static_cast<int>(threads_));
     buckets_.resize(threads_);
@@ -168,7 +185,9 @@ FleetLanes::FleetLanes(std::vector<std::unique_ptr<Replica>>& replicas, RequestP
 FleetLanes::~FleetLanes() = default;
 
 void FleetLanes::deliver(std::uint32_t replica, std::uint32_t request, TimeNs at) {
-  lanes_[replica]->deliver(request, at, static_cast<std::uint32_t>(bounds_.size()));
+  routed_.push_back({at, request, static_cast<std::uint32_t>(bounds_.size())});
+  routed_lane_.push_back(replica);
+  ++routed_count_[replica];
   if (const TimeNs k = key_of(at, false); k < key_[replica]) {
     key_[replica] = k;
     heap_.emplace(k, replica);
@@ -185,7 +204,27 @@ void FleetLanes::advance() {
     key_[lane] = kNeverNs;
     active_.push_back(lane);
   }
+  // The batch's arrivals by lane (a counting sort, arrival order kept within a lane). A lane that
+  // got one is active: its key is at most the arrival's, at most the last bound.
+  std::size_t end = 0;
+  for (const std::uint32_t lane : active_) {
+    end += routed_count_[lane];
+    lane_end_[lane] = end;
+  }
+  if (end != routed_.size()) throw std::logic_error("simulation invariant: an arrival routed to a lane that does not run");
+  by_lane_.resize(end);
+  for (std::size_t i = routed_.size(); i-- > 0;) by_lane_[--lane_end_[routed_lane_[i]]] = routed_[i];
+  for (const std::uint32_t lane : active_) {
+    const LaneArrival* first = by_lane_.data() + lane_end_[lane];
+    lanes_[lane]->take_arrivals(first, first + routed_count_[lane]);
+    routed_count_[lane] = 0;
+  }
+  routed_.clear();
+  routed_lane_.clear();
   run();
+  for (const std::uint32_t lane : active_) {
+    if (lanes_[lane]->arrivals_left()) throw std::logic_error("simulation invariant: a lane left arrivals past its batch");
+  }
   std::sort(active_.begin(), active_.end());
   merge();
   bounds_.clear();

@@ -11,7 +11,6 @@
 // EventLoop::windows_apply.
 #pragma once
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -47,13 +46,22 @@ inline std::size_t cache_group(std::size_t index, std::size_t replicas, std::siz
   return index * groups / replicas;
 }
 
+// An arrival routed to a lane: its time, its request, and the window of its batch it was routed
+// in (FleetLanes::end_window).
+struct LaneArrival {
+  TimeNs at;
+  std::uint32_t request, window;
+};
+
 // One replica's events: its iteration completions, the arrivals routed to it, its scheduling
 // and its policy's wake-ups, in the event queue's phase order (core/event_queue.hpp).
 class Lane {
  public:
   Lane(Replica& replica, RequestPool& pool, bool observed, const Rejections& zero);
-  // An arrival routed while window `window` of the current batch was open (FleetLanes::end_window).
-  void deliver(std::uint32_t request, TimeNs at, std::uint32_t window) { arrivals_.push_back({at, request, window}); }
+  // The arrivals routed to it in this batch, in time order (held by FleetLanes); the batch's
+  // last bound is at or after the last of them, so none is left after it.
+  void take_arrivals(const LaneArrival* begin, const LaneArrival* end);
+  bool arrivals_left() const { return next_arrival_ != end_arrival_; }
   // Handles every event before the scheduling at `bound` (kNeverNs: all): completions and
   // arrivals at `bound` delivered in windows up to `window` included (later ones the router had
   // not routed yet), a start at `bound` waits for the router's decision.
@@ -83,11 +91,12 @@ class Lane {
   TimeNs done_ns_ = 0;     // the running iteration's end (replica busy)
   TimeNs pending_ns_ = -1; // a start deferred to the scheduling phase at this instant
   TimeNs wake_pending_ns_ = -1;
-  struct Arrival {
-    TimeNs at;
-    std::uint32_t request, window;
-  };
-  std::deque<Arrival> arrivals_;  // time order (each window's arrivals come at or after the last's bound)
+  // Its arrivals not handled yet (each window's come at or after the last's bound).
+  const LaneArrival* next_arrival_ = nullptr;
+  const LaneArrival* end_arrival_ = nullptr;
+  // The event loop wrote their requests a batch of arrivals ago (up to 2^17 requests, megabytes):
+  // each is fetched while the lane runs up to its arrival (a Request spans two cache lines).
+  void prefetch_next_request() const;
   std::priority_queue<TimeNs, std::vector<TimeNs>, std::greater<>> wakes_;
   std::vector<Handoff> handoffs_;  // none without disaggregation
 };
@@ -138,6 +147,13 @@ class FleetLanes {
   std::priority_queue<std::pair<TimeNs, std::uint32_t>, std::vector<std::pair<TimeNs, std::uint32_t>>, std::greater<>> heap_;
   std::vector<std::uint32_t> active_;
   std::vector<TimeNs> bounds_;  // of the windows ended since the last advance, in order
+  // The batch's arrivals as routed (time order), the lane of each and how many each lane got;
+  // before the lanes run, each lane's side by side in by_lane_ (ending at lane_end_). Delivering
+  // appends to one array instead of to each lane's own queue, whose tail is cold at hundreds of
+  // replicas (2.3% of 512 x 512,000 under perf).
+  std::vector<LaneArrival> routed_, by_lane_;
+  std::vector<std::uint32_t> routed_lane_, routed_count_;
+  std::vector<std::size_t> lane_end_;
   std::vector<std::vector<std::uint32_t>> buckets_;
   std::vector<ObserverBuffer*> flush_;
   std::vector<FleetKv::Change> changes_;
