@@ -149,8 +149,37 @@ int print_published(const std::vector<PublishedRow>& rows, bool every_row) {
   return crossed;
 }
 
-// The published suite (published_set.hpp): every row run as a scenario; tables or JSON.
-int run_published(const std::string& file, const PublishedOptions& options, bool json, bool every_row) {
+// --print-scenario: the scenario file of the one published row --only selects (an id equal to it,
+// else the one id containing it), so that `servesim run FILE` shows that row's run in full (batch,
+// step time by op, KV use) where the suite prints one number.
+int print_published_scenario(const std::string& file, PublishedOptions options) {
+  if (options.only.empty()) throw InputError("servesim validate", "--print-scenario", "needs --only ID naming one published row");
+  options.simulate = false;
+  const auto rows = validate_published(load_json_file(file), file, options);
+  const PublishedRow* exact = nullptr;
+  std::vector<const PublishedRow*> matched;
+  for (const PublishedRow& r : rows) {
+    if (r.id == options.only) exact = &r;
+    matched.push_back(&r);
+  }
+  if (!exact && matched.size() != 1) {
+    std::string ids;
+    for (std::size_t i = 0; i < matched.size() && i < 5; ++i) ids += (i ? ", " : "") + matched[i]->id;
+    throw InputError("servesim validate", "--only",
+                     matched.empty() ? "no row of " + file + " has an id containing '" + options.only + "'"
+                                     : std::to_string(matched.size()) + " rows match '" + options.only + "' (" + ids +
+                                           (matched.size() > 5 ? ", ..." : "") + "): --print-scenario needs one");
+  }
+  const PublishedRow& row = exact ? *exact : *matched.front();
+  if (!row.skip.empty()) throw InputError("servesim validate", "--only", "row " + row.id + " is not simulated: " + row.skip);
+  std::cout << row.scenario.dump(2) << "\n";
+  return kExitOk;
+}
+
+// The published suite (published_set.hpp): every row run as a scenario; tables or JSON, or the
+// scenario file of one row (print_scenario).
+int run_published(const std::string& file, const PublishedOptions& options, bool json, bool every_row, bool print_scenario) {
+  if (print_scenario) return print_published_scenario(file, options);
   const auto rows = validate_published(load_json_file(file), file, options);
   std::vector<double> errors;
   for (const auto& r : rows) {
@@ -461,7 +490,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       "set", "--against: override a scenario key: key.path=value (repeatable; wins over the file)",
       cxxopts::value<std::vector<std::string>>())(
       "format", "--against: vllm-bench, inference-perf or genai-perf (default: from the file's keys)", cxxopts::value<std::string>())(
-      "no-work-limit", kNoWorkLimitHelp)("h,help", "show help");
+      "no-work-limit", kNoWorkLimitHelp)("print-scenario", "--suite published --only ID: print that row's scenario file (servesim run FILE runs it)")("h,help", "show help");
   const IntegerFlag events_per_token{"events-per-token", "--against, inference-perf: stream events its client stamped per token "
                                      "(0: from the file; 2: inference-perf before v0.3 against vLLM)", {0, 2}, "0"};
   events_per_token.add(opts);
@@ -474,6 +503,10 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::cout << opts.help() << "\n";
     return kExitOk;
   }
+  const std::string suite = p.count("cases") && !p["suite"].count() ? "public" : p["suite"].as<std::string>();
+  if (p.count("print-scenario") && (p.count("against") || suite != "published")) {
+    throw InputError("servesim validate", "--print-scenario", "only read with --suite published");
+  }
   if (p.count("against")) {
     AgainstOptions options;
     if (p.count("scenario")) options.scenario_path = p["scenario"].as<std::string>();
@@ -485,7 +518,6 @@ int cmd_validate(const std::vector<std::string>& args) {
   for (const char* flag : {"scenario", "set", "format"}) {
     if (p.count(flag)) throw InputError("servesim validate", std::string("--") + flag, "only read with --against FILE");
   }
-  const std::string suite = p.count("cases") && !p["suite"].count() ? "public" : p["suite"].as<std::string>();
   if (suite == "public") {
     return run_public(p.count("cases") ? p["cases"].as<std::string>() : data_dir() + "/data/validation/public_cases.json",
                       p.count("json") > 0);
@@ -505,7 +537,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     options.max_requests = max_requests.read(p, "servesim validate");
     options.only = p["only"].as<std::string>();
     return run_published(p.count("published") ? p["published"].as<std::string>() : default_published_file(), options,
-                         p.count("json") > 0, p.count("rows") > 0);
+                         p.count("json") > 0, p.count("rows") > 0, p.count("print-scenario") > 0);
   }
   if (suite != "kernels" && suite != "steps" && suite != "engines" && suite != "independent") {
     throw InputError("servesim validate", "--suite", "must be kernels, steps, engines, independent, public, published, vllm-runs or quant, got '" + suite + "'");

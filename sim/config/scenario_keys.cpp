@@ -131,6 +131,9 @@ std::vector<ScenarioKey> build() {
       key("engine.watermark_frac", T::number, number_text(engine.watermark_frac) + " (or the profile's)", closed(0.0, 0.5), "KV blocks kept free when admitting prompts"),
       key("engine.runtime_overhead_bytes", T::number, "1 GiB", closed(0.0, 1e13), "CUDA context, workspaces, graphs"),
       key("engine.cuda_graphs", T::boolean, "true (or the profile's)", kNone, "decode steps launched as one CUDA graph"),
+      key("engine.cuda_graph_batch_sizes", T::array, "the profile's", closed(1.0, 1048576.0),
+          "decode batch sizes captured as CUDA graphs, increasing (a batch runs padded to the next; larger ones eagerly): "
+          "overrides the profile's cuda_graphs.batch_sizes"),
       key("engine.host_overhead_per_step_s", T::number, number_text(EngineConfig::kDefaultHostOverheadPerStepS) + " (or the profile's)", closed(0.0, 10.0), "host work per iteration, serial with the GPU"),
       key("engine.host_overhead_per_seq_s", T::number, number_text(EngineConfig::kDefaultHostOverheadPerSeqS) + " (or the profile's)", closed(0.0, 1.0), "host work per sequence per iteration"),
       key("engine.frontend_latency_s", T::number, "0 (or the profile's)", closed(0.0, 10.0),

@@ -470,6 +470,22 @@ EngineConfig parse_engine(KeyReader r) {
   }
   e.runtime_overhead_bytes = r.number("runtime_overhead_bytes", e.runtime_overhead_bytes);
   e.launch.cuda_graphs = r.boolean("cuda_graphs", e.launch.cuda_graphs);
+  if (r.has("cuda_graph_batch_sizes")) {
+    // A run's own capture list (trtllm-bench's cuda_graph_config.batch_sizes, say), in place of the
+    // profile's: what `validate --suite published --print-scenario` writes for the published rows.
+    const auto& a = r.raw("cuda_graph_batch_sizes");
+    if (!a.is_array() || a.empty()) r.fail("cuda_graph_batch_sizes", "must be a non-empty array of increasing positive integers");
+    std::vector<std::int64_t> sizes;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 || a[i].get<std::int64_t>() > (1 << 20) ||
+          (!sizes.empty() && a[i].get<std::int64_t>() <= sizes.back())) {
+        r.fail("cuda_graph_batch_sizes", "element " + std::to_string(i) + " must be an integer in [1, 1048576] above the one before it");
+      }
+      sizes.push_back(a[i].get<std::int64_t>());
+    }
+    e.profile.cuda_graph_batch_sizes = std::move(sizes);
+    e.profile.vllm_v1_capture_sizes = false;
+  }
   e.launch.host_overhead_per_step_s = r.number("host_overhead_per_step_s", e.launch.host_overhead_per_step_s);
   e.launch.host_overhead_per_seq_s = r.number("host_overhead_per_seq_s", e.launch.host_overhead_per_seq_s);
   e.frontend_latency_s = r.number("frontend_latency_s", e.profile.frontend_latency_s);

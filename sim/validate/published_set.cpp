@@ -14,6 +14,7 @@
 #include <tbb/parallel_for.h>
 
 #include "sim/calib/fit.hpp"
+#include "sim/config/scenario_keys.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/median.hpp"
 #include "sim/io/data_paths.hpp"
@@ -433,12 +434,13 @@ std::vector<std::int64_t> row_cuda_graph_sizes(const RowInput& in, const std::st
   return sizes;
 }
 
-// The scenario of one usable row, and what it assumed.
+// The scenario of one usable row, and what it assumed; `doc` gets the scenario file that parses to
+// it (what --print-scenario writes).
 Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::string& card, const std::string& file,
-                        const PublishedOptions& opt, std::string& assumed) {
+                        const PublishedOptions& opt, std::string& assumed, nlohmann::json& doc) {
   const std::string quant = quant_for(in.weights);
   const bool fp8_kv = in.kv_cache.rfind("fp8", 0) == 0;
-  nlohmann::json doc = {{"name", in.id}, {"seed", 1}, {"model", card}, {"hardware", in.gpu}, {"dtype", "bf16"}};
+  doc = {{"name", in.id}, {"seed", 1}, {"model", card}, {"hardware", in.gpu}, {"dtype", "bf16"}};
   if (!quant.empty() || fp8_kv) {
     doc["quantization"] = {{"method", quant.empty() ? "none" : quant}, {"kv_cache_dtype", fp8_kv ? "fp8" : "auto"}};
   }
@@ -470,11 +472,16 @@ Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::str
     engine["speculative"] = {{"method", "mtp"}, {"num_speculative_tokens", in.mtp_layers}};
     assumed += "MTP acceptance 0.85 (the method's default); ";
   }
+  if (h.padded_graphs) engine["cuda_graph_batch_sizes"] = row_cuda_graph_sizes(in, file);
   doc["engine"] = engine;
   doc["workload"] = workload;
   Scenario s = parse_scenario(doc, file + ": rows[" + in.id + "]");
-  if (h.kv_free_fraction > 0) set_free_memory_fraction(s, h.kv_free_fraction);
-  if (h.padded_graphs) s.engine.profile.cuda_graph_batch_sizes = row_cuda_graph_sizes(in, file);
+  if (h.kv_free_fraction > 0) {
+    // The utilization is computed from the parsed scenario's memory plan; written back into the
+    // file so that the printed scenario needs no such step (JSON keeps the double exactly).
+    set_free_memory_fraction(s, h.kv_free_fraction);
+    doc["engine"]["gpu_memory_utilization"] = s.engine.gpu_memory_utilization;
+  }
   return s;
 }
 
@@ -516,9 +523,13 @@ std::vector<PublishedRow> validate_published(const nlohmann::json& doc, const st
     if (r.skip.empty() && !metric_known(in.metric)) r.skip = "metric " + in.metric + " is not mapped";
     if (!r.skip.empty()) continue;
     if (card != in.model) r.assumptions += "card " + card + "; ";
-    scenarios[i] = build_scenario(in, *src, card, file, options, r.assumptions);
+    scenarios[i] = build_scenario(in, *src, card, file, options, r.assumptions, r.scenario);
+    r.scenario["description"] = "published row " + in.id + " (" + in.source + "): " + in.metric + " " + key_number_text(in.value) +
+                                "; assumed: " + r.assumptions + "written by servesim validate --suite published --only " + in.id +
+                                " --print-scenario";
     r.requests = scenarios[i]->workload.num_requests;
   }
+  if (!options.simulate) return out;
   tbb::parallel_for(std::size_t{0}, inputs.size(), [&](std::size_t i) {
     if (!scenarios[i]) return;
     out[i].predicted = metric_of(inputs[i], simulate(*scenarios[i]));

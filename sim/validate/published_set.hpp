@@ -31,6 +31,9 @@ struct PublishedRow {
   // Such rows carry their own engine label (`engine` + "+adp" / "+mtp"), are kept out of plan's
   // error bands, and their median is bounded apart (kPublishedFeatureMedianTarget).
   std::string feature;
+  // The scenario file the row ran (servesim run reads it; `validate --print-scenario` writes it);
+  // null for skipped rows.
+  nlohmann::json scenario;
   double error() const { return (predicted - published) / published; }
 };
 
@@ -40,6 +43,7 @@ struct PublishedOptions {
   // --max-requests N` prints how far the result moves.
   std::int64_t max_requests = 0;
   std::string only;  // run only rows whose id contains this
+  bool simulate = true;  // false: map the rows (scenarios, assumptions) without running them
 };
 
 // Maps and simulates every row (skips included, in file order). Throws InputError naming the

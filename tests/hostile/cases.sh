@@ -435,6 +435,13 @@ case_msg_calibrate_kv_section_checked() {
   expect 2 "raw.json: attention_decode_kv[0].kv_dtype: must be one of bf16, fp8_e4m3, int8, int4, got 'int3'" -- calibrate fit raw.json --name h200-sxm -o out/h.json
 }
 
+# --- validate --suite published --print-scenario: one row, named
+case_msg_validate_print_scenario() {
+  expect 2 "servesim validate: --print-scenario: needs --only ID naming one published row" -- validate --suite published --print-scenario
+  expect 2 "rows match 'qwen3-235b-h100'" -- validate --suite published --only qwen3-235b-h100 --print-scenario
+  expect 2 "has an id containing 'no-such-row'" -- validate --suite published --only no-such-row --print-scenario
+  expect 2 "servesim validate: --print-scenario: only read with --suite published" -- validate --suite quant --print-scenario
+}
 # --- benchmark result files (validate --against, calibrate engine: validate/bench_result.cpp)
 # vllm_result FILE [KEY_VALUES]: a vllm bench serve --save-result file, KEY_VALUES ("k": v, ...) over the defaults
 vllm_result() {

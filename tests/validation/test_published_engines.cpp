@@ -15,7 +15,10 @@
 #include "sim/calib/fit.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/median.hpp"
+#include "sim/core/time.hpp"
 #include "sim/io/json_reader.hpp"
+#include "sim/io/scenario_io.hpp"
+#include "sim/serve/simulation.hpp"
 #include "sim/validate/bounds.hpp"
 #include "sim/validate/published_set.hpp"
 #include "tests/validation/band_check.hpp"
@@ -113,4 +116,48 @@ TEST_CASE("published engine tables: bad input names the file and key") {
   one["rows"][0]["engine_settings"]["num_scheduler_steps"] = 10;
   one["rows"][0]["engine_settings"]["gpu_memory_utilization"] = 1.5;
   CHECK_THROWS_WITH_AS(validate_published(one, "x.json", {}), doctest::Contains("engine_settings.gpu_memory_utilization"), InputError);
+}
+
+TEST_CASE("published engine tables: the printed scenario runs the row") {
+  // validate --print-scenario writes PublishedRow::scenario; `servesim run` on it must be the
+  // row's run. Two rows that use every post-parse step the mapping takes: an attention-DP
+  // TensorRT-LLM row (its own CUDA-graph sizes, the free-memory fraction turned into
+  // gpu_memory_utilization) and a vLLM 0.6.0 row (multi-step, no TensorRT-LLM fraction).
+  const std::string file = default_published_file();
+  for (const std::string id : {"trt1.0-l4-maverick-h100-sxm-tp8-fp8-128-2048", "vllm0.6.0-sglbench-l3.1-8b-a100-80gb-sxm-tp1-sharegpt-rps4-ttft"}) {
+    PublishedOptions options;
+    options.only = id;
+    options.max_requests = 300;  // a short run: the same requests either way
+    const auto rows = validate_published(load_json_file(file), file, options);
+    REQUIRE(rows.size() == 1);
+    REQUIRE(rows[0].skip.empty());
+    const nlohmann::json& doc = rows[0].scenario;
+    CHECK(doc.at("name") == id);
+    CHECK(doc.at("workload").at("num_requests") == 300);
+    // Printed text, read back: what a user's file holds.
+    const SimResult res = simulate(parse_scenario(nlohmann::json::parse(doc.dump(2)), "printed.json"));
+    const double seconds = ns_to_seconds(res.metrics.end_ns);
+    const double predicted = rows[0].metric == "output_throughput_total" ? static_cast<double>(res.metrics.output_tokens) / seconds
+                                                                          : 1e3 * res.metrics.ttft_s.quantile(0.5);
+    CHECK(predicted == doctest::Approx(rows[0].predicted).epsilon(1e-12));
+    // Without simulating, the mapping gives the same file.
+    options.simulate = false;
+    const auto mapped = validate_published(load_json_file(file), file, options);
+    REQUIRE(mapped.size() == 1);
+    CHECK(mapped[0].scenario == doc);
+    CHECK(mapped[0].predicted == 0.0);
+  }
+}
+
+TEST_CASE("published engine tables: engine.cuda_graph_batch_sizes in a scenario") {
+  nlohmann::json doc = {{"model", "llama-3-8b"}, {"hardware", "h100-sxm"}, {"engine", {{"profile", "tensorrt-llm-pytorch"}}},
+                        {"workload", {{"num_requests", 1}, {"arrival", {{"impl", "all_at_once"}}}, {"prompt_tokens", {{"impl", "fixed"}, {"value_tokens", 16}}},
+                                      {"output_tokens", {{"impl", "fixed"}, {"value_tokens", 4}}}}}};
+  doc["engine"]["cuda_graph_batch_sizes"] = {1, 8, 64};
+  CHECK(parse_scenario(doc, "s.json").engine.profile.cuda_graph_batch_sizes == std::vector<std::int64_t>{1, 8, 64});
+  for (const nlohmann::json& bad : {nlohmann::json::array({8, 8}), nlohmann::json::array({0}), nlohmann::json::array(),
+                                    nlohmann::json::array({1.5}), nlohmann::json(8), nlohmann::json::array({2097152})}) {
+    doc["engine"]["cuda_graph_batch_sizes"] = bad;
+    CHECK_THROWS_WITH_AS(parse_scenario(doc, "s.json"), doctest::Contains("s.json: engine.cuda_graph_batch_sizes"), InputError);
+  }
 }
