@@ -160,26 +160,20 @@ double measured_frac(const Op& op, const HwProfile& hw, Dtype compute_dtype) {
 
 // Roofline of one kernel with extra ALU seconds (dequantization) added to the compute side, at
 // FLOP rate `peak` (peak_rate) and measured fraction `frac` (measured_frac).
-KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s, double peak,
-                    double frac) {
+// roofline()'s floors and per-launch overhead (`bw`: the profile's HBM bandwidth).
+[[gnu::always_inline]] inline KernelTime roofline_floors(double flops, double bytes, double bw, double overhead_s, double peak,
+                                                         double& compute_floor_s, double& memory_floor_s) {
   KernelTime t;
-  const double bw = hw.hbm_bandwidth_bytes_per_s;
-  const double compute_floor_s = peak > 0.0 ? op.flops / peak : 0.0;
-  const double memory_floor_s = bytes / bw;
+  compute_floor_s = peak > 0.0 ? flops / peak : 0.0;
+  memory_floor_s = bytes / bw;
   t.roofline_s = std::max(compute_floor_s, memory_floor_s);
-  t.overhead_s = hw.kernel_overhead_s;
+  t.overhead_s = overhead_s;
   t.bytes = bytes;
-  // Calibrated tables describe plain GEMMs; a fused dequantizing kernel of the same shape streams
-  // its (smaller) weights as well as the dense kernel does, plus its ALU time.
-  if (frac > 0.0) {
-    // Calibrated: one measured fraction of the roofline covers both regimes.
-    t.compute_s = compute_floor_s / frac + extra_compute_s;
-    t.memory_s = memory_floor_s / frac;
-  } else {
-    if (op.flops > 0.0 && peak > 0.0) t.compute_s = op.flops / (peak * compute_frac(op, hw, gemm_dtype));
-    t.compute_s += extra_compute_s;
-    if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw, op.stream_efficiency));
-  }
+  return t;
+}
+
+// roofline()'s time_s and bound from its compute, memory and overhead times.
+[[gnu::always_inline]] inline void roofline_busy(KernelTime& t) {
   const double busy = std::max(t.compute_s, t.memory_s);
   t.time_s = busy + t.overhead_s;
   if (t.overhead_s > busy) {
@@ -187,6 +181,32 @@ KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_
   } else {
     t.bound = t.compute_s > t.memory_s ? Bound::compute : Bound::memory;
   }
+}
+
+// roofline() with a measured fraction `frac` > 0: one fraction of the roofline covers both
+// regimes. Apart so that DecodeStepForm prices its op without an Op.
+[[gnu::always_inline]] inline KernelTime roofline_measured(double flops, double bytes, double bw, double overhead_s,
+                                                           double extra_compute_s, double peak, double frac) {
+  double compute_floor_s, memory_floor_s;
+  KernelTime t = roofline_floors(flops, bytes, bw, overhead_s, peak, compute_floor_s, memory_floor_s);
+  t.compute_s = compute_floor_s / frac + extra_compute_s;
+  t.memory_s = memory_floor_s / frac;
+  roofline_busy(t);
+  return t;
+}
+
+KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s, double peak,
+                    double frac) {
+  const double bw = hw.hbm_bandwidth_bytes_per_s;
+  // Calibrated tables describe plain GEMMs; a fused dequantizing kernel of the same shape streams
+  // its (smaller) weights as well as the dense kernel does, plus its ALU time.
+  if (frac > 0.0) return roofline_measured(op.flops, bytes, bw, hw.kernel_overhead_s, extra_compute_s, peak, frac);
+  double compute_floor_s, memory_floor_s;
+  KernelTime t = roofline_floors(op.flops, bytes, bw, hw.kernel_overhead_s, peak, compute_floor_s, memory_floor_s);
+  if (op.flops > 0.0 && peak > 0.0) t.compute_s = op.flops / (peak * compute_frac(op, hw, gemm_dtype));
+  t.compute_s += extra_compute_s;
+  if (bytes > 0.0) t.memory_s = bytes / (bw * bandwidth_frac(op, bytes, hw, op.stream_efficiency));
+  roofline_busy(t);
   return t;
 }
 KernelTime roofline(const Op& op, double bytes, const HwProfile& hw, Dtype gemm_dtype, double extra_compute_s) {
@@ -587,18 +607,23 @@ QueueMap launch_map(double c, double d) { return {c, d, c + d}; }
 // 8-byte stores stalled on store forwarding (perf: half of combine_pieces' samples).
 // `gap` is the GPU's idle time between two dependent kernels of a step (per launch; 0 when the
 // profile has not measured it).
-[[gnu::always_inline]] inline void op_piece(const Op& op, const KernelTime& k, std::int64_t launches, double c, double gap,
-                                            StepSums& sums, QueueMap& map) {
-  const double n = static_cast<double>(op.count);
+// (An op of `count` launches of `flops` each; `communication`: a collective.)
+[[gnu::always_inline]] inline void op_piece(std::int64_t count, double flops, bool communication, const KernelTime& k,
+                                            std::int64_t launches, double c, double gap, StepSums& sums, QueueMap& map) {
+  const double n = static_cast<double>(count);
   sums.gpu_s = n * (k.time_s + gap * k.launches);
   sums.roofline_s = n * k.roofline_s;
-  sums.flops = n * op.flops;
-  sums.comm_s = is_communication(op.kind) ? n * k.time_s : 0.0;
-  sums.bytes = is_communication(op.kind) ? 0.0 : n * k.bytes;  // HBM traffic only
-  sums.kernels = op.count * k.launches;
+  sums.flops = n * flops;
+  sums.comm_s = communication ? n * k.time_s : 0.0;
+  sums.bytes = communication ? 0.0 : n * k.bytes;  // HBM traffic only
+  sums.kernels = count * k.launches;
   const QueueMap one = k.launches == 2 ? compose(launch_map(c, k.pass_s + gap), launch_map(c, k.time_s - k.pass_s + gap))
                                        : launch_map(c, k.time_s + gap);
   map = power(one, launches);
+}
+[[gnu::always_inline]] inline void op_piece(const Op& op, const KernelTime& k, std::int64_t launches, double c, double gap,
+                                            StepSums& sums, QueueMap& map) {
+  op_piece(op.count, op.flops, is_communication(op.kind), k, launches, c, gap, sums, map);
 }
 
 void add(StepSums& to, const StepSums& s) {
@@ -618,6 +643,35 @@ std::int64_t launches_in(const Op& op, StepPieces::Region r) {
 void apply(const QueueMap& m, double& h, double& f) {
   f = std::max(f + m.gpu_s, h + m.reach_s);
   h += m.host_s;
+}
+
+// combine_pieces' step from the fold's totals and region maps (pre, one layer, post).
+[[gnu::always_inline]] inline StepTime finish_step(const StepSums& total, const QueueMap (&region)[3], std::int64_t layers, double c, double graph_launch_s,
+                     const LaunchConfig& launch, std::int64_t batch_seqs) {
+  using Region = StepPieces::Region;
+  StepTime s;
+  s.gpu_s = total.gpu_s;
+  s.roofline_s = total.roofline_s;
+  s.flops = total.flops;
+  s.comm_s = total.comm_s;
+  s.bytes = total.bytes;
+  s.kernels = total.kernels;
+  s.launch_s = launch.cuda_graphs ? graph_launch_s : static_cast<double>(s.kernels) * c;
+  const double host_pre = launch.host_overhead_per_step_s;
+  const double host_post = static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
+  s.host_s = host_pre + host_post;
+
+  // From the end of host_pre: the graph launch (if any) before the first kernel, GPU idle.
+  double h = launch.cuda_graphs ? graph_launch_s : 0.0, f = 0.0;
+  apply(region[static_cast<int>(Region::pre)], h, f);
+  apply(power(region[static_cast<int>(Region::body)], layers), h, f);
+  apply(region[static_cast<int>(Region::post)], h, f);
+
+  const double gpu_path_s = f;  // from the end of host_pre to the last kernel's completion
+  s.launch_wait_s = std::max(0.0, gpu_path_s - s.gpu_s);
+  s.launch_bound = s.launch_s > s.gpu_s;
+  s.time_s = launch.overlap_host ? std::max(s.host_s, gpu_path_s) : s.host_s + gpu_path_s;
+  return s;
 }
 
 }  // namespace
@@ -682,7 +736,6 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
 }
 
 StepTime combine_pieces(const StepPieces& p, const HwProfile& hw, const LaunchConfig& launch, std::int64_t batch_seqs) {
-  using Region = StepPieces::Region;
   const double c = p.per_kernel_s;
   // From the constant part summarize_step folded; the rest in op order, as if from the start.
   StepSums total = p.folded_sums;
@@ -702,29 +755,95 @@ StepTime combine_pieces(const StepPieces& p, const HwProfile& hw, const LaunchCo
     add(total, sums);
     to = compose(to, map);
   }
-  StepTime s;
-  s.gpu_s = total.gpu_s;
-  s.roofline_s = total.roofline_s;
-  s.flops = total.flops;
-  s.comm_s = total.comm_s;
-  s.bytes = total.bytes;
-  s.kernels = total.kernels;
-  s.launch_s = launch.cuda_graphs ? hw.graph_launch_s : static_cast<double>(s.kernels) * c;
-  const double host_pre = launch.host_overhead_per_step_s;
-  const double host_post = static_cast<double>(batch_seqs) * launch.host_overhead_per_seq_s;
-  s.host_s = host_pre + host_post;
+  return finish_step(total, region, p.layers, c, hw.graph_launch_s, launch, batch_seqs);
+}
 
-  // From the end of host_pre: the graph launch (if any) before the first kernel, GPU idle.
-  double h = launch.cuda_graphs ? hw.graph_launch_s : 0.0, f = 0.0;
-  apply(region[static_cast<int>(Region::pre)], h, f);
-  apply(power(region[static_cast<int>(Region::body)], p.layers), h, f);
-  apply(region[static_cast<int>(Region::post)], h, f);
+StepTime DecodeStepForm::price(double kv_tokens, const LaunchConfig& launch, std::int64_t batch_seqs,
+                               LogGrid2D::Hint& hint) const {
+  // set_decode_attention_work (set_attention_work with pairs = kv_tokens: one query token each).
+  const double flops = four_heads_x_dim_ * kv_tokens / kernels_;
+  const double bytes = (q_io_bytes_ + kv_tokens * 2.0 * kv_width_ * kv_bytes_) / kernels_;
+  // estimate_decode_attention: decode_frac on the grid, then roofline (no dequantization time).
+  const double frac = grid_frac(kv_tokens, hint);
+  KernelTime k;
+  if (frac > 0.0) {
+    k = roofline_measured(flops, bytes, bandwidth_, overhead_s_, 0.0, peak_, frac);
+  } else {
+    Op op = attn_;
+    op.flops = flops;
+    op.bytes = bytes;
+    op.attn_kv_tokens = kv_tokens;
+    k = roofline(op, bytes, *hw_, base_, 0.0, peak_, frac);
+  }
+  // combine_pieces from the attention op (the first context op) on.
+  StepSums total = folded_sums_;
+  QueueMap region[3] = {folded_[0], folded_[1], folded_[2]};
+  StepSums sums;
+  QueueMap map;
+  op_piece(count_, flops, false, k, launches_, c_, gap_, sums, map);
+  add(total, sums);
+  QueueMap& to = region[static_cast<int>(region_)];
+  to = compose(to, map);
+  for (std::size_t i = 0; i < num_runs_; ++i) {
+    const Run& run = runs_[i];
+    add(total, run.sums);
+    if (!run.map_folded) {
+      QueueMap& r = region[static_cast<int>(run.region)];
+      r = compose(r, run.map);
+    }
+  }
+  return finish_step(total, region, layers_, c_, hw_->graph_launch_s, launch, batch_seqs);
+}
 
-  const double gpu_path_s = f;  // from the end of host_pre to the last kernel's completion
-  s.launch_wait_s = std::max(0.0, gpu_path_s - s.gpu_s);
-  s.launch_bound = s.launch_s > s.gpu_s;
-  s.time_s = launch.overlap_host ? std::max(s.host_s, gpu_path_s) : s.host_s + gpu_path_s;
-  return s;
+// Apart and not inlined: price() keeps fewer values live across the two log() calls (the
+// inlined lookup spilled ~20 registers around them).
+[[gnu::noinline]] double DecodeStepForm::grid_frac(double kv_tokens, LogGrid2D::Hint& hint) const {
+  const double context = kv_tokens / seqs_;
+  const double work = units_ * context;
+  return work < min_work_ ? grid_->at(min_work_, context, hint) * work / min_work_ : grid_->at(work, context, hint);
+}
+
+bool DecodeStepForm::build(const StepPieces& p, const HwProfile& hw, Dtype base, const AttentionWorkRates& rates,
+                           std::int64_t decode_seqs) {
+  ready_ = false;
+  if (p.num_context != 1 || p.first_context >= p.num_pieces || decode_seqs <= 0) return false;
+  const Op& op = p.context[0].op;
+  // estimate_decode_attention's path through decode_frac and roofline, with kv_dequant_s 0.
+  if (op.kind != OpKind::attention_decode || op.attn_seqs != decode_seqs || integer_kv_cache(op.attn_kv_dtype)) return false;
+  const LogGrid2D& grid = decode_grid(op, hw);
+  if (grid.empty()) return false;
+  decode_seqs_ = decode_seqs;
+  hw_ = &hw;
+  base_ = base;
+  attn_ = op;
+  four_heads_x_dim_ = 4.0 * rates.heads_x_dim;
+  q_io_bytes_ = rates.q_io_bytes;
+  kv_width_ = rates.kv_width;
+  kv_bytes_ = rates.kv_bytes;
+  kernels_ = rates.kernels;
+  units_ = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
+  seqs_ = static_cast<double>(op.attn_seqs);
+  grid_ = &grid;
+  min_work_ = grid.xs().front();
+  peak_ = peak_rate(op, hw, base);
+  bandwidth_ = hw.hbm_bandwidth_bytes_per_s;
+  overhead_s_ = hw.kernel_overhead_s;
+  const StepPieces::Piece& at = p.pieces[p.first_context];
+  count_ = op.count;
+  region_ = at.region;
+  launches_ = launches_in(op, at.region);
+  c_ = p.per_kernel_s;
+  gap_ = p.kernel_gap_s;
+  layers_ = p.layers;
+  folded_sums_ = p.folded_sums;
+  folded_ = p.folded;
+  num_runs_ = 0;
+  for (std::size_t i = p.first_context + 1; i < p.num_pieces; ++i) {
+    const StepPieces::Piece& piece = p.pieces[i];
+    runs_[num_runs_++] = {piece.sums, piece.map, piece.region, piece.map_folded};
+  }
+  ready_ = true;
+  return true;
 }
 
 StepTime combine_step(const std::vector<Op>& ops, const std::vector<KernelTime>& times, const HwProfile& hw,

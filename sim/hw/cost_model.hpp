@@ -253,4 +253,58 @@ void summarize_step(const std::vector<Op>& ops, const std::vector<KernelTime>& t
 StepTime combine_pieces(const StepPieces& pieces, const HwProfile& hw, const LaunchConfig& launch,
                         std::int64_t batch_seqs);
 
+// A decode-only step as a function of its KV tokens: combine_pieces of a memo's pieces after its
+// decode attention op was set for `kv_tokens` (set_decode_attention_work) and re-timed
+// (estimate_decode_attention), the same operations in the same order, so bit-identical, with what
+// does not change from step to step taken once when the memo is built: the op's work rates and
+// its kernel's grid, the profile's rates, the pieces before the op, the launch cost. Why: through
+// the general path a quiet decode step cost ~790 instructions to price (the op rewritten in
+// memory, estimate_decode_attention's checks and lookups, combine_pieces' walk of every piece
+// and its op fields), though only the attention op's work moves (docs/scale.md, issue 39).
+class DecodeStepForm {
+ public:
+  // From summarize_step's `pieces` of a decode-only shape of `decode_seqs` sequences of one query
+  // token each, `rates` its decode_attention_rates. False (and clear) where the form does not apply:
+  // a context op other than decode attention, an integer KV cache (a measured ratio or a
+  // dequantization time that grows with the context), no measured decode grid for the op's kernel.
+  bool build(const StepPieces& pieces, const HwProfile& hw, Dtype base, const AttentionWorkRates& rates,
+             std::int64_t decode_seqs);
+  bool ready() const { return ready_; }
+  std::int64_t decode_seqs() const { return decode_seqs_; }
+  void clear() { ready_ = false; }
+  // The step at `kv_tokens` (the shape's decode_kv_tokens); `hint`: the caller's grid cell of its
+  // last call (LogGrid2D::at). Only when ready().
+  StepTime price(double kv_tokens, const LaunchConfig& launch, std::int64_t batch_seqs, LogGrid2D::Hint& hint) const;
+
+ private:
+  struct Run {  // a summarised run after the attention op, as StepPieces::Piece holds it
+    StepSums sums;
+    QueueMap map;
+    StepPieces::Region region;
+    bool map_folded;
+  };
+  double grid_frac(double kv_tokens, LogGrid2D::Hint& hint) const;  // decode_frac at kv_tokens
+
+  bool ready_ = false;
+  std::int64_t decode_seqs_ = 0;
+  const HwProfile* hw_ = nullptr;
+  Dtype base_ = Dtype::bf16;
+  Op attn_{"", OpKind::attention_decode};  // the attention op as built (for a grid value <= 0: roofline's other branch)
+  // set_attention_work's constants: flops = 4 heads_x_dim kv / kernels, bytes = (q_io + kv 2 kv_width kv_bytes) / kernels.
+  double four_heads_x_dim_ = 0.0, q_io_bytes_ = 0.0, kv_width_ = 0.0, kv_bytes_ = 0.0, kernels_ = 1.0;
+  // decode_frac's: units (sequences x KV heads), the sequences, the grid and its smallest work.
+  double units_ = 0.0, seqs_ = 0.0, min_work_ = 0.0;
+  const LogGrid2D* grid_ = nullptr;
+  double peak_ = 0.0, bandwidth_ = 0.0, overhead_s_ = 0.0;  // roofline's
+  // op_piece's: the op's count, its launches in its region, the launch cost and the kernel gap.
+  std::int64_t count_ = 0, launches_ = 0;
+  double c_ = 0.0, gap_ = 0.0;
+  StepPieces::Region region_ = StepPieces::Region::body;  // the attention op's
+  std::int64_t layers_ = 0;
+  StepSums folded_sums_;              // StepPieces::folded_sums (the pieces before the op)
+  std::array<QueueMap, 3> folded_;    // StepPieces::folded
+  std::uint8_t num_runs_ = 0;
+  std::array<Run, StepPieces::kMaxPieces> runs_;  // the pieces after the op, in order
+};
+
 }  // namespace servesim

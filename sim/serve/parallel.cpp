@@ -265,6 +265,19 @@ StepTime IterationTimer::time_with(Memo& m, const BatchShape& shape, const Launc
     build_iteration_ops(s.model, shape, s.precision, scratch_ops_, plan, tp, parallel_.moe_routing());
     time_kernels(scratch_ops_, s.hw, s.precision.weights, &cache_, scratch_times_);
     summarize_step(scratch_ops_, scratch_times_, per_kernel_s, s.hw.dependent_kernel_gap_s, m.pieces);
+    // A decode-only class of one query token per sequence: refresh_context_op's decode attention
+    // is set_decode_attention_work with these rates (decode_attention_rates), which the form takes.
+    m.decode_form.clear();
+    AttentionWorkRates rates;
+    if (shape.prefill_seqs == 0 && shape.prefill_tokens == 0 && shape.decode_query_tokens == 1 &&
+        decode_attention_rates(sharded_model_, shape.decode_seqs, s.precision, plan, rates)) {
+      m.decode_form.build(m.pieces, s.hw, s.precision.weights, rates, shape.decode_seqs);
+    }
+  } else if (m.decode_form.ready() && shape.decode_seqs == m.decode_form.decode_seqs()) {
+    // The class's memo is this shape's (same_but_context: no prefill, one query token, so the
+    // same batch size too; checked all the same): the pieces' fold with decode attention at its KV tokens.
+    m.shape = shape;
+    return m.decode_form.price(shape.decode_kv_tokens, launch, batch_seqs, form_hint_);
   } else {
     // Decode attention's context grows every step and seldom repeats: estimated directly,
     // through the cursor (its grid and last cell kept from the step before). The other context
@@ -290,9 +303,12 @@ void IterationTimer::begin_decode_run(const BatchShape& shape, const LaunchConfi
   run_launch_ = launch;
   run_batch_seqs_ = batch_seqs;
   run_memo_ = nullptr;
+  run_form_ = nullptr;
 }
 
 StepTime IterationTimer::decode_run_step(double decode_kv_tokens) {
+  // time_with's DecodeStepForm branch, without finding the memo and checking its class again.
+  if (run_form_ != nullptr) return run_form_->price(decode_kv_tokens, run_launch_, run_batch_seqs_, form_hint_);
   run_shape_.decode_kv_tokens = decode_kv_tokens;
   if (parallel_.pipeline_parallel_size > 1) return time(run_shape_, run_launch_, run_batch_seqs_);
   if (run_memo_ == nullptr) {
@@ -303,7 +319,11 @@ StepTime IterationTimer::decode_run_step(double decode_kv_tokens) {
     run_memo_ = &memos_.memo_for(run_shape_);
     run_generation_ = memos_.generation();
   }
-  return time_with(*run_memo_, run_shape_, run_launch_, run_batch_seqs_, run_has_rates_ ? &run_rates_ : nullptr);
+  const StepTime step = time_with(*run_memo_, run_shape_, run_launch_, run_batch_seqs_, run_has_rates_ ? &run_rates_ : nullptr);
+  if (run_memo_->decode_form.ready() && run_memo_->decode_form.decode_seqs() == run_shape_.decode_seqs) {
+    run_form_ = &run_memo_->decode_form;
+  }
+  return step;
 }
 
 }  // namespace servesim

@@ -59,6 +59,9 @@ class IterationMemos {
     bool valid = false;
     BatchShape shape;   // what the pieces were last built or refreshed for
     StepPieces pieces;  // ops cut into summarised runs and context ops (combine_step's fold)
+    // A decode-only class's steps priced from the KV tokens alone, where it applies: made with
+    // the pieces (IterationTimer::time_with).
+    DecodeStepForm decode_form;
   };
   // The memo for `shape`'s class. It stays where it is until the table of shapes with a prefill
   // grows (generation() changes then), which drops or moves that table's memos.
@@ -146,6 +149,10 @@ class IterationTimer {
   std::uint64_t run_generation_ = 0;
   AttentionWorkRates run_rates_;  // decode attention's work constants for the run's batch
   bool run_has_rates_ = false;    // false: refresh_context_op (MLA, sliding windows)
+  // The run memo's decode_form once a step found it ready: the run's later steps are priced by
+  // it alone (nothing else prices with this thread's memos between two steps of one run).
+  const DecodeStepForm* run_form_ = nullptr;
+  LogGrid2D::Hint form_hint_;  // the grid cell of this timer's last DecodeStepForm::price
 };
 
 }  // namespace servesim
