@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 #include "sim/io/data_paths.hpp"
+#include "sim/io/increasing_sizes.hpp"
 #include "sim/io/json_reader.hpp"
 
 namespace servesim {
@@ -108,13 +110,8 @@ void parse_cuda_graphs(JsonReader g, EngineProfile& p) {
   } else if (g.has("batch_sizes")) {
     const auto& a = g.raw("batch_sizes");
     if (!a.is_array()) g.fail("batch_sizes", "must be an array of increasing positive integers or \"vllm-v1\"");
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 ||
-          (!p.cuda_graph_batch_sizes.empty() && a[i].get<std::int64_t>() <= p.cuda_graph_batch_sizes.back())) {
-        g.fail("batch_sizes[" + std::to_string(i) + "]", "must be an increasing positive integer");
-      }
-      p.cuda_graph_batch_sizes.push_back(a[i].get<std::int64_t>());
-    }
+    const std::size_t bad = read_increasing_sizes(a, std::numeric_limits<std::int64_t>::max(), p.cuda_graph_batch_sizes);
+    if (bad < a.size()) g.fail("batch_sizes[" + std::to_string(bad) + "]", "must be an increasing positive integer");
   }
   g.finish();
 }

@@ -11,6 +11,7 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
 #include "sim/io/hw_io.hpp"
+#include "sim/io/increasing_sizes.hpp"
 #include "sim/io/json_reader.hpp"
 #include "sim/io/key_reader.hpp"
 #include "sim/io/model_io.hpp"
@@ -476,12 +477,8 @@ EngineConfig parse_engine(KeyReader r) {
     const auto& a = r.raw("cuda_graph_batch_sizes");
     if (!a.is_array() || a.empty()) r.fail("cuda_graph_batch_sizes", "must be a non-empty array of increasing positive integers");
     std::vector<std::int64_t> sizes;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_number_integer() || a[i].get<std::int64_t>() <= 0 || a[i].get<std::int64_t>() > (1 << 20) ||
-          (!sizes.empty() && a[i].get<std::int64_t>() <= sizes.back())) {
-        r.fail("cuda_graph_batch_sizes", "element " + std::to_string(i) + " must be an integer in [1, 1048576] above the one before it");
-      }
-      sizes.push_back(a[i].get<std::int64_t>());
+    if (const std::size_t bad = read_increasing_sizes(a, std::int64_t{1} << 20, sizes); bad < a.size()) {
+      r.fail("cuda_graph_batch_sizes", "element " + std::to_string(bad) + " must be an integer in [1, 1048576] above the one before it");
     }
     e.profile.cuda_graph_batch_sizes = std::move(sizes);
     e.profile.vllm_v1_capture_sizes = false;
