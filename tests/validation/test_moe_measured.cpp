@@ -113,6 +113,15 @@ double moe_layer_s(const nlohmann::json& row, const HwProfile& hw, const KernelP
   return s;
 }
 
+// The profile's shipped table is what the fit gives (rerunnable from the data), point for point.
+void check_table_is_fit(const std::vector<std::pair<double, double>>& fitted, const EfficiencyTable& shipped) {
+  REQUIRE(fitted.size() == shipped.points().size());
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    CHECK(fitted[i].first == shipped.points()[i].first);
+    CHECK(fitted[i].second == doctest::Approx(shipped.points()[i].second).epsilon(1e-9));
+  }
+}
+
 // The profile with its grouped-GEMM table refitted on every measured shape but `held`: nothing
 // measured on that expert shape reaches a prediction checked against it.
 HwProfile without_shape(const HwProfile& hw, const std::vector<GroupedGemmPoint>& points, const std::string& held) {
@@ -136,11 +145,7 @@ void check_grouped_gemms(const MoeRuns& set, Bounds bound) {
   const bool tabled = !hw.grouped_gemm_frac_by_tokens_per_expert.empty();
   if (tabled) {
     const auto fitted = fit_grouped_gemm_frac(points, shapes, hw);
-    REQUIRE(fitted.size() == hw.grouped_gemm_frac_by_tokens_per_expert.points().size());
-    for (std::size_t i = 0; i < fitted.size(); ++i) {
-      CHECK(fitted[i].first == hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].first);
-      CHECK(fitted[i].second == doctest::Approx(hw.grouped_gemm_frac_by_tokens_per_expert.points()[i].second).epsilon(1e-9));
-    }
+    check_table_is_fit(fitted, hw.grouped_gemm_frac_by_tokens_per_expert);
   }
   HwProfile untabled = hw;
   untabled.grouped_gemm_frac_by_tokens_per_expert = EfficiencyTable();
@@ -262,11 +267,7 @@ void check_fp8_grouped_gemms(const MoeRuns& set, Bounds bound) {
                                                              QuantScheme::fp8, kFp8SkippedTokens))
                          .epsilon(1e-9));
     const auto fitted = fit_grouped_gemm_frac(points, shapes, hw, QuantScheme::fp8, kFp8SkippedTokens, fixed_s);
-    REQUIRE(fitted.size() == hw.grouped_gemm_fp8_frac_by_tokens_per_expert.points().size());
-    for (std::size_t i = 0; i < fitted.size(); ++i) {
-      CHECK(fitted[i].first == hw.grouped_gemm_fp8_frac_by_tokens_per_expert.points()[i].first);
-      CHECK(fitted[i].second == doctest::Approx(hw.grouped_gemm_fp8_frac_by_tokens_per_expert.points()[i].second).epsilon(1e-9));
-    }
+    check_table_is_fit(fitted, hw.grouped_gemm_fp8_frac_by_tokens_per_expert);
   }
   HwProfile untabled = hw;
   untabled.grouped_gemm_fp8_frac_by_tokens_per_expert = EfficiencyTable();
