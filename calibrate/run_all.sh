@@ -29,9 +29,10 @@ T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
 
 CUDA_ALL="gpu launch bandwidth host_copy elementwise attention_decode attention_decode_kv quant_gemm gemm contention"
+CUDA_OPTIONAL="attention_decode_mmha"   # run only when CAL_SECTIONS names it; not merged into raw.json
 SECTIONS=${CAL_SECTIONS:-$CUDA_ALL}
 CUDA_SECTIONS=""
-for s in $SECTIONS; do [[ " $CUDA_ALL " == *" $s "* ]] && CUDA_SECTIONS+="$s "; done
+for s in $SECTIONS; do [[ " $CUDA_ALL $CUDA_OPTIONAL " == *" $s "* ]] && CUDA_SECTIONS+="$s "; done
 RUN_FUSED=0
 { [[ " $SECTIONS " == *" reference_fused "* ]] || [ "${CAL_REFERENCE_FUSED:-0}" = 1 ]; } && RUN_FUSED=1
 ONLY_FUSED=0   # CAL_SECTIONS names reference_fused and nothing else
@@ -57,7 +58,8 @@ DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null
 # ---- CUDA sections: one process each, so a crash or hang loses only that section.
 # Order: cheap and independent first; GEMM last among the CUDA ones (largest).
 declare -A LIMIT=([gpu]=60 [launch]=60 [bandwidth]=120 [host_copy]=120 [elementwise]=120
-                  [attention_decode]=150 [attention_decode_kv]=150 [quant_gemm]=180 [gemm]=300 [contention]=60)
+                  [attention_decode]=150 [attention_decode_kv]=150 [attention_decode_mmha]=200 [quant_gemm]=180
+                  [gemm]=300 [contention]=60)
 FAILED=()
 for s in $CUDA_SECTIONS; do
   stamp "section $s"

@@ -6,10 +6,12 @@
 #include "kernels.cuh"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <random>
+#include <type_traits>
 
 namespace cal {
 
@@ -24,15 +26,37 @@ struct DecodeBufs {
 // Splits a sequence only when the grid would otherwise leave SMs idle (kernels.cuh).
 static int choose_part(int B, int hkv, int max_ctx) { return choose_part(B, hkv, max_ctx, device().sm_count); }
 
-template <class KV = KvBf16>
-static void launch_decode(const __nv_bfloat16* q, const void* kc, const void* vc, const int* bt, int max_blocks,
-                          const int* seq_lens, int B, int hq, int hkv, int bs, int max_ctx, int part,
-                          __nv_bfloat16* out, DecodeBufs& w, cudaStream_t s, KvScales kvs = {}) {
+// Split-K workspace for every (batch, context) of a sweep with hq query heads, and for the
+// correctness checks (3 sequences of up to 1500 tokens at part 64).
+static DecodeBufs alloc_decode_bufs(const std::vector<int>& batches, const std::vector<int>& contexts, int hq, int hkv) {
+  DecodeBufs w;
+  for (int B : batches)
+    for (int C : contexts) {
+      const int part = choose_part(B, hkv, C);
+      w.cap_parts_total = std::max(w.cap_parts_total, (size_t)B * hq * ((C + part - 1) / part));
+    }
+  w.cap_parts_total = std::max(w.cap_parts_total, (size_t)3 * hq * (1500 / 64 + 1));
+  CK(cudaMalloc(&w.m, w.cap_parts_total * 4));
+  CK(cudaMalloc(&w.l, w.cap_parts_total * 4));
+  CK(cudaMalloc(&w.o, w.cap_parts_total * kHeadDim * 4));
+  return w;
+}
+
+// Partitions per sequence; exits if the workspace cannot hold them for every query head.
+static int decode_parts(const DecodeBufs& w, int B, int hq, int max_ctx, int part) {
   const int max_parts = (max_ctx + part - 1) / part;
   if ((size_t)B * hq * max_parts > w.cap_parts_total) {
     std::fprintf(stderr, "decode workspace too small\n");
     std::exit(1);
   }
+  return max_parts;
+}
+
+template <class KV = KvBf16>
+static void launch_decode(const __nv_bfloat16* q, const void* kc, const void* vc, const int* bt, int max_blocks,
+                          const int* seq_lens, int B, int hq, int hkv, int bs, int max_ctx, int part,
+                          __nv_bfloat16* out, DecodeBufs& w, cudaStream_t s, KvScales kvs = {}) {
+  const int max_parts = decode_parts(w, B, hq, max_ctx, part);
   if (hq / hkv != 4) {
     std::fprintf(stderr, "only 4 query heads per kv head are instantiated\n");
     std::exit(1);
@@ -149,17 +173,7 @@ void run_attention_decode(const Args& a) {
   CK(cudaMalloc(&q, (size_t)maxB * hq * D * 2));
   CK(cudaMalloc(&out, (size_t)maxB * hq * D * 2));
   fill_uniform_bf16(q, (size_t)maxB * hq * D, -1.f, 1.f, 63);
-  DecodeBufs w;
-  w.cap_parts_total = 0;
-  for (int B : batches)
-    for (int C : contexts) {
-      const int part = choose_part(B, hkv, C);
-      w.cap_parts_total = std::max(w.cap_parts_total, (size_t)B * hq * ((C + part - 1) / part));
-    }
-  w.cap_parts_total = std::max(w.cap_parts_total, (size_t)3 * hq * (1500 / 64 + 1));
-  CK(cudaMalloc(&w.m, w.cap_parts_total * 4));
-  CK(cudaMalloc(&w.l, w.cap_parts_total * 4));
-  CK(cudaMalloc(&w.o, w.cap_parts_total * D * 4));
+  DecodeBufs w = alloc_decode_bufs(batches, contexts, hq, hkv);
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CK(cudaDeviceSynchronize());
@@ -288,10 +302,12 @@ struct DeviceKv {
 };
 
 // Correctness of one format: random K/V quantized on the host, decoded on the device, compared with
-// a double-precision reference over the dequantized values. Returns the relative L2 error.
-template <class KV>
-double check_decode_kv(DecodeBufs& w, cudaStream_t s, int bs, int part) {
-  const int hq = 32, hkv = 8, D = kHeadDim;
+// a double-precision reference over the dequantized values. Returns the relative L2 error. hq query
+// heads over 8 kv heads; launch(q, k, v, table, max_blocks, lens, B, max_ctx, part, out, scales)
+// runs the kernel under test.
+template <class KV, class Launch>
+double check_decode_kv(DecodeBufs& w, cudaStream_t s, int bs, int part, int hq, const Launch& launch) {
+  const int hkv = 8, D = kHeadDim;
   const std::vector<int> lens = {1000, 1500, 37};
   const int B = (int)lens.size(), max_ctx = 1500, nb = (max_ctx + bs - 1) / bs;
   std::mt19937 rng(4321 + bs + part);
@@ -330,7 +346,7 @@ double check_decode_kv(DecodeBufs& w, cudaStream_t s, int bs, int part) {
   CK(cudaMemcpy(d_q, qb.data(), qb.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemset(d_out, 0xFF, ob.size() * 2));  // NaN poison
   const KvScales kvs{dks, dvs, hk.tensor_scale, hv.tensor_scale};
-  launch_decode<KV>(d_q, dk, dv, d_table, nb, d_lens, B, hq, hkv, bs, max_ctx, part, d_out, w, s, kvs);
+  launch(d_q, dk, dv, d_table, nb, d_lens, B, max_ctx, part, d_out, kvs);
   CK_LAUNCH();
   CK(cudaStreamSynchronize(s));
   CK(cudaMemcpy(ob.data(), d_out, ob.size() * 2, cudaMemcpyDeviceToHost));
@@ -365,6 +381,46 @@ double check_decode_kv(DecodeBufs& w, cudaStream_t s, int bs, int part) {
   return std::sqrt(num / den);
 }
 
+// The grouped kernel at 4 query heads per kv head (the attention_decode_kv shapes).
+template <class KV>
+double check_decode_kv(DecodeBufs& w, cudaStream_t s, int bs, int part) {
+  return check_decode_kv<KV>(w, s, bs, part, 32,
+                             [&](const __nv_bfloat16* q, const void* k, const void* v, const int* table, int nb,
+                                 const int* lens, int B, int max_ctx, int p, __nv_bfloat16* out, KvScales kvs) {
+                               launch_decode<KV>(q, k, v, table, nb, lens, B, 32, 8, bs, max_ctx, p, out, w, s, kvs);
+                             });
+}
+
+// A device KV cache of `slots` (token x kv head) slots in format KV, random: bf16 and fp8 uniform
+// in [-1, 1), the integer formats random bits with scales in [0.01, 0.02). free_kv releases it.
+template <class KV>
+DeviceKv alloc_kv(size_t slots, uint64_t seed) {
+  const int D = kHeadDim;
+  DeviceKv kv;
+  CK(cudaMalloc(&kv.k, slots * D * KV::kBits / 8));
+  CK(cudaMalloc(&kv.v, slots * D * KV::kBits / 8));
+  if constexpr (KV::kBits == 16) {
+    fill_uniform_bf16((__nv_bfloat16*)kv.k, slots * D, -1.f, 1.f, seed);
+    fill_uniform_bf16((__nv_bfloat16*)kv.v, slots * D, -1.f, 1.f, seed + 1);
+  } else if constexpr (!KV::kTokenScale) {
+    fill_uniform_fp8e4m3(kv.k, slots * D, -1.f, 1.f, seed);
+    fill_uniform_fp8e4m3(kv.v, slots * D, -1.f, 1.f, seed + 1);
+  } else {
+    fill_random_bits(kv.k, slots * D * KV::kBits / 8, seed);
+    fill_random_bits(kv.v, slots * D * KV::kBits / 8, seed + 1);
+    CK(cudaMalloc(&kv.ks, slots * sizeof(__half2)));
+    CK(cudaMalloc(&kv.vs, slots * sizeof(__half2)));
+    fill_uniform_f16((__half*)kv.ks, 2 * slots, 0.01f, 0.02f, seed + 2);
+    fill_uniform_f16((__half*)kv.vs, 2 * slots, 0.01f, 0.02f, seed + 3);
+  }
+  CK(cudaDeviceSynchronize());
+  return kv;
+}
+void free_kv(DeviceKv& kv) {
+  for (void* p : {kv.k, kv.v, (void*)kv.ks, (void*)kv.vs}) CK(cudaFree(p));
+  kv = DeviceKv{};
+}
+
 // Times one format over the grid; bf16_time (batch, context) -> seconds, filled by the bf16 pass,
 // gives each quantized point its ratio to bf16 on the same shapes in the same process.
 template <class KV>
@@ -373,25 +429,7 @@ void time_format(const std::vector<int>& batches, const std::vector<int>& contex
                  std::map<std::pair<int, int>, double>& bf16_time, std::vector<std::string>& rec, std::mt19937& rng) {
   const int hq = 32, hkv = 8, D = kHeadDim;
   const size_t slot_bytes = (size_t)D * KV::kBits / 8 + (KV::kTokenScale ? sizeof(__half2) : 0);
-  DeviceKv kv;
-  const size_t slots = pool_tokens * hkv;
-  CK(cudaMalloc(&kv.k, slots * D * KV::kBits / 8));
-  CK(cudaMalloc(&kv.v, slots * D * KV::kBits / 8));
-  if constexpr (KV::kBits == 16) {
-    fill_uniform_bf16((__nv_bfloat16*)kv.k, slots * D, -1.f, 1.f, 71);
-    fill_uniform_bf16((__nv_bfloat16*)kv.v, slots * D, -1.f, 1.f, 72);
-  } else if constexpr (!KV::kTokenScale) {
-    fill_uniform_fp8e4m3(kv.k, slots * D, -1.f, 1.f, 71);
-    fill_uniform_fp8e4m3(kv.v, slots * D, -1.f, 1.f, 72);
-  } else {
-    fill_random_bits(kv.k, slots * D * KV::kBits / 8, 71);
-    fill_random_bits(kv.v, slots * D * KV::kBits / 8, 72);
-    CK(cudaMalloc(&kv.ks, slots * sizeof(__half2)));
-    CK(cudaMalloc(&kv.vs, slots * sizeof(__half2)));
-    fill_uniform_f16((__half*)kv.ks, 2 * slots, 0.01f, 0.02f, 73);
-    fill_uniform_f16((__half*)kv.vs, 2 * slots, 0.01f, 0.02f, 74);
-  }
-  CK(cudaDeviceSynchronize());
+  DeviceKv kv = alloc_kv<KV>(pool_tokens * hkv, 71);
   for (int B : batches)
     for (int C : contexts) {
       const int nb = (C + bs - 1) / bs;
@@ -421,7 +459,7 @@ void time_format(const std::vector<int>& batches, const std::vector<int>& contex
                   kv_bytes / t.per_op_s / 1e9, ratio);
       std::fflush(stdout);
     }
-  for (void* p : {kv.k, kv.v, (void*)kv.ks, (void*)kv.vs}) CK(cudaFree(p));
+  free_kv(kv);
 }
 
 }  // namespace
@@ -442,16 +480,7 @@ void run_attention_decode_kv(const Args& a) {
   CK(cudaMalloc(&q, (size_t)maxB * hq * D * 2));
   CK(cudaMalloc(&out, (size_t)maxB * hq * D * 2));
   fill_uniform_bf16(q, (size_t)maxB * hq * D, -1.f, 1.f, 63);
-  DecodeBufs w;
-  for (int B : batches)
-    for (int C : contexts) {
-      const int part = choose_part(B, hkv, C);
-      w.cap_parts_total = std::max(w.cap_parts_total, (size_t)B * hq * ((C + part - 1) / part));
-    }
-  w.cap_parts_total = std::max(w.cap_parts_total, (size_t)3 * hq * (1500 / 64 + 1));
-  CK(cudaMalloc(&w.m, w.cap_parts_total * 4));
-  CK(cudaMalloc(&w.l, w.cap_parts_total * 4));
-  CK(cudaMalloc(&w.o, w.cap_parts_total * D * 4));
+  DecodeBufs w = alloc_decode_bufs(batches, contexts, hq, hkv);
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
@@ -494,6 +523,180 @@ void run_attention_decode_kv(const Args& a) {
   write_section(a.out, "attention_decode_kv", json_array(rec));
   if (!ok) {
     std::fprintf(stderr, "attention_decode_kv: a correctness check failed\n");
+    std::exit(1);
+  }
+}
+
+// ---------------------------------------------------------------- one CTA per query head (MMHA)
+// TensorRT-LLM decodes Llama-4's chunked-attention layers with masked_multihead_attention (XQA, its
+// grouped kernel, refuses chunked attention): one CTA per (query head, sequence), so the group's
+// hq / hkv CTAs each stream their kv head's pages again. Whether those re-reads hit L2 decides
+// whether the layer costs one read of the cache or up to hq / hkv reads. Our kernel stands in for
+// both: `grouped` is k_paged_decode<G = hq / hkv> (each byte read once); `per_head` is
+// k_paged_decode<1> with CTA y reading kv head y / group, so a group's CTAs of one partition are
+// `parts` apart in launch order and resident together (MMHA's grid (heads, batch, tiles) puts them
+// side by side); `per_head_far` is the same with the group's re-reads a whole read of the cache
+// apart (passes), so they cannot hit L2: the no-reuse bound. Same cache, block table and
+// split-K (choose_part) for all three. Group 1 (grouped only: one query head per kv head, G = 1)
+// is the floor: one read of the cache by the per-head kernel. Section attention_decode_mmha.
+
+namespace {
+
+enum class Form { grouped, per_head, per_head_far };
+const char* form_name(Form f) {
+  return f == Form::grouped ? "grouped" : f == Form::per_head ? "per_head" : "per_head_far";
+}
+
+template <class KV>
+void launch_decode_form(Form form, const __nv_bfloat16* q, const void* kc, const void* vc, const int* bt, int max_blocks,
+                        const int* seq_lens, int B, int hq, int hkv, int bs, int max_ctx, int part,
+                        __nv_bfloat16* out, DecodeBufs& w, cudaStream_t s, KvScales kvs) {
+  const int max_parts = decode_parts(w, B, hq, max_ctx, part), group = hq / hkv;
+  auto go = [&](auto g, int passes) {
+    launch_paged_decode_g<decltype(g)::value, KV>(q, (long long)hq * kHeadDim, kc, vc, bt, max_blocks, seq_lens, B, hq,
+                                                  hkv, bs, max_parts, part, out, w.m, w.l, w.o, s, kvs, passes);
+  };
+  if (form != Form::grouped || group == 1) go(std::integral_constant<int, 1>{}, form == Form::per_head_far ? group : 1);
+  else if (group == 4) go(std::integral_constant<int, 4>{}, 1);
+  else if (group == 5) go(std::integral_constant<int, 5>{}, 1);
+  else if (group == 8) go(std::integral_constant<int, 8>{}, 1);
+  else {
+    std::fprintf(stderr, "grouped decode is instantiated for 1, 4, 5 and 8 query heads per kv head only\n");
+    std::exit(1);
+  }
+}
+
+// Group 1 has one form: its grouped and per-head kernels are the same launch.
+std::vector<Form> forms_of(int group) {
+  if (group == 1) return {Form::grouped};
+  return {Form::grouped, Form::per_head, Form::per_head_far};
+}
+
+}  // namespace
+
+void run_attention_decode_mmha(const Args& a) {
+  using Fp8 = KvUnroll<KvFp8Cvt, 4>;  // the fastest fp8 variant at batch >= 64 in attention_decode_kv (H100)
+  const int hkv = 8, D = kHeadDim, bs = 32;  // TensorRT-LLM's default tokens_per_block
+  // Maverick / Scout (40 / 8 heads), group 8, Llama-3-8B's 4 (attention_decode_kv), and the floor.
+  std::vector<int> groups = {1, 5, 8, 4}, batches = {64, 128, 256, 512}, contexts = {512, 1024, 2048, 4096};
+  if (a.quick) {
+    groups = {1, 5};
+    batches = {64, 512};
+    contexts = {512, 4096};
+  }
+  const double budget_s = a.quick ? 30 : 120;  // soft: points after it are skipped and listed
+  const auto t_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  const int maxB = *std::max_element(batches.begin(), batches.end());
+  const int maxC = *std::max_element(contexts.begin(), contexts.end());
+  const int maxG = *std::max_element(groups.begin(), groups.end());
+  // One pool per format holding the largest working set, and at least 2 x kRotateBytes of fp8, so
+  // rotations over disjoint regions keep every repetition's cache out of L2.
+  size_t pool_tokens = round_up(std::max((size_t)maxB * maxC, (size_t)(2 * kRotateBytes / (hkv * D))), 64);
+  // fp8 holds values in [-1, 1) with tensor scale 1 (DeviceKv::scales), as in attention_decode_kv.
+  DeviceKv kv16 = alloc_kv<KvBf16>(pool_tokens * hkv, 81), kv8 = alloc_kv<Fp8>(pool_tokens * hkv, 91);
+  __nv_bfloat16 *q, *out;
+  CK(cudaMalloc(&q, (size_t)maxB * maxG * hkv * D * 2));
+  CK(cudaMalloc(&out, (size_t)maxB * maxG * hkv * D * 2));
+  fill_uniform_bf16(q, (size_t)maxB * maxG * hkv * D, -1.f, 1.f, 63);
+  DecodeBufs w = alloc_decode_bufs(batches, contexts, maxG * hkv, hkv);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  // Every form, group and format against the double-precision reference, split (64) and not (512).
+  bool ok = true;
+  std::vector<std::string> checks;
+  auto check_all = [&](auto tag) {
+    using KV = decltype(tag);
+    for (int g : groups)
+      for (Form f : forms_of(g))
+        for (int part : {64, 512}) {
+          const double err = check_decode_kv<KV>(
+              w, s, bs, part, g * hkv,
+              [&](const __nv_bfloat16* cq, const void* k, const void* v, const int* table, int nb, const int* lens,
+                  int B, int max_ctx, int p, __nv_bfloat16* o, KvScales kvs) {
+                launch_decode_form<KV>(f, cq, k, v, table, nb, lens, B, g * hkv, hkv, bs, max_ctx, p, o, w, s, kvs);
+              });
+          const bool pass = err < 1e-2;  // bf16 output rounding is ~4e-3
+          ok = ok && pass;
+          std::printf("check %-12s group %d kv=%-8s part %3d: rel_err %.3g %s\n", form_name(f), g, kv_name<KV>(), part,
+                      err, pass ? "PASS" : "FAIL");
+          checks.push_back(JObj().add("form", form_name(f)).add("group", g).add("kv_dtype", kv_name<KV>())
+                               .add("part_size", part).add("rel_err", err).add("tolerance", 1e-2).add("pass", pass).str());
+        }
+  };
+  check_all(KvBf16{});
+  check_all(Fp8{});
+
+  std::vector<std::string> rec, skipped;
+  auto write_json = [&] {
+    const Device& d = device();
+    write_section(a.out, "attention_decode_mmha",
+                  JObj().add("gpu", std::string(d.prop.name)).add("sm_count", d.sm_count)
+                      .add("l2_bytes", (long long)d.l2_bytes).add("block_size", bs).add("num_kv_heads", hkv)
+                      .add("head_dim", D).add("budget_s", budget_s).add("seconds", elapsed())
+                      .add_raw("checks", json_array(checks)).add_raw("records", json_array(rec))
+                      .add_raw("skipped", json_array(skipped)).str());
+  };
+  std::mt19937 rng(88);
+  std::printf("%-12s %2s %-8s %5s %6s %4s %11s %12s %8s %9s\n", "form", "g", "kv", "batch", "ctx", "part", "time_us",
+              "kv_bytes", "GB/s", "/grouped");
+  for (int g : groups) {
+    const int hq = g * hkv;
+    for (int B : batches)
+      for (int C : contexts) {
+        const int nb = (C + bs - 1) / bs, part = choose_part(B, hkv, C);
+        const size_t need = (size_t)B * nb, pool_blocks = pool_tokens / bs;
+        // Enough disjoint tables for the smaller (fp8) working set; bf16 uses the first ones.
+        const int nrot_max = std::max(1, std::min<int>(rotation_count((size_t)B * C * hkv * D * 2), (int)(pool_blocks / need)));
+        int *d_tables, *d_lens;
+        upload_tables(B, nb, C, nrot_max, rng, d_tables, d_lens);
+        auto time_formats = [&](auto tag, const DeviceKv& kv) {
+          using KV = decltype(tag);
+          const size_t kv_bytes = (size_t)B * C * hkv * D * KV::kBits / 8 * 2;  // K and V, one read
+          const int nrot = std::max(1, std::min<int>(rotation_count(kv_bytes), (int)(pool_blocks / need)));
+          double grouped_s = NAN;
+          for (Form f : forms_of(g)) {
+            if (elapsed() > budget_s) {
+              skipped.push_back(JObj().add("form", form_name(f)).add("group", g).add("kv_dtype", kv_name<KV>())
+                                    .add("batch", B).add("context", C).str());
+              continue;
+            }
+            const TimeResult t = time_op(
+                s,
+                [&](cudaStream_t st, int r) {
+                  launch_decode_form<KV>(f, q, kv.k, kv.v, d_tables + (size_t)r * need, nb, d_lens, B, hq, hkv, bs, C,
+                                         part, out, w, st, kv.scales());
+                },
+                nrot);
+            if (f == Form::grouped) grouped_s = t.per_op_s;
+            const double ratio = t.per_op_s / grouped_s, gbs = kv_bytes / t.per_op_s / 1e9;
+            rec.push_back(JObj().add("form", form_name(f)).add("group", g).add("num_q_heads", hq)
+                              .add("kv_dtype", kv_name<KV>()).add("conversion", KvInfo<KV>::conv).add("unroll", KV::kUnroll)
+                              .add("batch", B).add("context", C).add("part_size", part).add("rotations", nrot)
+                              .add("time_us", t.per_op_s * 1e6).add("kv_bytes", kv_bytes).add("gb_per_s", gbs)
+                              .add("time_over_grouped", ratio).str());
+            std::printf("%-12s %2d %-8s %5d %6d %4d %11.2f %12zu %8.1f %9.3f\n", form_name(f), g, kv_name<KV>(), B, C,
+                        part, t.per_op_s * 1e6, kv_bytes, gbs, ratio);
+            std::fflush(stdout);
+          }
+        };
+        time_formats(KvBf16{}, kv16);
+        time_formats(Fp8{}, kv8);
+        CK(cudaFree(d_tables));
+        CK(cudaFree(d_lens));
+      }
+    write_json();  // partial results survive a later failure or timeout
+  }
+  if (!skipped.empty()) std::printf("%zu points skipped (time budget %.0f s)\n", skipped.size(), budget_s);
+  std::printf("attention_decode_mmha: %.1f s\n", elapsed());
+  CK(cudaStreamDestroy(s));
+  free_kv(kv16);
+  free_kv(kv8);
+  for (void* p : {(void*)q, (void*)out, (void*)w.m, (void*)w.l, (void*)w.o}) CK(cudaFree(p));
+  write_json();
+  if (!ok) {
+    std::fprintf(stderr, "attention_decode_mmha: a correctness check failed\n");
     std::exit(1);
   }
 }

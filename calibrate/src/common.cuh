@@ -126,6 +126,7 @@ void run_contention(const Args&);
 void run_quant_gemm(const Args&);
 void run_attention_decode(const Args&);
 void run_attention_decode_kv(const Args&);
+void run_attention_decode_mmha(const Args&);
 void run_launch(const Args&);
 
 // Bandwidth kernels, reused by the contention section.

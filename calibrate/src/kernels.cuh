@@ -301,6 +301,12 @@ struct KvScales {
 // One CTA per (partition of <= part_size tokens, kv head, sequence); it serves the G query heads
 // that share the kv head, so each K/V byte is read once. Lanes work in groups of 8 per token
 // (16 dims each: two 16-byte loads in bf16); 4 warps x 4 groups x kUnroll tokens per step.
+// Grid (parts, hq / G, B): CTA y serves query heads [y*G, y*G + G), whose kv head is
+// y*G / (hq / hkv). G = hq / hkv is the grouped kernel; G = 1 stands in for TensorRT-LLM's
+// masked_multihead_attention (one CTA per query head), whose hq / hkv CTAs of a group each read
+// their kv head again (section attention_decode_mmha). passes = hq / hkv > 1 (G = 1 only) launches
+// grid (parts, hkv, B * passes) instead: pass r = blockIdx.z / B serves query head r of every kv
+// head's group, so a kv head's re-reads come a whole pass (one read of the cache) later.
 // K cache / V cache layout: [num_blocks, num_kv_heads, block_size, head_dim] elements of KV. q:
 // [B, hq, D] with sequences q_stride elements apart (hq*D when contiguous); out: [B, hq, D].
 template <int G, class KV = KvBf16>
@@ -308,16 +314,23 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
     const __nv_bfloat16* __restrict__ q, const void* __restrict__ kc_v, const void* __restrict__ vc_v,
     const int* __restrict__ block_table, int max_blocks, const int* __restrict__ seq_lens, int hkv, int bs, int part_size,
     long long q_stride, float scale, __nv_bfloat16* __restrict__ out, float* __restrict__ part_m, float* __restrict__ part_l,
-    float* __restrict__ part_o, int max_parts, KvScales kvs) {
+    float* __restrict__ part_o, int max_parts, KvScales kvs, int passes = 1) {
   constexpr int D = kHeadDim, WARPS = kAttnThreads / 32, U = KV::kUnroll;
-  const int p = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int p = blockIdx.x;
+  int b = blockIdx.z, h0 = blockIdx.y * G, hq = gridDim.y * G;  // first query head of this CTA, query heads
+  if (passes > 1) {
+    const int B = gridDim.z / passes;
+    b = blockIdx.z % B;
+    hq = gridDim.y * passes;
+    h0 = blockIdx.y * passes + blockIdx.z / B;
+  }
+  const int kvh = h0 * hkv / hq;
   const int len = seq_lens[b];
   const int start = p * part_size;
   if (start >= len) return;
   const int n = min(len - start, part_size);
   const int nparts = (len + part_size - 1) / part_size;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane >> 3, sl = lane & 7;
-  const int hq = hkv * G;
 
   __shared__ float sc[G][kMaxPart];
   __shared__ float red[WARPS][G][D];
@@ -339,7 +352,7 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
     float qf[G][16];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const uint4* qp = reinterpret_cast<const uint4*>(q + (size_t)b * q_stride + (size_t)(kvh * G + g) * D + sl * 16);
+      const uint4* qp = reinterpret_cast<const uint4*>(q + (size_t)b * q_stride + (size_t)(h0 + g) * D + sl * 16);
       unpack16(qp[0], qp[1], qf[g]);
 #pragma unroll
       for (int j = 0; j < 16; ++j) qf[g][j] *= scale;
@@ -446,7 +459,7 @@ __global__ void __launch_bounds__(kAttnThreads) k_paged_decode(
   }
   __syncthreads();
   for (int idx = tid; idx < G * D; idx += kAttnThreads) {
-    const int g = idx / D, d = idx % D, h = kvh * G + g;
+    const int g = idx / D, d = idx % D, h = h0 + g;
     float o = 0.f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) o += red[w][g][d];
@@ -489,20 +502,32 @@ inline int choose_part(int B, int hkv, int max_ctx, int sm_count) {
   return part;
 }
 
-// Launches the decode attention (and, when split, the reduce). The caller checks that
-// hq / hkv == 4 (the only instantiation) and that the workspace holds B * hq * max_parts partitions
+// Launches the decode attention with G query heads per CTA (and, when split, the reduce). The
+// caller checks that G divides hq and that the workspace holds B * hq * max_parts partitions
 // (part_o: times kHeadDim floats). max_parts = ceil(max_ctx / part). kc / vc hold elements of KV.
+// passes: see k_paged_decode (G = 1 only).
+template <int G, class KV = KvBf16>
+inline void launch_paged_decode_g(const __nv_bfloat16* q, long long q_stride, const void* kc, const void* vc,
+                                  const int* bt, int max_blocks, const int* seq_lens, int B, int hq, int hkv, int bs,
+                                  int max_parts, int part, __nv_bfloat16* out, float* part_m, float* part_l,
+                                  float* part_o, cudaStream_t s, KvScales kvs = {}, int passes = 1) {
+  const dim3 grid = passes > 1 ? dim3(max_parts, hkv, B * passes) : dim3(max_parts, hq / G, B);
+  const float scale = 1.f / std::sqrt((float)kHeadDim);
+  k_paged_decode<G, KV><<<grid, kAttnThreads, 0, s>>>(q, kc, vc, bt, max_blocks, seq_lens, hkv, bs, part, q_stride,
+                                                       scale, out, part_m, part_l, part_o, max_parts, kvs, passes);
+  if (max_parts > 1)
+    k_decode_reduce<<<dim3(hq, B), kHeadDim, 0, s>>>(part_m, part_l, part_o, seq_lens, part, hq, max_parts, out);
+}
+
+// The grouped kernel at 4 query heads per kv head (Llama-3-8B; the only group the fused reference
+// and the attention_decode sections use): the caller checks hq / hkv == 4.
 template <class KV = KvBf16>
 inline void launch_paged_decode(const __nv_bfloat16* q, long long q_stride, const void* kc, const void* vc,
                                 const int* bt, int max_blocks, const int* seq_lens, int B, int hq, int hkv, int bs,
                                 int max_parts, int part, __nv_bfloat16* out, float* part_m, float* part_l,
                                 float* part_o, cudaStream_t s, KvScales kvs = {}) {
-  dim3 grid(max_parts, hkv, B);
-  const float scale = 1.f / std::sqrt((float)kHeadDim);
-  k_paged_decode<4, KV><<<grid, kAttnThreads, 0, s>>>(q, kc, vc, bt, max_blocks, seq_lens, hkv, bs, part, q_stride,
-                                                       scale, out, part_m, part_l, part_o, max_parts, kvs);
-  if (max_parts > 1)
-    k_decode_reduce<<<dim3(hq, B), kHeadDim, 0, s>>>(part_m, part_l, part_o, seq_lens, part, hq, max_parts, out);
+  launch_paged_decode_g<4, KV>(q, q_stride, kc, vc, bt, max_blocks, seq_lens, B, hq, hkv, bs, max_parts, part, out,
+                               part_m, part_l, part_o, s, kvs);
 }
 
 }  // namespace cal

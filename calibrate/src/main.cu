@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
       {"gemm", run_gemm},              {"contention", run_contention},
       {"quant_gemm", run_quant_gemm},  {"attention_decode", run_attention_decode},
       {"attention_decode_kv", run_attention_decode_kv},
+      {"attention_decode_mmha", run_attention_decode_mmha},
       {"launch", run_launch},
   };
   std::string section;
