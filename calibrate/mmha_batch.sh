@@ -5,8 +5,8 @@
 #
 #   calibrate/mmha_batch.sh OUTDIR [--quick]
 #
-# About 1.5-2 min on an H100 (estimate: build ~40 s, section ~30-60 s; its soft budget is 120 s
-# and `timeout` kills it at 200 s, keeping what it wrote after each group). Outputs:
+# About 1.5-2 min on an H100 (estimate: build ~40 s, section ~30-60 s; its soft budget is 170 s
+# and `timeout` kills it at 260 s, keeping what it wrote after each group). Outputs:
 # OUTDIR/attention_decode_mmha.json, OUTDIR/attention_decode_mmha_log.txt,
 # OUTDIR/attention_decode_mmha_table.txt (calibrate/mmha_table.py), OUTDIR/gpu.json (the gpu
 # section), OUTDIR/build_log.txt and OUTDIR/gpu.txt (read-only nvidia-smi queries: nothing on the
@@ -48,7 +48,7 @@ BIN="$BUILD/servesim_calibrate"
 RC=0
 "$BIN" --section gpu --out "$OUTDIR/gpu.json" || RC=1
 stamp "section attention_decode_mmha"
-timeout 200 "$BIN" --section attention_decode_mmha --out "$OUTDIR/attention_decode_mmha.json" ${QFLAG:+"$QFLAG"} 2>&1 \
+timeout 260 "$BIN" --section attention_decode_mmha --out "$OUTDIR/attention_decode_mmha.json" ${QFLAG:+"$QFLAG"} 2>&1 \
   | tee "$OUTDIR/attention_decode_mmha_log.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || { echo "SECTION attention_decode_mmha FAILED (exit, failed check or timeout)"; RC=1; }
 if [ -f "$OUTDIR/attention_decode_mmha.json" ]; then

@@ -29,7 +29,7 @@ def main(argv):
     gbs = {k: r["gb_per_s"] for k, r in zip(keys, recs)}
     batches = sorted({r["batch"] for r in recs})
     contexts = sorted({r["context"] for r in recs})
-    groups = [g for g in (5, 8, 4) if any(r["group"] == g for r in recs)]
+    groups = [g for g in (5, 16, 8, 4) if any(r["group"] == g for r in recs)]
     groups += sorted({r["group"] for r in recs} - set(groups) - {1})
     kvs = [k for k in ("bf16", "fp8_e4m3") if any(r["kv_dtype"] == k for r in recs)]
     checks = sec.get("checks", [])
