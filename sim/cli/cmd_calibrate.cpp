@@ -3,7 +3,8 @@
 // to vidur's operator timings; `calibrate rewrite` lays a profile out as the fitters write it.
 // Each writes the profile and its measured tables (hwprofiles/tables/NAME.json); `calibrate
 // quant-kernels` adds measured quantized GEMM kernel tables to a profile, `calibrate kv-decode` the
-// measured decode-attention time of quantized KV caches over bf16. `calibrate
+// measured decode-attention time of quantized KV caches over bf16, `calibrate decode-per-query-head`
+// that of a one-program-per-query-head decode kernel over the grouped one. `calibrate
 // engine FILE... -o PROFILE.json [--base ENGINE]` fits an engine profile's host terms to a user's
 // own benchmark runs (validate/engine_fit.hpp).
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <sstream>
 
 #include "sim/analysis/work_estimate.hpp"
+#include "sim/calib/decode_per_query_head_fit.hpp"
 #include "sim/calib/fit.hpp"
 #include "sim/calib/grouped_gemm_fit.hpp"
 #include "sim/calib/independent.hpp"
@@ -451,6 +453,62 @@ int cmd_calibrate_kv_decode(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// `calibrate decode-per-query-head MMHA.json --hw PROFILE -o OUT [--form per_head] [--date D]
+// [--measured-by CMD]`: the calibrator's attention_decode_mmha section (our paged decode kernel
+// with one program per query head against the grouped form) becomes the profile's
+// calibration.attention_decode_per_query_head, the time ratio per KV format, group, batch and
+// context; the rest of the profile is kept. Prints each grid's range.
+int cmd_calibrate_decode_per_query_head(const std::vector<std::string>& args) {
+  const std::string cmd = "servesim calibrate decode-per-query-head";
+  cxxopts::Options opts(cmd, "Fit a hardware profile's per-query-head decode attention ratios from the calibrator's attention_decode_mmha section");
+  opts.add_options()("data", "attention_decode_mmha.json from calibrate/mmha_batch.sh", cxxopts::value<std::string>())(
+      "hw", "hardware profile name or path the kernel was measured on", cxxopts::value<std::string>())(
+      "o,out", "output profile path", cxxopts::value<std::string>())(
+      "form", "the section's per-query-head form to take: per_head (the group's programs side by side, as MMHA's grid) or per_head_far (no L2 reuse)",
+      cxxopts::value<std::string>()->default_value("per_head"))(
+      "date", "when it was measured (recorded where the file has no date)", cxxopts::value<std::string>()->default_value(""))(
+      "measured-by", "the command that measured it (recorded in the table)", cxxopts::value<std::string>()->default_value(""))(
+      "h,help", "show help");
+  opts.parse_positional({"data"});
+  const auto p = parse_args(opts, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (p.count("help")) {
+    std::cout << opts.help() << "\n";
+    return kExitOk;
+  }
+  auto [data, hw_path, profile] = read_profile_update(p, cmd, "MMHA.json");
+  const std::string form = p["form"].as<std::string>();
+  if (form == "grouped") throw InputError(cmd, "--form", "must be a per-query-head form (per_head, per_head_far), not the reference");
+  parse_hw_profile(profile, hw_path);  // valid before rewriting
+  const DecodePerQueryHeadFit fit = fit_decode_per_query_head(load_json_file(data), data, form, p["date"].as<std::string>(),
+                                                              p["measured-by"].as<std::string>(), command_line(args));
+  inline_hw_tables(profile, hw_path);
+  // Recorded in the table, not in provenance.sources (which every report echoes): reports of
+  // runs without a per-query-head layer stay byte-identical.
+  profile["tables"]["calibration"]["attention_decode_per_query_head"] = fit.table;
+  const std::string wrote = write_profile(p["out"].as<std::string>(), profile);
+  std::printf("wrote %s: decode attention, %s over grouped, measured on %s (%s)\n", wrote.c_str(), form.c_str(), fit.gpu.c_str(),
+              fit.table["date"].get<std::string>().c_str());
+  std::printf("  %-6s %5s %7s %8s %8s %8s  %s\n", "format", "group", "points", "min", "max", "b>=256", "batches left out (a skipped point)");
+  for (const DecodePerQueryHeadGridFit& g : fit.grids) {
+    std::vector<double> large;
+    for (std::size_t i = 0; i < g.batches.size(); ++i) {
+      for (std::size_t j = 0; j < g.contexts.size(); ++j) {
+        if (g.batches[i] >= 256) large.push_back(g.ratios[i * g.contexts.size() + j]);
+      }
+    }
+    std::string dropped;
+    for (long long b : g.dropped_batches) dropped += (dropped.empty() ? "" : ", ") + std::to_string(b);
+    if (g.ratios.empty()) {
+      std::printf("  %-6s %5d %7d %8s %8s %8s  %s (not written)\n", g.format.c_str(), g.group, 0, "-", "-", "-", dropped.c_str());
+      continue;
+    }
+    std::printf("  %-6s %5d %7zu %8.3f %8.3f %8s  %s\n", g.format.c_str(), g.group, g.ratios.size(),
+                *std::min_element(g.ratios.begin(), g.ratios.end()), *std::max_element(g.ratios.begin(), g.ratios.end()),
+                large.empty() ? "-" : std::to_string(median(large)).substr(0, 5).c_str(), dropped.empty() ? "none" : dropped.c_str());
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
@@ -461,9 +519,10 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "independent") return cmd_calibrate_independent(args);
   if (!args.empty() && args[0] == "quant-kernels") return cmd_calibrate_quant_kernels(args);
   if (!args.empty() && args[0] == "kv-decode") return cmd_calibrate_kv_decode(args);
+  if (!args.empty() && args[0] == "decode-per-query-head") return cmd_calibrate_decode_per_query_head(args);
   if (args.empty() || args[0] != "fit") {
     throw InputError("servesim calibrate", "",
-                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ..., quant-kernels ..., kv-decode ...)");
+                     "expected: calibrate fit RAW.json --name NAME -o OUT.json (or calibrate vidur ..., rewrite ..., independent ..., grouped-gemm ..., engine ..., quant-kernels ..., kv-decode ..., decode-per-query-head ...)");
   }
   cxxopts::Options opts("servesim calibrate fit", "Fit a measured hardware profile from calibrator results");
   opts.add_options()("raw", "raw.json from calibrate/run_all.sh", cxxopts::value<std::string>())(

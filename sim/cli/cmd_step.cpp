@@ -41,6 +41,27 @@ nlohmann::json ops_json(const StepQuery& q, const std::vector<Op>& ops) {
   return out;
 }
 
+// Decode attention whose chunked layers run one program per query head (the engine's
+// kernels_per_layer.chunked_attention_decode_per_query_head on this GPU's architecture): the layers,
+// and whether the profile measured that kernel (calibration.attention_decode_per_query_head) or
+// they are priced as the grouped kernel. Null where no op has such layers.
+nlohmann::json per_query_head_json(const StepQuery& q, const std::vector<Op>& ops) {
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::attention_decode || op.attn_pqh_group <= 0 || op.attn_seqs <= 0) continue;
+    const double units = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
+    const double r = q.hw.decode_per_query_head.ratio(op.attn_kv_dtype, op.attn_pqh_group, units, op.attn_pqh_context);
+    return {{"layers", chunked_attention_layers(q.model)},
+            {"of_layers", q.model.num_layers},
+            {"group", op.attn_pqh_group},
+            {"kv_cache_dtype", dtype_name(op.attn_kv_dtype)},
+            {"kv_share", op.attn_pqh_share},
+            {"measured", r > 0.0},
+            {"time_over_grouped", r},
+            {"op_time_over_grouped", r > 0.0 ? 1.0 + op.attn_pqh_share * (r - 1.0) : 1.0}};
+  }
+  return nullptr;
+}
+
 // The step as --json prints it; the text output reads its ops and kernels per token from it.
 nlohmann::json step_json(const StepQuery& q, const StepAsked& s, const LaunchConfig& launch) {
   const TimedStep& t = s.timed;
@@ -80,6 +101,7 @@ nlohmann::json step_json(const StepQuery& q, const StepAsked& s, const LaunchCon
   out["launch_time_frac"] = step.launch_wait_s / step.time_s;
   out["hbm_bw_util_frac"] = step.bytes / (step.time_s * q.hw.hbm_bandwidth_bytes_per_s);
   out["ops"] = ops_json(q, t.ops);
+  if (nlohmann::json pqh = per_query_head_json(q, t.ops); !pqh.is_null()) out["decode_attention_per_query_head"] = std::move(pqh);
   return out;
 }
 
@@ -98,6 +120,20 @@ void print_step(const StepQuery& q, const StepAsked& s, const LaunchConfig& laun
               step.launch_bound ? ", launch-bound" : "");
   std::printf("  %s\n", engine_line(q, launch, t.cuda_graphs).c_str());
   std::printf("  profile %s: %s\n", q.hw.name.c_str(), field_origins_line(q.hw).c_str());
+  if (const auto pqh = out.find("decode_attention_per_query_head"); pqh != out.end()) {
+    const nlohmann::json& j = *pqh;
+    std::printf("  attention_decode: %lld of %lld layers (chunked attention) run one program per query head (%lld query heads per KV head, "
+                "%s cache; the engine's kernel on %s GPUs): ",
+                j["layers"].get<long long>(), j["of_layers"].get<long long>(), j["group"].get<long long>(),
+                j["kv_cache_dtype"].get<std::string>().c_str(), q.hw.architecture.c_str());
+    if (j["measured"].get<bool>()) {
+      std::printf("measured %.2fx the grouped kernel's time here (calibration.attention_decode_per_query_head), the op %.2fx\n",
+                  j["time_over_grouped"].get<double>(), j["op_time_over_grouped"].get<double>());
+    } else {
+      std::printf("%s has no calibration.attention_decode_per_query_head for them, so they are priced as the grouped kernel "
+                  "(docs/gpu-physics.md)\n", q.hw.name.c_str());
+    }
+  }
   const ParallelConfig& par = q.parallel;
   if (par.gpus_per_replica() > 1) {
     std::printf("  tp %lld x pp %lld: communication %s, pipeline bubbles %.1f%%; ops below are one GPU's%s\n",

@@ -76,6 +76,10 @@ struct EngineProfile {
   double frontend_latency_s = 0.0;
   ColdStartConfig cold_start;
   std::vector<QuantKernelChoice> quant_kernels;     // by architecture; resolved into kernels.quant_kernels
+  // GPU architectures whose chunked-attention layers the engine decodes with one program per
+  // query head (kernels_per_layer.chunked_attention_decode_per_query_head); resolved into
+  // kernels.chunked_decode_attention_per_query_head.
+  std::vector<std::string> chunked_decode_per_query_head_architectures;
   // The quantized KV cache formats the engine runs (key kv_cache_dtypes); a profile without the
   // key runs any (servesim's generic attention kernel).
   std::optional<std::vector<Dtype>> kv_cache_dtypes;
@@ -108,13 +112,15 @@ inline PrecisionSupport engine_supports(const EngineProfile& e, const Precision&
 }
 
 // The engine's quantized GEMM kernels on `hw` (its architecture's entry in `quant_kernels`, else
-// servesim's generic choice) into the kernel plan: the one place they are resolved (the
-// simulator and `servesim step`).
+// servesim's generic choice) and its chunked layers' decode kernel there into the kernel plan:
+// the one place they are resolved (the simulator and `servesim step`).
 inline void resolve_quant_kernels(EngineProfile& p, const HwProfile& hw) {
   p.kernels.quant_kernels = {};
   for (const QuantKernelChoice& c : p.quant_kernels) {
     if (c.architecture == hw.architecture) p.kernels.quant_kernels = c.kernels;
   }
+  const auto& archs = p.chunked_decode_per_query_head_architectures;
+  p.kernels.chunked_decode_attention_per_query_head = std::find(archs.begin(), archs.end(), hw.architecture) != archs.end();
 }
 
 // vLLM V1's CUDA-graph capture sizes in tokens (vllm/config/vllm.py _set_cudagraph_sizes, without

@@ -255,6 +255,34 @@ double measured_int_kv_ratio(const Op& op, const HwProfile& hw) {
   return hw.kv_decode_time_over_bf16.of(op.attn_kv_dtype);
 }
 
+// Decode attention whose chunked layers run one program per query head (Op::attn_pqh_group): the
+// layer-average op's time over the grouped kernel's, 1 + share x (ratio - 1), with the profile's
+// measured ratio at those layers' batch and context (calibration.attention_decode_per_query_head)
+// and their share of the op's KV bytes (both forms stream the cache, so the grouped time follows
+// the bytes; exact while the context is within the chunk, where every layer reads as much). 0: not
+// applied (no such layers, or no measurement for the cache format and group: the grouped price).
+double per_query_head_factor(const Op& op, const HwProfile& hw) {
+  if (op.attn_pqh_group <= 0 || op.attn_pqh_share <= 0.0 || op.kind != OpKind::attention_decode || op.attn_seqs <= 0) return 0.0;
+  const double units = static_cast<double>(op.attn_seqs * std::max<std::int64_t>(1, op.attn_kv_heads));
+  const double r = hw.decode_per_query_head.ratio(op.attn_kv_dtype, op.attn_pqh_group, units, op.attn_pqh_context);
+  return r > 0.0 ? 1.0 + op.attn_pqh_share * (r - 1.0) : 0.0;
+}
+
+// `op` priced as the grouped kernel (per_query_head_factor's reference).
+Op grouped_form(const Op& op) {
+  Op g = op;
+  g.attn_pqh_group = 0;
+  return g;
+}
+
+// `t`'s busy part (compute and memory) `factor` times as long, the launch cost kept.
+KernelTime scale_busy(KernelTime t, double factor) {
+  t.compute_s *= factor;
+  t.memory_s *= factor;
+  settle(t);
+  return t;
+}
+
 // `op` reading its cache in the 16-bit `base` format instead: the same shape, 2-byte elements.
 Op with_16bit_kv(const Op& op, Dtype base) {
   Op b = op;
@@ -267,9 +295,7 @@ Op with_16bit_kv(const Op& op, Dtype base) {
 // `ratio` times as long, the fixed launch cost kept (the launch's, not the cache format's); the
 // bytes and the roofline floor are op's own.
 KernelTime measured_int_kv(KernelTime t, const Op& op, const HwProfile& hw, Dtype base, double ratio) {
-  t.compute_s *= ratio;
-  t.memory_s *= ratio;
-  settle(t);
+  t = scale_busy(t, ratio);
   const double peak = peak_rate(op, hw, base);
   t.roofline_s = std::max(peak > 0.0 ? op.flops / peak : 0.0, op.bytes / hw.hbm_bandwidth_bytes_per_s);
   t.bytes = op.bytes;
@@ -386,6 +412,7 @@ KernelTime estimate(const Op& op, const HwProfile& hw, Dtype base) {
     return t;
   }
   if (op.kind == OpKind::grouped_gemm) return estimate_grouped_gemm(op, hw, base);
+  if (const double f = per_query_head_factor(op, hw); f > 0.0) return scale_busy(estimate(grouped_form(op), hw, base), f);
   if (const double r = measured_int_kv_ratio(op, hw); r > 0.0) {
     return measured_int_kv(estimate(with_16bit_kv(op, base), hw, base), op, hw, base, r);
   }
@@ -459,6 +486,8 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
           .compute_efficiency = op.compute_efficiency,
           .compute_plateau_frac = op.compute_plateau_frac,
           .tile_padding = op.tile_padding,
+          .attn_pqh_share = op.attn_pqh_share,
+          .attn_pqh_context = op.attn_pqh_context,
           .m = op.m,
           .n = op.n,
           .k = op.k,
@@ -468,6 +497,7 @@ KernelTimeCache::Key KernelTimeCache::key_of(const Op& op) {
           .groups = op.groups,
           .comm_gpus = op.comm_gpus,
           .attn_dequant_copies = op.attn_dequant_copies,
+          .attn_pqh_group = op.attn_pqh_group,
           .comm_custom = op.comm_custom,
           .kind = op.kind,
           .quant = op.quant,
@@ -482,7 +512,8 @@ bool KernelTimeCache::same_kernel(const Key& a, const Op& b) {
          a.attn_kv_tokens == b.attn_kv_tokens && a.attn_kernel == b.attn_kernel && a.stream_efficiency == b.stream_efficiency &&
          a.compute_efficiency == b.compute_efficiency && a.compute_plateau_frac == b.compute_plateau_frac &&
          a.comm_gpus == b.comm_gpus && a.comm_custom == b.comm_custom &&
-         a.groups == b.groups && a.tile_padding == b.tile_padding && a.attn_kv_dtype == b.attn_kv_dtype;
+         a.groups == b.groups && a.tile_padding == b.tile_padding && a.attn_kv_dtype == b.attn_kv_dtype &&
+         a.attn_pqh_group == b.attn_pqh_group && a.attn_pqh_share == b.attn_pqh_share && a.attn_pqh_context == b.attn_pqh_context;
 }
 
 void KernelTimeCache::FreeEntries::operator()(Entry* p) const { std::free(p); }
@@ -559,6 +590,9 @@ KernelTime estimate_decode_attention(const Op& op, const HwProfile& hw, Dtype ba
   // estimate() takes roofline() for attention (a dense kernel, 16-bit rate), and roofline() the
   // grid's fraction when there is one.
   if (op.kind != OpKind::attention_decode || op.attn_seqs <= 0) return estimate(op, hw, base);
+  if (const double f = per_query_head_factor(op, hw); f > 0.0) {
+    return scale_busy(estimate_decode_attention(grouped_form(op), hw, base, cursor), f);
+  }
   if (const double r = measured_int_kv_ratio(op, hw); r > 0.0) {
     return measured_int_kv(estimate_decode_attention(with_16bit_kv(op, base), hw, base, cursor), op, hw, base, r);
   }
@@ -809,7 +843,10 @@ bool DecodeStepForm::build(const StepPieces& p, const HwProfile& hw, Dtype base,
   if (p.num_context != 1 || p.first_context >= p.num_pieces || decode_seqs <= 0) return false;
   const Op& op = p.context[0].op;
   // estimate_decode_attention's path through decode_frac and roofline, with kv_dequant_s 0.
-  if (op.kind != OpKind::attention_decode || op.attn_seqs != decode_seqs || integer_kv_cache(op.attn_kv_dtype)) return false;
+  if (op.kind != OpKind::attention_decode || op.attn_seqs != decode_seqs || integer_kv_cache(op.attn_kv_dtype) ||
+      per_query_head_factor(op, hw) > 0.0) {
+    return false;
+  }
   const LogGrid2D& grid = decode_grid(op, hw);
   if (grid.empty()) return false;
   decode_seqs_ = decode_seqs;

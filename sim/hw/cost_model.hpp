@@ -118,9 +118,11 @@ class KernelTimeCache {
   // so an entry of all zero bytes is a valid empty one.
   struct Key {
     double flops, bytes, attn_kv_tokens, stream_efficiency, compute_efficiency, compute_plateau_frac, tile_padding;
+    double attn_pqh_share, attn_pqh_context;
     std::int64_t m, n, k, attn_seqs, attn_kv_heads, attn_head_dim, groups;
     int comm_gpus;
     int attn_dequant_copies;
+    int attn_pqh_group;
     bool comm_custom;
     OpKind kind;
     QuantScheme quant;

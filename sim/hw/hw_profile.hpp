@@ -67,6 +67,46 @@ struct HwProfile {
     double of(Dtype kv) const { return kv == Dtype::fp8 ? fp8 : kv == Dtype::int8 ? int8 : kv == Dtype::int4 ? int4 : 0.0; }
   };
   KvDecodeRatios kv_decode_time_over_bf16;
+  // Paged decode attention by a kernel of one program per (sequence, query head), as TensorRT-LLM's
+  // masked multi-head attention (which Llama 4's chunked layers run on Hopper: Op::attn_pqh_group),
+  // measured as its time over the grouped kernel's (one program per KV head serving its query
+  // heads) on the same shapes (calibration.attention_decode_per_query_head, `servesim calibrate
+  // decode-per-query-head`): per KV cache format (16-bit, fp8) and query heads per KV head, a
+  // ratio over (batch at kv_heads KV heads, context), bilinear in the logs and clamped at the
+  // edges. Empty: those layers cost what the grouped kernel does.
+  struct DecodePerQueryHead {
+    struct Grid {
+      int group = 0;
+      LogGrid2D ratio;  // over (batch, context)
+    };
+    std::array<std::vector<Grid>, 2> by_format;  // [0]: 16-bit cache, [1]: fp8; groups increasing
+    double kv_heads = 8.0;                       // KV heads of the measured shapes
+    std::string source;
+    bool empty() const { return by_format[0].empty() && by_format[1].empty(); }
+    static int format_index(Dtype kv) {
+      return kv == Dtype::bf16 || kv == Dtype::fp16 ? 0 : kv == Dtype::fp8 ? 1 : -1;
+    }
+    // The ratio for `units` (sequences x KV heads) of `context` tokens each at `group` query heads
+    // per KV head on a `kv` cache; between two measured groups linear in the group; 0 where not
+    // measured (the format, or a group outside the measured ones).
+    double ratio(Dtype kv, int group, double units, double context) const {
+      const int f = format_index(kv);
+      if (f < 0) return 0.0;
+      const std::vector<Grid>& grids = by_format[static_cast<std::size_t>(f)];
+      const double batch = units / kv_heads;
+      for (std::size_t i = 0; i < grids.size(); ++i) {
+        if (grids[i].group == group) return grids[i].ratio.at(batch, context);
+        if (grids[i].group > group) {
+          if (i == 0) return 0.0;
+          const Grid& lo = grids[i - 1];
+          const double a = lo.ratio.at(batch, context), b = grids[i].ratio.at(batch, context);
+          return a + (b - a) * static_cast<double>(group - lo.group) / static_cast<double>(grids[i].group - lo.group);
+        }
+      }
+      return 0.0;
+    }
+  };
+  DecodePerQueryHead decode_per_query_head;
   // Grouped (MoE) GEMMs: the measured kernel's speed relative to the dense-equivalent GEMM the
   // cost model times it as (sim/hw/moe_cost.hpp), over tokens per active expert; may exceed 1.
   EfficiencyTable grouped_gemm_frac_by_tokens_per_expert;

@@ -12,6 +12,14 @@
 namespace servesim {
 
 namespace {
+constexpr const char* kArchitectures[] = {"ampere", "ada", "hopper", "blackwell"};
+constexpr const char* kArchitectureNames = "ampere, ada, hopper or blackwell";
+
+bool is_architecture(const std::string& name) {
+  return std::find_if(std::begin(kArchitectures), std::end(kArchitectures), [&](const char* a) { return name == a; }) !=
+         std::end(kArchitectures);
+}
+
 int kernel_count(JsonReader& r, const std::string& key, int lo, int hi, int fallback) {
   if (!r.has(key)) return fallback;
   const std::int64_t v = r.integer(key);
@@ -48,9 +56,29 @@ unsigned parse_fused_input_quant(JsonReader& k, const KernelPlan& kp) {
   return sites;
 }
 
+// chunked_attention_decode_per_query_head: the distinct GPU architectures on which the engine
+// decodes chunked-attention layers with one program per query head.
+std::vector<std::string> parse_architecture_list(JsonReader& k, const std::string& key) {
+  std::vector<std::string> out;
+  if (!k.has(key)) return out;
+  const auto& a = k.raw(key);
+  const std::string names = std::string("must be an array of distinct GPU architectures: ") + kArchitectureNames;
+  if (!a.is_array()) k.fail(key, names);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!a[i].is_string()) k.fail(at, names);
+    const std::string name = a[i].get<std::string>();
+    if (!is_architecture(name)) k.fail(at, names + ", got '" + name + "'");
+    if (std::find(out.begin(), out.end(), name) != out.end()) k.fail(at, "'" + name + "' is listed twice");
+    out.push_back(name);
+  }
+  return out;
+}
+
 // kernels_per_layer: how many kernels each part of a layer launches, and how fast the
-// engine's own kernels run against the profile's.
-KernelPlan parse_kernel_plan(JsonReader k) {
+// engine's own kernels run against the profile's; `chunked_archs` receives the architectures of
+// chunked_attention_decode_per_query_head.
+KernelPlan parse_kernel_plan(JsonReader k, std::vector<std::string>& chunked_archs) {
   KernelPlan kp;
   kp.qkv_gemms = kernel_count(k, "qkv_gemms", 1, 3, 1);
   kp.gate_up_gemms = kernel_count(k, "gate_up_gemms", 1, 2, 1);
@@ -78,6 +106,7 @@ KernelPlan parse_kernel_plan(JsonReader k) {
     if (!known) k.fail("attention_impl", "must be standard, sdpa or sdpa_packed, got '" + impl + "'");
   }
   kp.decode_attention_per_query_head = k.boolean_or("decode_attention_per_query_head", false);
+  chunked_archs = parse_architecture_list(k, "chunked_attention_decode_per_query_head");
   kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
   kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
   if (k.has("attention_dp_moe_comm")) {
@@ -169,14 +198,10 @@ void parse_defaults(JsonReader d, EngineProfile& p) {
 // quant_kernels: {"ARCHITECTURE": {"SCHEME": "KERNEL", ...}, ...}, the GEMM kernel the engine runs
 // for each quantization scheme on GPUs of that architecture (QuantKernel names).
 std::vector<QuantKernelChoice> parse_quant_kernels(JsonReader q) {
-  static const char* const kArchitectures[] = {"ampere", "ada", "hopper", "blackwell"};
   std::vector<QuantKernelChoice> out;
   for (const auto& [key, schemes] : q.json().items()) {
     const std::string arch = key;  // a copy: clang 14 does not capture structured bindings
-    if (std::find_if(std::begin(kArchitectures), std::end(kArchitectures), [&](const char* a) { return arch == a; }) ==
-        std::end(kArchitectures)) {
-      q.fail(arch, "must be a GPU architecture: ampere, ada, hopper or blackwell");
-    }
+    if (!is_architecture(arch)) q.fail(arch, std::string("must be a GPU architecture: ") + kArchitectureNames);
     JsonReader by_scheme = q.object(arch);
     QuantKernelChoice c{arch, {}};
     for (const auto& [scheme_name, kernel_json] : schemes.items()) {
@@ -210,7 +235,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
   r.accept("provenance");  // a fitted profile's: the command, date and runs (servesim calibrate engine)
   p.name = r.string("name");
   p.display_name = r.string_or("display_name", p.name);
-  p.kernels = parse_kernel_plan(r.object("kernels_per_layer"));
+  p.kernels = parse_kernel_plan(r.object("kernels_per_layer"), p.chunked_decode_per_query_head_architectures);
   parse_cuda_graphs(r.object("cuda_graphs"), p);
   parse_host(r.object("host"), p.launch, p.frontend_latency_s);
   parse_defaults(r.object("defaults"), p);

@@ -98,22 +98,31 @@ GemmTable parse_gemm_columns(JsonReader r) {
   return GemmTable(std::move(shapes));
 }
 
-// A decode-attention grid {"kv_head_tokens", "context_tokens", "frac": one row per kv_head_tokens}.
-LogGrid2D parse_decode_grid(JsonReader& attn) {
-  std::vector<double> batch = positive_list(attn, "kv_head_tokens");
-  std::vector<double> context = positive_list(attn, "context_tokens");
-  const auto& rows = attn.raw("frac");
-  if (!rows.is_array() || rows.size() != batch.size()) attn.fail("frac", "must have one row per kv_head_tokens value");
+// A grid {x_key: [...], y_key: [...], values_key: [one row per x value, one value per y value]},
+// bilinear in the logs (LogGrid2D), its values in [lo, hi] (`lo_open`: (lo, hi]); `range` is how
+// messages write that interval.
+LogGrid2D parse_log_grid(JsonReader& r, const std::string& x_key, const std::string& y_key, const std::string& values_key, double lo,
+                         bool lo_open, double hi, const std::string& range) {
+  std::vector<double> xs = positive_list(r, x_key);
+  std::vector<double> ys = positive_list(r, y_key);
+  const auto& rows = r.raw(values_key);
+  if (!rows.is_array() || rows.size() != xs.size()) r.fail(values_key, "must have one row per " + x_key + " value");
   std::vector<double> values;
   for (const auto& row : rows) {
-    if (!row.is_array() || row.size() != context.size()) attn.fail("frac", "each row must have one value per context");
+    if (!row.is_array() || row.size() != ys.size()) r.fail(values_key, "each row must have one value per " + y_key.substr(0, y_key.find('_')));
     for (const auto& v : row) {
-      if (!v.is_number() || !(v.get<double>() > 0.0 && v.get<double>() <= 1.0)) attn.fail("frac", "values must be in (0, 1]");
-      values.push_back(v.get<double>());
+      const double x = v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+      if (!((lo_open ? x > lo : x >= lo) && x <= hi)) r.fail(values_key, "values must be in " + range);
+      values.push_back(x);
     }
   }
-  attn.finish();
-  return LogGrid2D(std::move(batch), std::move(context), std::move(values));
+  r.finish();
+  return LogGrid2D(std::move(xs), std::move(ys), std::move(values));
+}
+
+// A decode-attention grid {"kv_head_tokens", "context_tokens", "frac": one row per kv_head_tokens}.
+LogGrid2D parse_decode_grid(JsonReader& attn) {
+  return parse_log_grid(attn, "kv_head_tokens", "context_tokens", "frac", 0.0, true, 1.0, "(0, 1]");
 }
 
 // One attention kernel family: {"decode", "prefill_compute_frac_by_flops", "source", and
@@ -196,6 +205,38 @@ void parse_kv_decode_ratios(JsonReader kv, HwProfile& hw) {
   kv.accept("points");
   k.source = kv.string_or("source", "");
   kv.finish();
+}
+
+// calibration.attention_decode_per_query_head: {"form", "kv_heads", "time_over_grouped": {"bf16"|"fp8":
+// {"GROUP": {"batch": [...], "context": [...], "ratio": [[one per context] per batch]}}}, "points",
+// "gpu", "date", "file", "command", "fitted_by", "source"}, written by `servesim calibrate
+// decode-per-query-head`: the per-query-head kernel's time over the grouped kernel's.
+void parse_decode_per_query_head(JsonReader t, HwProfile& hw) {
+  HwProfile::DecodePerQueryHead& d = hw.decode_per_query_head;
+  d.kv_heads = static_cast<double>(t.integer_in("kv_heads", 1, 1024));
+  JsonReader by_format = t.object("time_over_grouped");
+  for (const auto& [format, grids] : by_format.json().items()) {
+    const std::string name = format;  // a copy: clang 14 does not capture structured bindings
+    if (name != "bf16" && name != "fp8") by_format.fail(name, "must be a KV cache format: bf16 (16-bit) or fp8");
+    JsonReader by_group = by_format.object(name);
+    std::vector<HwProfile::DecodePerQueryHead::Grid>& out = d.by_format[name == "bf16" ? 0 : 1];
+    for (const auto& [key, grid] : by_group.json().items()) {
+      int group = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), group);
+      if (ec != std::errc() || end != key.data() + key.size() || group < 2 || group > 128) {
+        by_group.fail(key, "must be a group size: query heads per KV head, an integer 2-128");
+      }
+      JsonReader g = by_group.object(key);
+      out.push_back({group, parse_log_grid(g, "batch", "context", "ratio", 0.1, false, 20.0, "[0.1, 20]")});
+    }
+    by_group.finish();
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.group < b.group; });
+  }
+  by_format.finish();
+  if (d.empty()) t.fail("time_over_grouped", "has no group of either format");
+  d.source = t.string_or("source", "");
+  for (const char* key : {"form", "points", "gpu", "date", "file", "command", "fitted_by"}) t.accept(key);
+  t.finish();
 }
 
 // "calibration.grouped_gemm": the measured grouped (MoE) GEMM kernels against their dense
@@ -289,6 +330,7 @@ void parse_calibration(JsonReader r, HwProfile& hw) {
   if (auto kernels = r.object_if("quant_kernels")) parse_quant_kernel_tables(std::move(*kernels), hw);
   if (auto attn = r.object_if("attention_decode")) hw.attention_decode_frac = parse_decode_grid(*attn);
   if (auto kv = r.object_if("attention_decode_kv")) parse_kv_decode_ratios(std::move(*kv), hw);
+  if (auto pqh = r.object_if("attention_decode_per_query_head")) parse_decode_per_query_head(std::move(*pqh), hw);
   if (auto families = r.object_if("attention_kernels")) {
     for (std::size_t i = 1; i < kAttentionKernels; ++i) {
       const char* name = attention_kernel_name(static_cast<AttentionKernel>(i));

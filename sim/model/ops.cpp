@@ -191,7 +191,14 @@ void set_decode_attention_work(Op& attn, const ModelSpec& m, const BatchShape& b
     const double windowed = seqs * std::min(b.decode_kv_tokens / seqs, static_cast<double>(m.sliding_window.tokens));
     const double kv = ((L - sliding) * b.decode_kv_tokens + sliding * windowed) / L;
     const double q = static_cast<double>(b.decode_query_tokens);
-    return set_attention_work(attn, m, b.decode_seqs, b.decode_tokens(), kv, q == 1.0 ? kv : q * kv, p, plan);
+    set_attention_work(attn, m, b.decode_seqs, b.decode_tokens(), kv, q == 1.0 ? kv : q * kv, p, plan);
+    if (attn.attn_pqh_group > 0) {
+      // The chunked layers (the windowed ones, chunked_attention_layers) run the per-query-head
+      // kernel: their share of the layers' KV bytes, and their context.
+      attn.attn_pqh_share = kv > 0.0 ? sliding * windowed / (L * kv) : 0.0;
+      attn.attn_pqh_context = windowed / seqs;
+    }
+    return;
   }
   // One query token per sequence (k + 1 in a verify pass), against its whole cache.
   const double pairs = b.decode_query_tokens == 1 ? b.decode_kv_tokens : b.decode_attn_pairs();
@@ -236,6 +243,9 @@ Op decode_attention_op(const ModelSpec& m, const BatchShape& b, const Precision&
   Op attn = attention_op("attention_decode", OpKind::attention_decode, m, p, plan);
   if (plan.decode_attention_per_query_head && !m.is_mla() && m.num_kv_heads > 0) {
     attn.attn_dequant_copies = static_cast<int>(std::max<std::int64_t>(1, m.num_attention_heads / m.num_kv_heads));
+  }
+  if (plan.chunked_decode_attention_per_query_head && chunked_attention_layers(m) > 0 && !m.is_mla() && m.num_kv_heads > 0) {
+    attn.attn_pqh_group = static_cast<int>(std::max<std::int64_t>(1, m.num_attention_heads / m.num_kv_heads));
   }
   set_decode_attention_work(attn, m, b, p, plan);
   return attn;

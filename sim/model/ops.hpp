@@ -65,6 +65,15 @@ struct Op {
   // KV head) where the engine's kernel runs a program per query head
   // (KernelPlan::decode_attention_per_query_head).
   int attn_dequant_copies = 1;
+  // Decode attention of a model whose chunked-attention layers the engine decodes with a kernel of
+  // one program per (sequence, query head) (KernelPlan::chunked_decode_attention_per_query_head):
+  // query heads per KV head (0: every layer runs the grouped kernel), those layers' share of this
+  // op's KV bytes (the op is the layers' average) and their context per sequence. The hardware
+  // profile's calibration.attention_decode_per_query_head prices them (cost_model.cpp); without it
+  // they cost what the grouped kernel does.
+  int attn_pqh_group = 0;
+  double attn_pqh_share = 0.0;
+  double attn_pqh_context = 0.0;
   // Streaming ops (norms, rope, KV writes, elementwise, embedding, sampler): the ceiling of this
   // engine's kernels as a fraction of the profile's streaming plateau (KernelPlan::elementwise_bw_frac).
   double stream_efficiency = 1.0;
@@ -156,6 +165,12 @@ struct KernelPlan {
   // false: one program per (sequence, KV head) serves the group (servesim's own kernel,
   // FlashInfer, FlashAttention's decode).
   bool decode_attention_per_query_head = false;
+  // The layers of chunked attention (chunked_attention_layers: Llama 4's attention_chunk_size
+  // layers) decode with one program per (sequence, query head) on the GPU at hand, the rest with
+  // the grouped kernel: TensorRT-LLM's XQA (grouped) refuses chunked attention and masked
+  // multi-head attention runs instead. Resolved per GPU architecture (resolve_quant_kernels) from
+  // the engine key kernels_per_layer.chunked_attention_decode_per_query_head.
+  bool chunked_decode_attention_per_query_head = false;
   // Bandwidth ceiling of the engine's elementwise kernels as a fraction of the profile's streaming
   // plateau (the calibrators' 16-byte vectorized kernels): PyTorch's eager kernels on broadcast and
   // strided views (rope's cos/sin, the norm weight, chunked gate/up) saturate lower; small, latency-
@@ -249,6 +264,13 @@ Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64
 void build_iteration_ops(const ModelSpec& model, const BatchShape& batch, const Precision& precision,
                          std::vector<Op>& out, const KernelPlan& plan = KernelPlan{}, std::int64_t tp = 1,
                          const MoeRouting& routing = MoeRouting{});
+
+// Layers of chunked attention (Llama 4's attention_chunk_size, on the RoPE layers; modelled as a
+// sliding window of the chunk, ModelSpec::sliding_window): the llama4 family's windowed layers,
+// 0 for every other model (Gemma's windows slide, they are not chunks).
+inline std::int64_t chunked_attention_layers(const ModelSpec& m) {
+  return m.family == "llama4" && m.has_sliding_window() ? m.sliding_window.layers : 0;
+}
 
 // What an attention op's work takes from the model, precision and plan for `q_tokens` query
 // tokens (set_attention_work in ops.cpp), kept by a caller that rewrites the op every step.
