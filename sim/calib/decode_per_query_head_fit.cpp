@@ -35,6 +35,12 @@ std::string text(const nlohmann::json& rec, const char* key, const std::string& 
   return v.get<std::string>();
 }
 
+// `j[key]` where it is a string, else `fallback` (descriptive fields: a number there is no error).
+std::string string_or(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 double positive(const nlohmann::json& rec, const char* key, const std::string& file, const std::string& where) {
   const nlohmann::json& v = need(rec, key, file, where);
   if (!v.is_number() || !(v.get<double>() > 0.0)) throw InputError(file, where + "." + key, "must be a number > 0");
@@ -139,8 +145,8 @@ DecodePerQueryHeadFit fit_decode_per_query_head(const nlohmann::json& doc, const
   const nlohmann::json& s = *section;
   const long long kv_heads = s.contains("num_kv_heads") ? static_cast<long long>(positive(s, "num_kv_heads", file, kSection)) : 8;
   DecodePerQueryHeadFit fit;
-  fit.gpu = s.value("gpu", std::string());
-  fit.date = doc.value("date", s.value("date", date));
+  fit.gpu = string_or(s, "gpu", "");
+  fit.date = string_or(doc, "date", string_or(s, "date", date));
   nlohmann::json by_format = nlohmann::json::object();
   std::size_t points = 0;
   for (const auto& [key, cells] : read_times(s, file, form)) {

@@ -164,6 +164,9 @@ TEST_CASE("calibrate decode-per-query-head: refusals name the file and key") {
   CHECK(contains(error_of([] { fit_decode_per_query_head(nlohmann::json::object(), "m.json", "per_head", "", "", "t"); }),
                  "m.json: attention_decode_mmha: missing"));
   doc = load_json_file(kSynthetic);
+  doc["attention_decode_mmha"]["gpu"] = 90;  // a descriptive field of another type: not recorded, no error
+  doc["date"] = 2026;
+  CHECK(fit_decode_per_query_head(doc, "m.json", "per_head", "", "", "t").table["date"] == "not recorded");
   doc["attention_decode_mmha"]["records"][3]["kv_dtype"] = "int4";
   CHECK(contains(error_of([&] { fit_decode_per_query_head(doc, "m.json", "per_head", "", "", "t"); }),
                  "m.json: attention_decode_mmha.records[3].kv_dtype: must be bf16 or fp8_e4m3"));
