@@ -29,6 +29,9 @@ std::vector<ErrorBand> load_error_bands(const std::string& path) {
     b.median_abs = r.number_in("median_abs", 0.0, 100.0);
     b.worst_abs = r.number_in("worst_abs", b.median_abs, 100.0);
     b.source = r.string("source");
+    // Absent in files written before the attention-DP bands: a plain band.
+    b.feature = r.string_or("feature", "");
+    if (!b.feature.empty() && b.feature != kAttentionDpFeature) r.fail("feature", std::string("expected \"") + kAttentionDpFeature + "\" or absent");
     r.finish();
     out.push_back(std::move(b));
   }
@@ -40,25 +43,29 @@ nlohmann::json error_bands_to_json(const std::vector<ErrorBand>& bands, const st
   for (const ErrorBand& b : bands) {
     rows.push_back({{"hw", b.hw}, {"engine", b.engine}, {"phase", b.phase}, {"n", b.n}, {"median_abs", b.median_abs},
                     {"worst_abs", b.worst_abs}, {"source", b.source}});
+    if (!b.feature.empty()) rows.back()["feature"] = b.feature;  // plain bands stay as they were written
   }
   return {{"schema", "servesim-error-bands/1"}, {"generated_by", generated_by}, {"bands", rows}};
 }
 
-std::optional<ErrorBand> serving_band(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine) {
+std::optional<ErrorBand> serving_band(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine,
+                                      const std::string& feature) {
   // Whole-request phases first: a plan answers for requests, not kernels.
   for (const char* phase : {"e2e-p50", "throughput", "tpot-p50", "tpot", "decode"}) {
     for (const ErrorBand& b : bands) {
-      if (b.hw == hw && b.engine == engine && b.phase == phase) return b;
+      if (b.hw == hw && b.engine == engine && b.phase == phase && b.feature == feature) return b;
     }
   }
   return std::nullopt;
 }
 
-SloBands slo_bands(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine, bool ttft, bool tpot, bool e2e) {
+SloBands slo_bands(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine, bool ttft, bool tpot, bool e2e,
+                   const std::string& feature) {
   SloBands out;
+  out.feature = feature;
   const auto find = [&](const std::string& phase) -> const ErrorBand* {
     for (const ErrorBand& b : bands) {
-      if (b.hw == hw && b.engine == engine && b.phase == phase) return &b;
+      if (b.hw == hw && b.engine == engine && b.phase == phase && b.feature == feature) return &b;
     }
     return nullptr;
   };
@@ -75,7 +82,7 @@ SloBands slo_bands(const std::vector<ErrorBand>& bands, const std::string& hw, c
     }
   }
   if (!ttft && !tpot && !e2e) {
-    if (auto b = serving_band(bands, hw, engine)) out.bands.push_back(*b);
+    if (auto b = serving_band(bands, hw, engine, feature)) out.bands.push_back(*b);
   }
   return out;
 }
@@ -87,13 +94,21 @@ std::string describe_band(const ErrorBand& b) {
   if (head == "ttft" || head == "tpot" || head == "e2e") {
     for (std::size_t i = 0; i < head.size(); ++i) metric[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(metric[i])));
   }
-  char buf[96];
+  metric = missing_band_text(b.feature, metric);
+  const char* tail = b.feature.empty() ? "" : ", development";  // attention-DP rows: modelling choices saw them
+  char buf[128];
   if (b.n < 5) {
-    std::snprintf(buf, sizeof buf, "%s few rows (n %zu)", metric.c_str(), b.n);
+    std::snprintf(buf, sizeof buf, "%s few rows (n %zu%s)", metric.c_str(), b.n, tail);
   } else {
-    std::snprintf(buf, sizeof buf, "%s %.0f%% (n %zu)", metric.c_str(), 100 * b.median_abs, b.n);
+    std::snprintf(buf, sizeof buf, "%s %.0f%% (n %zu%s)", metric.c_str(), 100 * b.median_abs, b.n, tail);
   }
   return buf;
+}
+
+std::string missing_band_text(const std::string& feature, const std::string& metric) {
+  if (feature.empty()) return metric;
+  const std::string prefix = feature == kAttentionDpFeature ? "attention DP" : feature;
+  return metric.empty() ? prefix : prefix + " " + metric;
 }
 
 }  // namespace servesim

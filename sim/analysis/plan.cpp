@@ -422,8 +422,12 @@ Table plan_table(const PlanResult& r) {
     // One band per SLO metric: its metric, n, median and worst |error|, and what it rests on.
     std::string text;
     for (const ErrorBand& b : row.bands.bands) text += (text.empty() ? "" : "; ") + describe_band(b);
-    for (const std::string& m : row.bands.missing) text += (text.empty() ? "" : "; ") + m + " not validated";
-    t.set(i, "error_bands", text.empty() ? std::string("not validated on this GPU and engine") : text);
+    for (const std::string& m : row.bands.missing) text += (text.empty() ? "" : "; ") + missing_band_text(row.bands.feature, m) + " not validated";
+    if (text.empty()) {
+      text = row.bands.feature.empty() ? "not validated on this GPU and engine"
+                                       : missing_band_text(row.bands.feature, "") + " not validated on this GPU and engine";
+    }
+    t.set(i, "error_bands", text);
     if (!row.bands.bands.empty()) {
       const ErrorBand& b = row.bands.bands.front();
       t.set(i, "error_band_metric", b.phase);

@@ -68,10 +68,13 @@ std::string config_name(const PlanRow& r) {
   return s + ", " + std::to_string(r.replicas) + (r.replicas == 1 ? " replica)" : " replicas)");
 }
 
-// The pairs the bands file covers, for the legend under the table.
+// The pairs the bands file covers (its plain bands: the attention-DP ones have their own line),
+// for the legend under the table.
 std::string validated_pairs(const std::vector<ErrorBand>& bands) {
   std::set<std::string> pairs;
-  for (const ErrorBand& b : bands) pairs.insert(b.hw + "/" + b.engine);
+  for (const ErrorBand& b : bands) {
+    if (b.feature.empty()) pairs.insert(b.hw + "/" + b.engine);
+  }
   std::string out;
   for (const auto& pair : pairs) out += (out.empty() ? "" : ", ") + pair;
   return out;
@@ -207,8 +210,9 @@ void set_row_cells(Table& t, std::size_t n, const PlanRow& row, bool cheapest, b
   t.set(n, "binding (headroom)", p ? binding_text(*p, percentile) : std::string("-"));
   std::string band;
   for (const ErrorBand& b : row.bands.bands) band += (band.empty() ? "" : ", ") + describe_band(b);
-  for (const std::string& m : row.bands.missing) band += (band.empty() ? "" : ", ") + m + " ?";
-  t.set(n, "error (metric, n)", band.empty() ? std::string("?") : band);
+  for (const std::string& m : row.bands.missing) band += (band.empty() ? "" : ", ") + missing_band_text(row.bands.feature, m) + " ?";
+  if (band.empty()) band = row.bands.feature.empty() ? "?" : missing_band_text(row.bands.feature, "") + " not validated";
+  t.set(n, "error (metric, n)", band);
 }
 
 // A row whose replicas, sized from one replica's stable rate, still miss the SLO together at the
@@ -241,6 +245,22 @@ void print_ties(const PlanResult& r, double rel_tolerance) {
   if (pairs.empty()) return;
   std::printf("= tied: stable rates within the search tolerance (%g%%), which the search cannot order; ranked by cost: %s\n",
               100.0 * rel_tolerance, pairs.c_str());
+}
+
+// Under the legend when some option runs attention DP: what its bands are, and every one there is.
+void print_attention_dp_legend(const PlanResult& r, const std::vector<ErrorBand>& bands) {
+  if (std::none_of(r.rows.begin(), r.rows.end(), [](const PlanRow& row) { return row.bands.feature == kAttentionDpFeature; })) return;
+  std::string known;
+  for (const ErrorBand& b : bands) {
+    if (b.feature != kAttentionDpFeature) continue;
+    ErrorBand plain = b;  // the line says attention DP and development once
+    plain.feature.clear();
+    known += (known.empty() ? "" : "; ") + b.hw + "/" + b.engine + " " + describe_band(plain);
+  }
+  std::printf("attention DP (parallel.enable_attention_dp at TP > 1): those options' bands are over the published attention-DP rows "
+              "alone, development data (modelling choices saw them), never the bands above; \"attention DP ... ?\" or \"not "
+              "validated\" = no such measurement of that GPU and engine. Attention DP validated: %s\n",
+              known.empty() ? "none" : known.c_str());
 }
 
 // The answer, the assumptions, the options that fit (cheapest first, the answer marked) and,
@@ -285,6 +305,7 @@ void print_plan(const PlanResult& r, const Scenario& workload, double rate, cons
   std::printf("\nerror: servesim's median |error| on each SLO metric, over n measurements of that GPU and engine (docs/validation.md; "
               "fewer than 5: few rows); ? = not validated. Validated: %s (--engine NAME)\n",
               bands.empty() ? "none" : validated_pairs(bands).c_str());
+  print_attention_dp_legend(r, bands);
   if (!notes.empty()) {
     std::printf("%snot shown or incomplete:\n", n > 0 ? "\n" : "");
     for (const auto& note : notes) std::printf("  %s\n", note.c_str());
@@ -562,7 +583,11 @@ void annotate_rows(PlanResult& result, const Scenario& base, const std::vector<E
   const SloConfig& slo = base.workload.classes.front().slo;
   for (PlanRow& row : result.rows) {
     row.engine = base.engine.profile.name;
-    row.bands = slo_bands(bands, row.option.hw, base.engine.profile.name, slo.ttft_s > 0.0, slo.tpot_s > 0.0, slo.e2e_s > 0.0);
+    // An option that runs attention DP (at TP 1 it is the plain engine) is judged by the
+    // attention-DP bands alone: the plain ones never measured it.
+    const bool attention_dp = base.parallel.enable_attention_dp && row.option.tp > 1;
+    row.bands = slo_bands(bands, row.option.hw, base.engine.profile.name, slo.ttft_s > 0.0, slo.tpot_s > 0.0, slo.e2e_s > 0.0,
+                          attention_dp ? kAttentionDpFeature : "");
     const GpuPrice& price = costs.gpus.at(row.option.hw);
     row.price_basis = price.usd_per_gpu_hour ? price.basis : "";
     row.price_providers = price.providers;

@@ -400,7 +400,8 @@ std::vector<ErrorBand> error_bands(const ValidationResult& res, const std::strin
     if (s.group == "kernel" || s.engine.find(' ') != std::string::npos) continue;
     out.push_back({hw, s.engine, s.phase, s.n, s.median_abs, s.worst_abs,
                    "independent " + hw + " set (calibrate/results/h200/independent), " + s.group +
-                       " rows, each predicted by a fit without its model"});
+                       " rows, each predicted by a fit without its model",
+                   ""});
   }
   return out;
 }

@@ -70,7 +70,9 @@ constexpr double kPublishedFeatureMedianTarget = 0.15;
 // The error bands `plan` shows for whole-engine answers: one per (GPU, servesim engine profile),
 // phase "throughput", over the simulated rows whose metric is an output or input throughput
 // (time-to-first-token and inter-token rows are left out: a throughput band must not mix them).
-// Ordered by profile, then GPU, so the committed file diffs cleanly.
+// Ordered by profile, then GPU, so the committed file diffs cleanly. The rows without a feature
+// first; then, apart (feature kAttentionDpFeature), bands over the attention-DP rows, which are
+// development data; the MTP rows are in neither.
 std::vector<ErrorBand> published_error_bands(const std::vector<PublishedRow>& rows);
 
 // tests/validation/published_engines.json in the data directory.

@@ -37,9 +37,11 @@ inline void check_bands_equal(const std::vector<ErrorBand>& now, const std::vect
     CAPTURE(now[i].hw);
     CAPTURE(now[i].engine);
     CAPTURE(now[i].phase);
+    CAPTURE(now[i].feature);
     CHECK(committed[i].hw == now[i].hw);
     CHECK(committed[i].engine == now[i].engine);
     CHECK(committed[i].phase == now[i].phase);
+    CHECK(committed[i].feature == now[i].feature);
     CHECK(committed[i].n == now[i].n);
     CHECK(committed[i].median_abs == doctest::Approx(now[i].median_abs).epsilon(1e-9));
     CHECK(committed[i].worst_abs == doctest::Approx(now[i].worst_abs).epsilon(1e-9));
