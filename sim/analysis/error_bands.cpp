@@ -48,13 +48,24 @@ nlohmann::json error_bands_to_json(const std::vector<ErrorBand>& bands, const st
   return {{"schema", "servesim-error-bands/1"}, {"generated_by", generated_by}, {"bands", rows}};
 }
 
+namespace {
+
+// The band of this GPU, engine, phase and feature ("" = plain), or null.
+const ErrorBand* find_band(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine,
+                           const std::string& phase, const std::string& feature) {
+  for (const ErrorBand& b : bands) {
+    if (b.hw == hw && b.engine == engine && b.phase == phase && b.feature == feature) return &b;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<ErrorBand> serving_band(const std::vector<ErrorBand>& bands, const std::string& hw, const std::string& engine,
                                       const std::string& feature) {
   // Whole-request phases first: a plan answers for requests, not kernels.
   for (const char* phase : {"e2e-p50", "throughput", "tpot-p50", "tpot", "decode"}) {
-    for (const ErrorBand& b : bands) {
-      if (b.hw == hw && b.engine == engine && b.phase == phase && b.feature == feature) return b;
-    }
+    if (const ErrorBand* b = find_band(bands, hw, engine, phase, feature)) return *b;
   }
   return std::nullopt;
 }
@@ -63,12 +74,7 @@ SloBands slo_bands(const std::vector<ErrorBand>& bands, const std::string& hw, c
                    const std::string& feature) {
   SloBands out;
   out.feature = feature;
-  const auto find = [&](const std::string& phase) -> const ErrorBand* {
-    for (const ErrorBand& b : bands) {
-      if (b.hw == hw && b.engine == engine && b.phase == phase && b.feature == feature) return &b;
-    }
-    return nullptr;
-  };
+  const auto find = [&](const std::string& phase) { return find_band(bands, hw, engine, phase, feature); };
   const struct { bool wanted; const char* name; const char* metric; } targets[] = {
       {ttft, "TTFT", "ttft"}, {tpot, "TPOT", "tpot"}, {e2e, "E2E", "e2e"}};
   for (const auto& t : targets) {
