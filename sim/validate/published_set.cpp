@@ -256,6 +256,9 @@ std::string skip_reason(const RowInput& in, const SourceMap& src, const std::str
   if (src.harness == Harness::none) return "no harness mapped for this source";
   if (!has_card(card)) return "no model card for " + in.model + " in models/";
   if (in.tp == 0 || in.num_gpus == 0) return "GPU count or tensor-parallel size not stated";
+  // TensorRT-LLM runs attention DP inside each pipeline stage (the RTX 6000 tables' DEP2,PP2 of
+  // perf-overview @03e27c7); servesim's attention DP does not combine with pipeline parallelism.
+  if (in.attention_dp && in.tp > 1 && in.pp > 1) return "attention DP with pipeline parallelism (DEP with PP > 1) is not modelled";
   const bool dataset_lengths = src.harness == Harness::vllm_sharegpt || src.harness == Harness::bench_sharegpt;
   if (!dataset_lengths && (in.isl == 0 || in.osl == 0)) return "input/output lengths not stated";
   // With multi-step scheduling vLLM streams a request's tokens in chunks of num_scheduler_steps,
