@@ -188,8 +188,9 @@ int run_published(const std::string& file, const PublishedOptions& options, bool
   const double overall = errors.empty() ? 0.0 : median(errors);
   if (!json) {
     const int crossed = print_published(rows, every_row);
-    std::printf("%s: median |error| %.1f%% over %zu rows (target %.0f%%); %d of the stated bounds crossed\n", crossed ? "FAIL" : "ok",
-                100 * overall, errors.size(), 100 * kPublishedMedianTarget, crossed);
+    // "ok" / "FAIL" is the bounds' verdict; the suite's median target is reported on its own, met or not.
+    std::printf("%s: median |error| %.1f%% over %zu rows (target %.0f%%: %s); %d of the stated bounds crossed\n", crossed ? "FAIL" : "ok",
+                100 * overall, errors.size(), 100 * kPublishedMedianTarget, overall <= kPublishedMedianTarget ? "met" : "not met", crossed);
     return crossed > 0 ? kExitBoundCrossed : kExitOk;
   }
   nlohmann::json out = {{"file", file}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::array()},
