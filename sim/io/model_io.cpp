@@ -80,7 +80,7 @@ KeyNames hf_key_names(const std::string& type, const std::string& prefix, const 
   KeyNames n = {{"num_layers", "num_hidden_layers"},     {"hidden_size", "hidden_size"}, {"num_attention_heads", "num_attention_heads"},
                 {"num_kv_heads", "num_key_value_heads"}, {"head_dim", "head_dim"}};
   if (type == "chatglm") n = {{"num_kv_heads", "multi_query_group_num"}, {"head_dim", "kv_channels"}};
-  if (type == "mixtral" || type == "llama4") {
+  if (type == "mixtral" || type == "llama4" || type == "gpt_oss") {
     n["moe.num_experts"] = "num_local_experts";
     n["moe.expert_ffn_size"] = "intermediate_size";
   }
@@ -103,6 +103,7 @@ KeyNames hf_key_names(const std::string& type, const std::string& prefix, const 
     n["sliding_window.layers"] = "no_rope_layers";
   }
   if (type.rfind("gemma", 0) == 0) n["sliding_window.layers"] = r.has("layer_types") ? "layer_types" : "sliding_window_pattern";
+  if (type == "gpt_oss") n["sliding_window.layers"] = "layer_types";
   n["moe.experts_per_token"] = "num_experts_per_tok";
   for (auto& [card, hf] : n) hf = prefix + hf;
   return n;
@@ -187,7 +188,7 @@ ModelSpec parse_card(JsonReader& r) {
 }
 
 // Keys the llama-shaped families share (llama, mistral, qwen2, qwen3, phi3, gemma2/3, mixtral,
-// qwen3_moe, llama4's text part).
+// qwen3_moe, llama4's text part, gpt_oss).
 void parse_llama_like(JsonReader& r, ModelSpec& m, bool tied_default) {
   m.num_layers = r.integer_in("num_hidden_layers", 1, kMaxLayers);
   m.hidden_size = r.integer_in("hidden_size", 1, kMaxWidth);
@@ -198,18 +199,25 @@ void parse_llama_like(JsonReader& r, ModelSpec& m, bool tied_default) {
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
 }
 
+// The layers a config's layer_types list names "sliding_attention" (Gemma 3's newer configs,
+// GPT-OSS), or -1 when it has no such list.
+std::int64_t sliding_layer_types(JsonReader& r) {
+  if (!r.has("layer_types") || !r.raw("layer_types").is_array()) return -1;
+  std::int64_t sliding = 0;
+  for (const auto& t : r.raw("layer_types")) {
+    if (!t.is_string()) r.fail("layer_types", "must be a list of strings");
+    if (t.get<std::string>() == "sliding_attention") ++sliding;
+  }
+  return sliding;
+}
+
 // Gemma 2 and 3: sliding-window layers alternate with global ones. Gemma 3 names each layer's
 // kind in layer_types (newer configs) or repeats a pattern of (p - 1) sliding layers and one
 // global (sliding_window_pattern, default 6 in transformers' Gemma3TextConfig).
 void parse_gemma_window(JsonReader& r, ModelSpec& m, bool gemma3) {
   m.sliding_window.tokens = int_or_null(r, "sliding_window", 1, kMaxContext, gemma3 ? 1024 : 4096);
-  if (r.has("layer_types") && r.raw("layer_types").is_array()) {
-    std::int64_t sliding = 0;
-    for (const auto& t : r.raw("layer_types")) {
-      if (!t.is_string()) r.fail("layer_types", "must be a list of strings");
-      if (t.get<std::string>() == "sliding_attention") ++sliding;
-    }
-    m.sliding_window.layers = sliding;
+  if (const std::int64_t listed = sliding_layer_types(r); listed >= 0) {
+    m.sliding_window.layers = listed;
   } else if (gemma3) {
     const std::string key = r.has("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
     const std::int64_t p = int_or_null(r, key, 1, kMaxLayers, 6);
@@ -262,12 +270,20 @@ void parse_hf_qwen3_gemma(JsonReader& r, ModelSpec& m, const std::string& type) 
   if (gemma) parse_gemma_window(r, m, gemma3);
 }
 
-// Mixtral and Qwen3-MoE: llama-like attention, routed experts in the MLP.
+// Mixtral, Qwen3-MoE and GPT-OSS: llama-like attention, routed experts in the MLP. GPT-OSS keys
+// its experts as Mixtral does (num_local_experts of intermediate_size, every layer) and windows
+// the layers its layer_types names (absent: the even-indexed ones, as transformers' GptOssConfig
+// and OpenAI's reference model, gpt_oss/torch/model.py, place them) to sliding_window tokens.
 void parse_hf_mixtral_qwen3_moe(JsonReader& r, ModelSpec& m, const std::string& type) {
   parse_llama_like(r, m, false);
   m.vocab_size = r.integer_in("vocab_size", 1, kMaxVocab);
   m.max_context_tokens = r.integer_in("max_position_embeddings", 1, kMaxContext);
-  if (type == "mixtral") {
+  if (type == "gpt_oss") {
+    m.sliding_window.tokens = int_or_null(r, "sliding_window", 1, kMaxContext, 128);
+    const std::int64_t listed = sliding_layer_types(r);
+    m.sliding_window.layers = listed >= 0 ? listed : (m.num_layers + 1) / 2;
+  }
+  if (type == "mixtral" || type == "gpt_oss") {
     m.moe.num_experts = r.integer_in("num_local_experts", 1, kMaxExperts);
     m.moe.expert_ffn_size = r.integer_in("intermediate_size", 1, kMaxWidth);
     m.ffn_size = m.moe.expert_ffn_size;  // no dense layers
@@ -377,7 +393,7 @@ ModelSpec parse_hf(JsonReader& top, const std::string& file, KeyNames& names) {
     parse_hf_llama_family(r, m);
   } else if (type == "qwen3" || type == "gemma2" || type == "gemma3" || type == "gemma3_text") {
     parse_hf_qwen3_gemma(r, m, type);
-  } else if (type == "mixtral" || type == "qwen3_moe") {
+  } else if (type == "mixtral" || type == "qwen3_moe" || type == "gpt_oss") {
     parse_hf_mixtral_qwen3_moe(r, m, type);
   } else if (type == "deepseek_v3") {
     parse_hf_deepseek_v3(r, m);
@@ -386,7 +402,7 @@ ModelSpec parse_hf(JsonReader& top, const std::string& file, KeyNames& names) {
   } else {
     top.fail("model_type", "unsupported model_type '" + type +
                                "' (supported: llama, mistral, qwen2, qwen3, phi3, chatglm, gemma2, gemma3, mixtral, "
-                               "qwen3_moe, deepseek_v3, llama4)");
+                               "qwen3_moe, deepseek_v3, llama4, gpt_oss)");
   }
   return m;
 }

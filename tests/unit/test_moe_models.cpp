@@ -3,6 +3,8 @@
 // against 2 x active parameters, KV bytes by hand, expert parallelism and the memory checks.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include "sim/core/error.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/json_reader.hpp"
@@ -49,6 +51,16 @@ TEST_CASE("bundled cards: total and active parameters match what the publishers 
     CHECK(m.total_params() == doctest::Approx(r.total).epsilon(r.tol));
     CHECK(active_params(m) == doctest::Approx(r.active).epsilon(r.tol * 2));
   }
+  // OpenAI's gpt-oss model card (arXiv 2508.10925): 116.8B total with 5.1B active, 20.9B with
+  // 3.6B, active counted without the input embedding (a row lookup, 201088 x 2880 = 0.58B). The
+  // cards leave out the biases and sinks (36 x 1.114M = 0.04B; 24 x 0.285M = 0.007B).
+  for (const Row& r : {Row{"gpt-oss-120b", 116.8e9, 5.1e9, 0.01}, Row{"gpt-oss-20b", 20.9e9, 3.6e9, 0.01}}) {
+    const ModelSpec m = card(r.name);
+    INFO(r.name << ": total " << m.total_params() / 1e9 << "B, active without the embedding "
+                << (active_params(m) - m.embedding_params()) / 1e9 << "B");
+    CHECK(m.total_params() == doctest::Approx(r.total).epsilon(r.tol));
+    CHECK(active_params(m) - m.embedding_params() == doctest::Approx(r.active).epsilon(r.tol));
+  }
   CHECK(card("llama-3-8b").max_context_tokens == 8192);
   CHECK(card("llama-3.1-8b").max_context_tokens == 131072);
   CHECK(card("llama-3.1-8b").total_params() == card("llama-3-8b").total_params());
@@ -66,6 +78,11 @@ TEST_CASE("KV bytes per token: MLA latent, GQA MoE, Gemma 3's sliding layers") {
   const double per_layer = 2.0 * 16 * 128 * 2;
   CHECK(g.kv_bytes(512, Dtype::bf16) == 512.0 * 62 * per_layer);
   CHECK(g.kv_bytes(131072, Dtype::bf16) == (10.0 * 131072 + 52.0 * 1024) * per_layer);
+  // gpt-oss-120b: K and V of 8 heads x 64 per layer; 18 full layers, 18 keep the last 128.
+  const ModelSpec oss = card("gpt-oss-120b");
+  const double oss_layer = 2.0 * 8 * 64 * 2;
+  CHECK(oss.kv_bytes(100, Dtype::bf16) == 100.0 * 36 * oss_layer);
+  CHECK(oss.kv_bytes(131072, Dtype::bf16) == (18.0 * 131072 + 18.0 * 128) * oss_layer);
 }
 
 TEST_CASE("Hugging Face configs of the new families import to the bundled cards' shapes") {
@@ -133,6 +150,31 @@ TEST_CASE("Hugging Face configs of the new families import to the bundled cards'
   CHECK(g2.sliding_window.layers == 23);
   CHECK(g2.tied_embeddings);
   CHECK(g2.total_params() == doctest::Approx(27.2e9).epsilon(0.01));  // Google: Gemma 2 27B, 27.2B
+  // GPT-OSS as released (openai/gpt-oss-120b and -20b config.json): layer_types alternates
+  // sliding and full attention from layer 0, window 128; a config without layer_types takes the
+  // same alternation (transformers' GptOssConfig default).
+  for (const auto& [name, layers, experts] : {std::tuple{"gpt-oss-120b", 36, 128}, std::tuple{"gpt-oss-20b", 24, 32}}) {
+    auto oss = nlohmann::json::parse(R"({"model_type":"gpt_oss","architectures":["GptOssForCausalLM"],"attention_bias":true,
+      "head_dim":64,"hidden_act":"silu","hidden_size":2880,"initial_context_length":4096,"intermediate_size":2880,
+      "max_position_embeddings":131072,"num_attention_heads":64,"num_experts_per_tok":4,"experts_per_token":4,
+      "num_key_value_heads":8,"sliding_window":128,"swiglu_limit":7.0,"tie_word_embeddings":false,"vocab_size":201088,
+      "quantization_config":{"quant_method":"mxfp4","modules_to_not_convert":["model.layers.*.self_attn",
+      "model.layers.*.mlp.router","model.embed_tokens","lm_head"]}})");
+    oss["num_hidden_layers"] = layers;
+    oss["num_local_experts"] = experts;
+    for (int i = 0; i < layers; ++i) oss["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    INFO(name);
+    const ModelSpec imported = parse_model(oss, std::string(name) + "/config.json"), bundled = card(name);
+    same(imported, bundled);
+    CHECK(imported.moe.num_experts == bundled.moe.num_experts);
+    CHECK(imported.moe.experts_per_token == 4);
+    CHECK(imported.moe.dense_layers == 0);
+    CHECK(imported.sliding_window.tokens == 128);
+    CHECK(imported.sliding_window.layers == layers / 2);
+    CHECK(bundled.sliding_window.layers == layers / 2);
+    oss.erase("layer_types");
+    CHECK(parse_model(oss, "config.json").sliding_window.layers == layers / 2);
+  }
 }
 
 TEST_CASE("unknown architectures and bad MoE keys exit 2 naming the field") {
@@ -239,6 +281,20 @@ TEST_CASE("memory checks: DeepSeek-V3 in FP8 fits eight H200s, not eight H100s; 
   q["hardware"] = "h100-sxm";
   q["dtype"] = "bf16";
   CHECK(plan_memory(test::scenario_from(q)).kv_blocks > 0);
+
+  // gpt-oss-120b "fits on a single 80GB GPU" with its experts in MXFP4 (OpenAI); in bf16
+  // (233.6 GB) it does not. servesim's mxfp4 quantizes the attention projections too (bf16 in the
+  // checkpoint): 63.8 GB where the released checkpoint holds 60.8 GiB = 65.3 GB.
+  auto oss = test::base_scenario();
+  oss["model"] = "gpt-oss-120b";
+  oss["hardware"] = "h100-sxm";
+  oss["dtype"] = "bf16";
+  oss["quantization"] = {{"method", "mxfp4"}};
+  const MemoryPlan oss_plan = plan_memory(test::scenario_from(oss));
+  CHECK(oss_plan.weight_bytes == doctest::Approx(63.77e9).epsilon(0.002));
+  CHECK(oss_plan.kv_blocks > 0);
+  oss.erase("quantization");
+  CHECK_THROWS_WITH_AS(plan_memory(test::scenario_from(oss)), doctest::Contains("does not fit"), InputError);
 }
 
 TEST_CASE("servesim run: DeepSeek-V3 with EP8 on eight H200s and Qwen3-30B-A3B on one H100; refusals exit 2 naming the key") {
