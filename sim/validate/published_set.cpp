@@ -256,6 +256,10 @@ std::string skip_reason(const RowInput& in, const SourceMap& src, const std::str
   if (src.harness == Harness::none) return "no harness mapped for this source";
   if (!has_card(card)) return "no model card for " + in.model + " in models/";
   if (in.tp == 0 || in.num_gpus == 0) return "GPU count or tensor-parallel size not stated";
+  // GPT-OSS checkpoints keep attention, router, embedding and LM head in bf16 and only the experts
+  // in MXFP4 (TensorRT-LLM: W4A16_MXFP4 on Hopper, W4A8_MXFP4_MXFP8 on Blackwell); a scenario's
+  // quantization.method applies to every projection, so no scheme servesim has is this run.
+  if (in.weights.rfind("mxfp4 experts", 0) == 0) return "experts-only quantization (MXFP4 experts, bf16 attention) has no servesim scheme";
   // TensorRT-LLM runs attention DP inside each pipeline stage (the RTX 6000 tables' DEP2,PP2 of
   // perf-overview @03e27c7); servesim's attention DP does not combine with pipeline parallelism.
   if (in.attention_dp && in.tp > 1 && in.pp > 1) return "attention DP with pipeline parallelism (DEP with PP > 1) is not modelled";
