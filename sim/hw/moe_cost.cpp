@@ -11,10 +11,17 @@ KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base) 
   dense.kind = OpKind::gemm;
   dense.n = op.n * std::max<std::int64_t>(1, op.groups);
   dense.groups = 0;
-  dense.flops = op.flops * op.tile_padding;  // the kernel computes its padded tiles
   dense.tile_padding = 1.0;
+  // The kernel computes its padded tiles (128 rows per expert), except a fused weight-only kernel
+  // (Marlin, Machete, ...): its model already prices each tile of its own height (the weights
+  // dequantized once per tile, the tensor-core work of a mostly empty tile small beside that), and
+  // its MoE form pads an expert's rows to a block of 8-64 (vLLM's fused_marlin_moe), not 128, so
+  // pricing 128-row tiles would count the empty rows' arithmetic, and their dequantization, again.
+  const bool fused_weight_only = choose_gemm_kernel(dense, hw) == GemmKernel::weight_only_fused;
+  const double tile_padding = fused_weight_only ? 1.0 : op.tile_padding;
+  dense.flops = op.flops * tile_padding;
   KernelTime t = estimate(dense, hw, base);
-  if (op.tile_padding > 1.0) {
+  if (tile_padding > 1.0) {
     // The padded rows' arithmetic at the rate of a GEMM that many rows tall: the efficiency at
     // the unpadded rows per expert already counts their mostly empty tile, so pricing the padded
     // FLOPs at it would count the padding twice. Bytes stay the unpadded rows' (padding is not
@@ -22,7 +29,7 @@ KernelTime estimate_grouped_gemm(const Op& op, const HwProfile& hw, Dtype base) 
     // same single kernel (a weight-only GEMM may switch kernels with m; a conversion pass has
     // its own time).
     Op tiles = dense;
-    tiles.m = std::max<std::int64_t>(op.m, std::llround(static_cast<double>(op.m) * op.tile_padding));
+    tiles.m = std::max<std::int64_t>(op.m, std::llround(static_cast<double>(op.m) * tile_padding));
     if (t.pass_s == 0.0 && choose_gemm_kernel(tiles, hw) == choose_gemm_kernel(dense, hw)) {
       const double busy_before = std::max(t.compute_s, t.memory_s);
       t.compute_s = estimate(tiles, hw, base).compute_s;

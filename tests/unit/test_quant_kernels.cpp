@@ -448,3 +448,39 @@ TEST_CASE("tuned_int8: TensorRT-LLM's SmoothQuant GEMM on h100-sxm from the meas
   CHECK(estimate(quant_gemm(8, 4096, 4096, QuantScheme::int8, QuantKernel::tuned_int8), h200, Dtype::bf16).time_s ==
         estimate(quant_gemm(8, 4096, 4096, QuantScheme::int8, QuantKernel::auto_), h200, Dtype::bf16).time_s);
 }
+
+TEST_CASE("weight-only MoE experts: a fused kernel's tile is priced once, not again at 128 padded rows per expert") {
+  // Qwen3-30B-A3B decoding 64 sequences on one H100: 512 token-expert pairs over 128 experts, 4
+  // rows each, padded to 128-row tiles for the CUTLASS-style grouped GEMM. A fused weight-only
+  // kernel (vLLM's fused_marlin_moe blocks an expert's rows by 8-64) dequantizes each expert once
+  // there, so its 4-bit experts stream fewer bytes than the bf16 ones and cost less.
+  const HwProfile h = hw("h100-sxm");
+  const ModelSpec m = load_model(resolve_data_ref("models", "qwen3-30b-a3b", "", ""));
+  BatchShape batch;
+  for (int i = 0; i < 64; ++i) batch.add_decode(2048);
+  auto experts_s = [&](QuantScheme q, QuantKernel kernel) {
+    Precision p{Dtype::bf16, Dtype::bf16, Dtype::bf16};
+    p.quant = q;
+    std::vector<Op> ops;
+    build_iteration_ops(m, batch, p, ops);
+    for (Op& op : ops) {
+      if (op.kind != OpKind::grouped_gemm) continue;
+      op.quant_kernel = kernel;
+      REQUIRE(op.m == 4);
+      REQUIRE(op.tile_padding > 8.0);
+    }
+    double s = 0.0;
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::grouped_gemm) s += static_cast<double>(op.count) * estimate(op, h, Dtype::bf16).time_s;
+    }
+    return s;
+  };
+  const double bf16 = experts_s(QuantScheme::none, QuantKernel::auto_);
+  const double marlin = experts_s(QuantScheme::w4a16_awq, QuantKernel::marlin);
+  const double machete = experts_s(QuantScheme::w4a16_gptq, QuantKernel::machete);
+  MESSAGE("experts per step at 4 rows per expert: bf16 " << bf16 * 1e3 << " ms, Marlin " << marlin * 1e3 << " ms, Machete "
+                                                      << machete * 1e3 << " ms");
+  CHECK(marlin < 0.6 * bf16);
+  // Marlin's 64-row and Machete's 128-row tiles both hold the 4 rows in one tile.
+  CHECK(marlin == doctest::Approx(machete).epsilon(1e-9));
+}
