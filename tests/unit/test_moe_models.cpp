@@ -153,7 +153,8 @@ TEST_CASE("Hugging Face configs of the new families import to the bundled cards'
   // GPT-OSS as released (openai/gpt-oss-120b and -20b config.json): layer_types alternates
   // sliding and full attention from layer 0, window 128; a config without layer_types takes the
   // same alternation (transformers' GptOssConfig default).
-  for (const auto& [name, layers, experts] : {std::tuple{"gpt-oss-120b", 36, 128}, std::tuple{"gpt-oss-20b", 24, 32}}) {
+  for (const auto& [card_name, layers, experts] : {std::tuple{"gpt-oss-120b", 36, 128}, std::tuple{"gpt-oss-20b", 24, 32}}) {
+    const std::string name = card_name;  // a plain local: INFO captures it (clang rejects capturing a structured binding)
     auto oss = nlohmann::json::parse(R"({"model_type":"gpt_oss","architectures":["GptOssForCausalLM"],"attention_bias":true,
       "head_dim":64,"hidden_act":"silu","hidden_size":2880,"initial_context_length":4096,"intermediate_size":2880,
       "max_position_embeddings":131072,"num_attention_heads":64,"num_experts_per_tok":4,"experts_per_token":4,
