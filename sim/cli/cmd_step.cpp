@@ -81,7 +81,16 @@ nlohmann::json step_json(const StepQuery& q, const StepAsked& s, const LaunchCon
                          {"group_size", q.precision.group_size},
                          {"kv_cache_dtype", dtype_name(q.precision.kv_cache)},
                          {"emulated", q.emulated},
-                         {"weight_bytes", q.model.weight_bytes(q.precision.weights, q.precision.quant, q.precision.group_size)}};
+                         {"weight_bytes", q.model.weight_bytes(q.precision.weights, q.precision.quant, q.precision.group_size,
+                                                               q.precision.quant_scope)}};
+  if (q.precision.quant_scope != QuantScope::all) {  // other steps keep their bytes
+    out["quantization"]["scope"] = quant_scope_name(q.precision.quant_scope);
+    nlohmann::json quantized = nlohmann::json::array();
+    for (const Op& op : t.ops) {
+      if ((op.kind == OpKind::gemm || op.kind == OpKind::grouped_gemm) && op.quant != QuantScheme::none) quantized.push_back(op.name);
+    }
+    out["quantization"]["quantized_ops"] = quantized;
+  }
   out["engine"] = q.engine ? q.engine->name : "default";
   out["hardware_field_origins"] = field_origins_json(q.hw);
   out["host_overhead_per_step_s"] = launch.host_overhead_per_step_s;
@@ -109,9 +118,12 @@ nlohmann::json step_json(const StepQuery& q, const StepAsked& s, const LaunchCon
 void print_step(const StepQuery& q, const StepAsked& s, const LaunchConfig& launch, const nlohmann::json& out) {
   const TimedStep& t = s.timed;
   const StepTime& step = t.step;
+  const bool experts_only = q.precision.quant_scope == QuantScope::experts && q.precision.quant != QuantScheme::none;
   const std::string precision = std::string(quant_name(q.precision.quant)) == "none"
                                     ? std::string(dtype_name(q.precision.weights))
-                                    : std::string(quant_name(q.precision.quant)) + (q.emulated ? " (emulated: no such units on this GPU)" : "");
+                                    : std::string(quant_name(q.precision.quant)) +
+                                          (experts_only ? std::string(" experts, ") + dtype_name(q.precision.weights) + " elsewhere" : "") +
+                                          (q.emulated ? " (emulated: no such units on this GPU)" : "");
   std::printf("%s on %s, %s, batch %lld, context %lld, %s: step %s\n", q.model.name.c_str(), q.hw.name.c_str(), s.phase.c_str(),
               s.batch, s.context, precision.c_str(), format_duration(step.time_s).c_str());
   std::printf("  = %s; roofline %s; %lld kernels (%.1f per token)%s\n",
@@ -119,6 +131,13 @@ void print_step(const StepQuery& q, const StepAsked& s, const LaunchConfig& laun
               format_duration(step.roofline_s).c_str(), static_cast<long long>(step.kernels), out["kernels_per_token"].get<double>(),
               step.launch_bound ? ", launch-bound" : "");
   std::printf("  %s\n", engine_line(q, launch, t.cuda_graphs).c_str());
+  if (experts_only) {
+    std::string names;
+    for (const auto& name : out["quantization"]["quantized_ops"]) names += (names.empty() ? "" : ", ") + name.get<std::string>();
+    std::printf("  quantization scope experts: %s in %s (weights %s); every other GEMM (attention, router, shared experts, LM head) in %s\n",
+                names.empty() ? "no op" : names.c_str(), quant_name(q.precision.quant),
+                format_bytes(out["quantization"]["weight_bytes"].get<double>()).c_str(), dtype_name(q.precision.weights));
+  }
   std::printf("  profile %s: %s\n", q.hw.name.c_str(), field_origins_line(q.hw).c_str());
   if (const auto pqh = out.find("decode_attention_per_query_head"); pqh != out.end()) {
     const nlohmann::json& j = *pqh;

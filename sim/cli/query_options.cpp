@@ -42,6 +42,8 @@ void add_query_options(cxxopts::Options& opts) {
       "hw", "hardware profile name or path", cxxopts::value<std::string>())(
       "dtype", "16-bit base dtype: bf16 or fp16", cxxopts::value<std::string>()->default_value("bf16"))(
       "quant", "bf16|fp16|fp8|int8|w8a16|w4a16-gptq|w4a16-awq|nvfp4 (fp4)|mxfp4", cxxopts::value<std::string>())(
+      "quant-scope", "which weights --quant quantizes: all, or experts (the routed experts only; MoE models)",
+      cxxopts::value<std::string>()->default_value("all"))(
       "kv-cache-dtype", "auto, fp8, int8 or int4", cxxopts::value<std::string>()->default_value("auto"))(
       "engine", "engine profile (scenarios/engines/NAME.json) or path; generic: servesim's own defaults",
       cxxopts::value<std::string>()->default_value(EngineConfig::kDefaultProfile))(
@@ -96,6 +98,13 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (!kv_dtype) throw InputError(cmd, "--kv-cache-dtype", std::string("must be one of ") + kKvCacheDtypeNames);
   q.precision.kv_cache = *kv_dtype;
   if (p.count("quant")) apply_quant_name(p["quant"].as<std::string>(), q.precision, cmd, "--quant");
+  const std::string scope = p["quant-scope"].as<std::string>();
+  const auto quant_scope = parse_quant_scope(scope);
+  if (!quant_scope) throw InputError(cmd, "--quant-scope", "must be all or experts, got '" + scope + "'");
+  if (*quant_scope == QuantScope::experts && !q.model.is_moe()) {
+    throw InputError(cmd, "--quant-scope", "experts quantizes the routed experts only, and " + q.model.name + " has none (a dense model)");
+  }
+  q.precision.quant_scope = *quant_scope;
   const QueryFlags& f = flags();
   q.precision.group_size = f.group_size.read(p, cmd);
   if (!q.hw.supports(q.precision.weights)) {

@@ -115,6 +115,9 @@ std::vector<ScenarioKey> build() {
       text("quantization.activation_scales", "static",
            "w8a8 activation scales: static (one per tensor, calibrated; engines may fuse the quantize pass into its producer) or dynamic (one per token, computed at run time)",
            "static|dynamic"),
+      text("quantization.scope", "all",
+           "which weights the scheme quantizes: all (every layer projection) or experts (the routed experts' grouped GEMMs only; attention, router, shared experts, dense MLP layers, embedding and LM head stay in dtype, as GPT-OSS's MXFP4 checkpoints; MoE models only)",
+           "all|experts"),
       text("quantization.kv_cache_dtype", "auto", "KV cache dtype (auto: the base dtype; int8/int4 with a 4-byte scale per token and KV head)", "auto|fp8|int8|int4"),
 
       // Engine.

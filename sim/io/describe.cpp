@@ -88,7 +88,8 @@ std::string describe_precision(const Precision& p) {
   if (p.quant != QuantScheme::none) {
     const auto gemm = w8a8_dtype(p.quant);
     out = std::string(quant_name(p.quant)) + " (" + std::to_string(weight_bits(p.quant, p.weights)) + "-bit weights, " +
-          dtype_name(gemm.value_or(p.activations)) + " GEMMs; base " + out + ")";
+          dtype_name(gemm.value_or(p.activations)) + " GEMMs; base " + out +
+          (p.quant_scope == QuantScope::experts ? "; routed experts only, other projections " + out : std::string()) + ")";
   }
   if (p.kv_cache != p.weights) out += std::string(", KV cache ") + dtype_name(p.kv_cache);
   return out;

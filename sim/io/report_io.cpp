@@ -179,6 +179,7 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   run_sections(j, fleet);
   write_report_figures(j, fleet, FigureScope::fleet);
   j["quantization"]["method"] = quant_name(s.precision.quant);
+  if (s.precision.quant_scope != QuantScope::all) j["quantization"]["scope"] = quant_scope_name(s.precision.quant_scope);
   j["quantization"]["kv_cache_dtype"] = dtype_name(s.precision.kv_cache);
   j["slo"]["status"] = slo.status();
   j["slo"]["classes"] = slo_classes_json(slo, s.workload, m);
@@ -195,10 +196,12 @@ std::string engine_layout(const nlohmann::json& r) {
   const auto& par = sc["parallel"];
   const std::string method = r["quantization"]["method"].get<std::string>(), dtype = sc["dtype"].get<std::string>();
   const std::string kv = r["quantization"]["kv_cache_dtype"].get<std::string>();
+  const std::string scope = r["quantization"].contains("scope") ? r["quantization"]["scope"].get<std::string>() : "all";
+  const std::string precision = method == "none" ? dtype : scope == "experts" ? method + " experts (" + dtype + " elsewhere)" : method;
   const long long pp = par["pipeline_parallel_size"].get<long long>(), dp = par["data_parallel_size"].get<long long>();
   const std::string tp = std::to_string(par["tensor_parallel_size"].get<long long>());
   const bool adp = par.contains("enable_attention_dp") && par["enable_attention_dp"].get<bool>();
-  return prof["name"].get<std::string>() + " (" + prof["display_name"].get<std::string>() + "); " + (method == "none" ? dtype : method) +
+  return prof["name"].get<std::string>() + " (" + prof["display_name"].get<std::string>() + "); " + precision +
          (kv != dtype ? ", KV cache " + kv : "") + ", tp " + tp + (adp ? " as attention DP " + tp + " x experts over " + tp : "") +
          (pp > 1 ? " pp " + std::to_string(pp) : "") + ", " + std::to_string(dp) + (dp == 1 ? " replica" : " replicas");
 }

@@ -535,6 +535,10 @@ Precision parse_precision(KeyReader& r) {
     const std::string scales = q->string("activation_scales", "static");
     if (scales != "static" && scales != "dynamic") q->fail("activation_scales", "must be static or dynamic, got '" + scales + "'");
     p.dynamic_activation_scales = scales == "dynamic";
+    const std::string scope = q->string("scope", "all");
+    const auto quant_scope = parse_quant_scope(scope);
+    if (!quant_scope) q->fail("scope", "must be all or experts, got '" + scope + "'");
+    p.quant_scope = *quant_scope;
     q->finish();
   }
   return p;
@@ -602,6 +606,9 @@ void resolve_references(Scenario& s) {
     throw InputError(file, "dtype", std::string(dtype_name(s.precision.weights)) + " is not supported by " + s.hw.name);
   }
   if (auto d8 = w8a8_dtype(s.precision.quant)) s.quant_emulated = !s.hw.supports(*d8);
+  if (s.precision.quant_scope == QuantScope::experts && !s.model.is_moe()) {
+    throw InputError(file, "quantization.scope", "experts quantizes the routed experts only, and " + s.model.name + " has none (a dense model)");
+  }
 
   const auto check_parallel = [&](const std::string& key, std::int64_t tp, std::int64_t pp) {
     const std::string why = parallel_config_error(s.model, tp, pp);
@@ -893,6 +900,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     if (s.cost_model.interpolate_decode) j["cost_model"]["interpolate_decode"] = true;
   }
   if (s.precision.dynamic_activation_scales) j["quantization"]["activation_scales"] = "dynamic";  // other reports keep their bytes
+  if (s.precision.quant_scope != QuantScope::all) j["quantization"]["scope"] = quant_scope_name(s.precision.quant_scope);  // likewise
   if (s.disaggregation.enabled) {
     const auto pool = [](const PoolConfig& p) {
       return nlohmann::json{{"replicas", p.replicas},

@@ -142,12 +142,20 @@ struct ModelSpec {
   // With a quantization scheme: the layers' projections (experts included) are quantized;
   // embeddings, lm_head, norm weights and MoE routers stay in `base` (vLLM, AutoGPTQ, AutoAWQ and
   // the FP8/FP4 checkpoints of MoE models leave them unquantized).
-  double weight_bytes(Dtype base, QuantScheme q, std::int64_t group_size) const {
-    const double proj = quantized_params();
+  // Scope experts: the routed experts only.
+  double weight_bytes(Dtype base, QuantScheme q, std::int64_t group_size, QuantScope scope = QuantScope::all) const {
+    const double proj = quantized_params(scope);
     return (total_params() - proj) * dtype_bytes(base) + proj * quant_weight_bytes(q, base, group_size);
   }
-  // The layers' projection weights (experts included): what a quantization scheme quantizes.
-  double quantized_params() const {
+  // The routed experts this model (or shard: local experts, their columns split) holds, over
+  // every MoE layer.
+  double routed_expert_params() const {
+    return static_cast<double>(moe_layers()) * static_cast<double>(moe.local_experts()) * mlp_params(moe.expert_ffn_size);
+  }
+  // The layers' projection weights (experts included): what a quantization scheme quantizes;
+  // scope experts, the routed experts' alone.
+  double quantized_params(QuantScope scope = QuantScope::all) const {
+    if (scope == QuantScope::experts) return routed_expert_params();
     const double h = static_cast<double>(hidden_size);
     if (!is_moe() && !is_mla()) return static_cast<double>(num_layers) * (layer_params() - 2.0 * h);
     const double mla_norms = is_mla() ? static_cast<double>(mla.q_lora_rank + mla.kv_lora_rank) : 0.0;

@@ -133,8 +133,10 @@ Op kv_concat_op(const ModelSpec& m, const BatchShape& b, const Precision& p) {
 // scale; other schemes keep their quantize kernels); the attention kernel writes 8-bit output
 // only on its FP8 path, with an FP8 KV cache (TensorRT-LLM's TrtllmAttention condition), and not
 // for MLA; the activation kernel of a dense gated MLP only (MoE experts quantize on their own path).
+// Scope experts: none (the norm and attention feed 16-bit GEMMs; the experts quantize their own input).
 bool fuses_input_quant(const ModelSpec& m, const Precision& p, const KernelPlan& plan, InputQuantSite site) {
-  if ((plan.fused_fp8_input_quant & static_cast<unsigned>(site)) == 0 || p.quant != QuantScheme::fp8 || p.dynamic_activation_scales) {
+  if ((plan.fused_fp8_input_quant & static_cast<unsigned>(site)) == 0 || p.quant != QuantScheme::fp8 || p.dynamic_activation_scales ||
+      p.quant_scope == QuantScope::experts) {
     return false;
   }
   if (site == InputQuantSite::o_proj) return !m.is_mla() && p.kv_cache == Dtype::fp8;
@@ -441,8 +443,9 @@ void push_dense_layer_mlps(const ModelSpec& m, double t, std::int64_t tokens, co
 // top-k outputs, shared experts. Routing is uniform: a GPU of the expert-parallel group receives
 // tokens x top-k / ep token copies (times routing.load_imbalance for the busiest one), spread
 // over its local experts; the active experts are those with at least one copy.
+// `q` prices the routed experts (and their dispatch), `q_dense` the shared experts.
 void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
-                  const MoeRouting& routing, QuantScheme q, std::vector<Op>& out) {
+                  const MoeRouting& routing, QuantScheme q, QuantScheme q_dense, std::vector<Op>& out) {
   const std::size_t first = out.size();
   const std::int64_t L = m.num_layers;
   const double ab = dtype_bytes(p.activations), h = static_cast<double>(m.hidden_size);
@@ -485,12 +488,12 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   }
   if (m.moe.shared_experts > 0) {
     const std::int64_t shared = m.moe.shared_experts * m.moe.shared_expert_ffn_size;
-    out.push_back(gemm_op("shared_experts_gate_up", 1, L, tokens, m.gated_width(shared), m.hidden_size, p, q));
+    out.push_back(gemm_op("shared_experts_gate_up", 1, L, tokens, m.gated_width(shared), m.hidden_size, p, q_dense));
     if (plan.act_kernels > 0) {
       out.push_back(layer_op("shared_experts_act", OpKind::elementwise, 1, L, plan.act_kernels, true, 5.0 * t * static_cast<double>(shared),
                              3.0 * t * static_cast<double>(shared) * ab));
     }
-    out.push_back(gemm_op("shared_experts_down", 1, L, tokens, m.hidden_size, shared, p, q));
+    out.push_back(gemm_op("shared_experts_down", 1, L, tokens, m.hidden_size, shared, p, q_dense));
   }
   // Only the MoE layers run these: their work is spread over every layer of the body.
   if (m.moe.dense_layers > 0) {
@@ -504,9 +507,10 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
 
 // The layer's two RMSNorms (a fused add+norm also reads the residual and writes the updated
 // one, and the separate adds vanish) and, for w8a8, the dynamic per-token quantization of the
-// four GEMM inputs (QKV, O, gate/up, down).
-void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p, const KernelPlan& plan, QuantScheme q,
-                                std::vector<Op>& out) {
+// four GEMM inputs (QKV, O, gate/up, down) that `q_attn` (QKV, O) or `q_mlp` (gate/up, down) quantizes.
+void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p, const KernelPlan& plan, QuantScheme q_attn,
+                                QuantScheme q_mlp, std::vector<Op>& out) {
+  const QuantScheme q = q_mlp;  // the scheme (q_attn is it or none)
   const std::int64_t L = m.num_layers;
   const double h = static_cast<double>(m.hidden_size);
   const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights);
@@ -519,13 +523,14 @@ void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p
   out.push_back(layer_op(plan.fused_add_norm ? "fused_add_rmsnorm" : "rmsnorm", OpKind::norm, 2, L, plan.norm_kernels,
                          true, 4.0 * t * h, norm_bytes));
   if (w8a8_dtype(q)) {
-    // One quantize kernel per GEMM input whose producer does not quantize it: each reads the
+    // One quantize kernel per quantized GEMM input whose producer does not quantize it: each reads the
     // 16-bit tensor and writes it in 8 bits (op fields are per launch: the mean width).
     const double width_of[] = {h, static_cast<double>(m.q_width()), h, static_cast<double>(m.ffn_size)};
     double width = 0.0;
     int kernels = 0;
     for (std::size_t i = 0; i < std::size(kInputQuantSites); ++i) {
-      if (fuses_input_quant(m, p, plan, kInputQuantSites[i])) continue;
+      const bool attention_site = kInputQuantSites[i] == InputQuantSite::qkv || kInputQuantSites[i] == InputQuantSite::o_proj;
+      if (!w8a8_dtype(attention_site ? q_attn : q_mlp) || fuses_input_quant(m, p, plan, kInputQuantSites[i])) continue;
       width += width_of[i];
       ++kernels;
     }
@@ -596,12 +601,13 @@ void push_attention(const ModelSpec& m, const BatchShape& b, double t, std::int6
 // The MLP: the experts of an MoE layer, or gate/up (one GEMM or two), the activation and down;
 // then its all-reduce over tensor parallelism and the engine's extra copies per layer.
 void push_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan, const MoeRouting& routing,
-              QuantScheme q, std::int64_t tp, double hidden_bytes, std::vector<Op>& out) {
+              QuantScheme q, QuantScheme q_dense, std::int64_t tp, double hidden_bytes, std::vector<Op>& out) {
+  if (!m.is_moe()) q = q_dense;  // `q` is the routed experts' scheme: a dense MLP takes q_dense
   const std::int64_t L = m.num_layers;
   const double ab = dtype_bytes(p.activations);
   const double ffn = static_cast<double>(m.ffn_size);
   if (m.is_moe()) {
-    push_moe_mlp(m, t, tokens, p, plan, routing, q, out);
+    push_moe_mlp(m, t, tokens, p, plan, routing, q, q_dense, out);
   } else if (m.gated_mlp && plan.gate_up_gemms == 2) {
     out.push_back(gemm_op("mlp_gate_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
     out.push_back(gemm_op("mlp_up_proj", 1, L, tokens, m.ffn_size, m.hidden_size, p, q));
@@ -688,7 +694,7 @@ void refresh_context_op(const ModelSpec& m, const BatchShape& b, const Precision
 
 Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
                 const Precision& p) {
-  Op op = gemm_op(name, 1, count, m, n, k, p, p.quant);
+  Op op = gemm_op(name, 1, count, m, n, k, p, p.quant_scope == QuantScope::experts ? QuantScheme::none : p.quant);
   op.per_layer = 0;
   return op;
 }
@@ -704,17 +710,19 @@ void build_iteration_ops(const ModelSpec& full, const BatchShape& b, const Preci
   const double ab = dtype_bytes(p.activations);
   const double wb = dtype_bytes(p.weights);
   const QuantScheme q = p.quant;
+  // Scope experts: the routed experts alone take the scheme, every other projection the base dtype.
+  const QuantScheme q_dense = p.quant_scope == QuantScope::experts ? QuantScheme::none : q;
 
   out.push_back(streaming_op("embedding", OpKind::embedding, 1, 0.0, t * h * (wb + ab)));
   out.back().placement = Placement::first_stage;
   const double hidden_bytes = t * h * ab;  // one residual-stream tensor: what TP all-reduces
   if (tp > 1) out.push_back(all_reduce_op("embedding_all_reduce", 1, 0, hidden_bytes, tp, Placement::first_stage, plan));
-  if (m.is_moe() && m.moe.dense_layers > 0) push_dense_layer_mlps(m, t, tokens, p, plan, q, out);
+  if (m.is_moe() && m.moe.dense_layers > 0) push_dense_layer_mlps(m, t, tokens, p, plan, q_dense, out);
   // The identical layers, each op once with its per-layer count, in the order a layer runs them.
-  push_norms_and_input_quant(m, t, p, plan, q, out);
-  push_qkv(m, b, t, tokens, p, plan, q, out);
-  push_attention(m, b, t, tokens, p, plan, q, tp, hidden_bytes, out);
-  push_mlp(m, t, tokens, p, plan, routing, q, tp, hidden_bytes, out);
+  push_norms_and_input_quant(m, t, p, plan, q_dense, m.is_moe() ? q : q_dense, out);
+  push_qkv(m, b, t, tokens, p, plan, q_dense, out);
+  push_attention(m, b, t, tokens, p, plan, q_dense, tp, hidden_bytes, out);
+  push_mlp(m, t, tokens, p, plan, routing, q, q_dense, tp, hidden_bytes, out);
   push_head(m, full, b, t, p, plan, tp, out);
   if (plan.elementwise_bw_frac != 1.0) {
     for (Op& op : out) set_stream_efficiency(op, plan);

@@ -129,7 +129,8 @@ struct BatchShape {
   void add_decode(std::int64_t context_tokens);
 };
 
-// `weights`/`activations` are the 16-bit base dtype; `quant` changes the layers' projections.
+// `weights`/`activations` are the 16-bit base dtype; `quant` changes the layers' projections
+// (quant_scope: all of them, or the routed experts only).
 struct Precision {
   Dtype weights = Dtype::bf16;
   Dtype activations = Dtype::bf16;
@@ -141,6 +142,9 @@ struct Precision {
   // produces the input); dynamic, one per token computed at run time (the quantize kernel reduces
   // each row first and writes its fp32 scale; no producer fuses it).
   bool dynamic_activation_scales = false;
+  // Which weights `quant` applies to (quantization.scope); experts: the routed experts' grouped
+  // GEMMs (and their inputs, for a w8a8 scheme), every other projection in the base dtype.
+  QuantScope quant_scope = QuantScope::all;
 };
 
 // How an engine cuts one decoder layer into kernels (engine profiles, scenarios/engines/). The
@@ -241,7 +245,8 @@ struct MoeRouting {
 };
 
 // One GEMM C[m,n] = A[m,k] W[k,n]: activations in precision.activations, weights in
-// precision.weights, output in the activation dtype (16-bit for 8-bit inputs).
+// precision.weights, output in the activation dtype (16-bit for 8-bit inputs); a dense projection,
+// so in the base dtype under quant_scope experts.
 Op make_gemm_op(const char* name, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
                 const Precision& precision);
 

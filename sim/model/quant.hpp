@@ -43,6 +43,18 @@ inline const char* quant_name(QuantScheme q) {
 
 // The names `quantization.method`, --quant and plan take; "fp4" is NVFP4 (NVIDIA's format).
 // ("none" also parses: no quantization.)
+// Which weights a scheme quantizes (quantization.scope): all, the layers' projections (experts
+// included); experts, the routed experts' grouped GEMMs only, attention, router, shared experts,
+// the dense layers' MLPs, embedding and LM head staying in the base dtype (GPT-OSS's MXFP4
+// checkpoints, ModelOpt's DeepSeek-R1 FP4 export).
+enum class QuantScope { all, experts };
+inline const char* quant_scope_name(QuantScope s) { return s == QuantScope::experts ? "experts" : "all"; }
+inline std::optional<QuantScope> parse_quant_scope(std::string_view s) {
+  if (s == "all") return QuantScope::all;
+  if (s == "experts") return QuantScope::experts;
+  return std::nullopt;
+}
+
 inline constexpr const char* kQuantNames = "fp8, fp8-block, int8, w8a16, w4a16-gptq, w4a16-awq, w4a8, w4afp8, nvfp4 (or fp4), mxfp4";
 inline std::optional<QuantScheme> parse_quant(std::string_view s) {
   if (s == "fp4") return QuantScheme::nvfp4;

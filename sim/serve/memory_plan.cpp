@@ -39,7 +39,7 @@ std::string no_fit_message(const ModelSpec& m, const HwProfile& hw, const Engine
 void add_drafter(const SpeculativeConfig& sp, const Precision& target, std::int64_t tp, std::int64_t ep, MemoryPlan& p) {
   const ModelSpec d = sp.drafter.sharded(tp, ep);
   const Precision dp = sp.precision(target);
-  double w = d.weight_bytes(dp.weights, dp.quant, dp.group_size);
+  double w = d.weight_bytes(dp.weights, dp.quant, dp.group_size, dp.quant_scope);
   if (sp.shares_embeddings) {
     const double shared = d.embedding_params() * (d.tied_embeddings ? 1.0 : 2.0);
     w += (speculative_fc_params(sp.drafter) - shared) * dtype_bytes(dp.weights);
@@ -59,7 +59,7 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
   const double stage_layers = static_cast<double>((m.num_layers + pp - 1) / pp);
   // Instances sharing one GPU split its memory evenly (each runs with the same utilization share).
   p.budget_bytes = e.gpu_memory_utilization * hw.memory_bytes / static_cast<double>(instances);
-  const double all_weight_bytes = m.weight_bytes(precision.weights, precision.quant, precision.group_size);
+  const double all_weight_bytes = m.weight_bytes(precision.weights, precision.quant, precision.group_size, precision.quant_scope);
   if (pp <= 1) {
     p.weight_bytes = all_weight_bytes;
   } else {
