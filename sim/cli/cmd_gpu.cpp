@@ -55,6 +55,7 @@ nlohmann::json quant_table(const StepQuery& q, long long context) {
   const std::vector<long long> batches = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
   nlohmann::json out = {{"model", q.model.name}, {"hw", q.hw.name}, {"context", context}, {"engine", q.engine ? q.engine->name : "none"},
                         {"batches", batches}, {"schemes", nlohmann::json::array()}, {"unsupported", nlohmann::json::array()}};
+  if (q.precision.quant_scope != QuantScope::all) out["quant_scope"] = quant_scope_name(q.precision.quant_scope);  // others keep their bytes
   // Decode attention on an integer cache: the profile's measured time over bf16 where it has one
   // (calibration.attention_decode_kv), else the modelled dequantization cost.
   if (const auto& kv = q.hw.kv_decode_time_over_bf16; kv.int8 > 0.0 || kv.int4 > 0.0) {
@@ -75,7 +76,7 @@ nlohmann::json quant_table(const StepQuery& q, long long context) {
     // The GEMM kernel the engine runs for this scheme on this GPU (its profile's quant_kernels).
     const QuantKernel kernel = sq.engine ? sq.engine->kernels.quant_kernels[static_cast<std::size_t>(sq.precision.quant)] : QuantKernel::auto_;
     nlohmann::json row = {{"scheme", scheme.name}, {"emulated", sq.emulated}, {"max_batch", cap}, {"kernel", quant_kernel_name(kernel)},
-                          {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size)},
+                          {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size, sq.precision.quant_scope)},
                           {"points", nlohmann::json::array()}};
     long long crossover = 0;
     for (std::size_t i = 0; i < batches.size(); ++i) {
@@ -98,8 +99,9 @@ nlohmann::json quant_table(const StepQuery& q, long long context) {
 
 void print_quant_table(const nlohmann::json& out) {
   const std::string base = out["schemes"][0]["scheme"];
-  std::printf("decode tokens/s, %s on %s, context %lld (x = exceeds KV capacity; speedup vs %s in brackets)\n",
-              out["model"].get<std::string>().c_str(), out["hw"].get<std::string>().c_str(), out["context"].get<long long>(), base.c_str());
+  std::printf("decode tokens/s, %s on %s, context %lld%s (x = exceeds KV capacity; speedup vs %s in brackets)\n",
+              out["model"].get<std::string>().c_str(), out["hw"].get<std::string>().c_str(), out["context"].get<long long>(),
+              out.contains("quant_scope") ? ", schemes on the routed experts only (--quant-scope experts)" : "", base.c_str());
   std::printf("%-12s %9s", "scheme", "max_batch");
   for (const auto& b : out["batches"]) std::printf(" %14lld", b.get<long long>());
   std::printf("  crossover  kernel\n");

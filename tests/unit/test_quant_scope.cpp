@@ -189,6 +189,15 @@ TEST_CASE("servesim step --quant-scope experts says which ops are quantized; the
   CHECK(j["time_s"].get<double>() > j_all["time_s"].get<double>());
   CHECK(j["quantization"]["weight_bytes"].get<double>() > j_all["quantization"]["weight_bytes"].get<double>());
 
+  // quant-table: every scheme's row on the experts alone, its weight bytes likewise.
+  const auto table = test::run_cli("quant-table --model gpt-oss-120b --hw h100-sxm --quant-scope experts --context 2048 --json");
+  REQUIRE(table.exit_code == 0);
+  const auto t = nlohmann::json::parse(table.output.substr(table.output.find('{')));
+  CHECK(t["quant_scope"] == "experts");
+  for (const auto& row : t["schemes"]) {
+    if (row["scheme"] == "w4a16-gptq") CHECK(row["weight_bytes"].get<double>() == j["quantization"]["weight_bytes"].get<double>());
+  }
+
   auto s = test::base_scenario();
   s["model"] = "qwen3-30b-a3b";
   s["hardware"] = "h100-sxm";
