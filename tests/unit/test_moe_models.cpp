@@ -11,9 +11,11 @@
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
 #include "sim/serve/memory_plan.hpp"
+#include "tests/op_lookup.hpp"
 #include "tests/support.hpp"
 
 using namespace servesim;
+using servesim::test::find_op;
 
 namespace {
 ModelSpec card(const std::string& name) { return load_model(resolve_data_ref("models", name, "", "")); }
@@ -27,11 +29,6 @@ int count_kind(const std::vector<Op>& ops, OpKind kind) {
   int n = 0;
   for (const Op& op : ops) n += op.kind == kind ? 1 : 0;
   return n;
-}
-const Op& find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) if (name == op.name) return op;
-  FAIL("no op " << name);
-  return ops.front();
 }
 }  // namespace
 
@@ -217,23 +214,23 @@ TEST_CASE("decode reads the experts that get tokens; expert parallelism adds dis
   const Precision p{};
   build_iteration_ops(m, one, p, ops);
   // One token, top-8 of 256: 8 active experts on one GPU.
-  CHECK(find(ops, "experts_gate_up").groups == 8);
+  CHECK(find_op(ops, "experts_gate_up").groups == 8);
   CHECK(count_kind(ops, OpKind::all_to_all) == 0);
   BatchShape wide;
   for (int i = 0; i < 256; ++i) wide.add_decode(1000);
   build_iteration_ops(m, wide, p, ops, KernelPlan{}, 8, MoeRouting{8, 1.0});
   CHECK(count_kind(ops, OpKind::all_to_all) == 2);
-  const Op& gate_up = find(ops, "experts_gate_up");
+  const Op& gate_up = find_op(ops, "experts_gate_up");
   // 256 tokens x 8 copies over 8 GPUs: 256 copies each over its 32 experts, all of them active.
   CHECK(gate_up.groups == 32);
   CHECK(gate_up.m == 8);
   CHECK(gate_up.n == 2 * 2048);  // whole experts: ep = tp
   build_iteration_ops(m, wide, p, ops, KernelPlan{}, 8, MoeRouting{8, 2.0});
-  CHECK(find(ops, "experts_gate_up").m == 16);  // the busiest GPU gets twice the mean
+  CHECK(find_op(ops, "experts_gate_up").m == 16);  // the busiest GPU gets twice the mean
   // Without expert parallelism every GPU runs all 256 experts' column slices.
   build_iteration_ops(m, wide, p, ops, KernelPlan{}, 8);
-  CHECK(find(ops, "experts_gate_up").n == 2 * 2048 / 8);
-  CHECK(find(ops, "experts_gate_up").groups == 256);
+  CHECK(find_op(ops, "experts_gate_up").n == 2 * 2048 / 8);
+  CHECK(find_op(ops, "experts_gate_up").groups == 256);
   // Per-GPU weights do not depend on how the experts are split.
   CHECK(m.sharded(8, 8).total_params() == doctest::Approx(m.sharded(8, 1).total_params()).epsilon(1e-3));
 }
@@ -245,7 +242,7 @@ TEST_CASE("sliding-window layers read at most their window") {
     b.add_decode(context);
     std::vector<Op> ops;
     build_iteration_ops(g, b, Precision{}, ops);
-    return find(ops, "attention_decode").bytes;
+    return find_op(ops, "attention_decode").bytes;
   };
   const double kv_token = 2.0 * 16 * 128 * 2, q_bytes = 2.0 * 32 * 128 * 2;
   CHECK(attention_bytes(999) == doctest::Approx(1000.0 * kv_token + q_bytes));

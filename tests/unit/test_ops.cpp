@@ -6,16 +6,13 @@
 #include "sim/io/data_paths.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
+#include "tests/op_lookup.hpp"
 
 using namespace servesim;
+using servesim::test::find_op;
 
 namespace {
 ModelSpec llama2_7b() { return load_model(resolve_data_ref("models", "llama-2-7b", "", "")); }
-const Op& find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) if (name == op.name) return op;
-  FAIL("no op " << name);
-  return ops.front();
-}
 }  // namespace
 
 TEST_CASE("Llama-2-7B parameter count matches the published 6.74 B") {
@@ -43,15 +40,15 @@ TEST_CASE("GEMM FLOPs are 2MNK; decode attention reads the whole KV cache") {
   for (int i = 0; i < 8; ++i) b.add_decode(1023);
   std::vector<Op> ops;
   build_iteration_ops(m, b, Precision{Dtype::fp16, Dtype::fp16, Dtype::fp16}, ops);
-  const Op& qkv = find(ops, "qkv_proj");
+  const Op& qkv = find_op(ops, "qkv_proj");
   CHECK(qkv.m == 8);
   CHECK(qkv.n == 3 * 4096);
   CHECK(qkv.flops == 2.0 * 8 * 3 * 4096 * 4096);
-  const Op& attn = find(ops, "attention_decode");
+  const Op& attn = find_op(ops, "attention_decode");
   // 8 sequences x 1024 tokens x (K and V) x 4096 wide x 2 bytes, plus q in and out.
   CHECK(attn.bytes == 8.0 * 1024 * 2 * 4096 * 2 + 2.0 * 8 * 4096 * 2);
   CHECK(attn.flops == 4.0 * 4096 * 8 * 1024);
-  CHECK(find(ops, "lm_head").m == 8);
+  CHECK(find_op(ops, "lm_head").m == 8);
 }
 
 TEST_CASE("causal prefill pairs: n(n+1)/2 for a fresh prompt, n*c more after a cached prefix") {
@@ -73,7 +70,7 @@ TEST_CASE("fused FP8 input quantization removes the named quantize kernels and n
   const Precision fp8{Dtype::bf16, Dtype::bf16, Dtype::fp8, QuantScheme::fp8};
   std::vector<Op> plain, fused;
   build_iteration_ops(m, b, fp8, plain);
-  const Op& q4 = find(plain, "act_quant");
+  const Op& q4 = find_op(plain, "act_quant");
   CHECK(q4.count == 4 * m.num_layers);
   CHECK(q4.per_layer == 4);
   CHECK(q4.bytes == t * (2 * h + q_w + ffn) / 4.0 * 3.0);  // each reads 16 bits, writes 8
@@ -81,15 +78,15 @@ TEST_CASE("fused FP8 input quantization removes the named quantize kernels and n
   KernelPlan plan;
   plan.fused_fp8_input_quant = static_cast<unsigned>(InputQuantSite::o_proj) | static_cast<unsigned>(InputQuantSite::down);
   build_iteration_ops(m, b, fp8, fused, plan);
-  const Op& q2 = find(fused, "act_quant");  // qkv and gate_up are left: both hidden wide
+  const Op& q2 = find_op(fused, "act_quant");  // qkv and gate_up are left: both hidden wide
   CHECK(q2.count == 2 * m.num_layers);
   CHECK(q2.per_layer == 2);
   CHECK(q2.bytes == t * h * 3.0);
   CHECK(q2.flops == 2.0 * t * h);
   // Attention writes its output (o_proj's input) in 8 bits, the activation writes down's input in 8 bits.
-  CHECK(find(fused, "attention_decode").bytes == find(plain, "attention_decode").bytes - t * q_w * 1.0);
-  CHECK(find(plain, "mlp_act").bytes == 3.0 * t * ffn * 2.0);
-  CHECK(find(fused, "mlp_act").bytes == (2.0 * 2.0 + 1.0) * t * ffn);
+  CHECK(find_op(fused, "attention_decode").bytes == find_op(plain, "attention_decode").bytes - t * q_w * 1.0);
+  CHECK(find_op(plain, "mlp_act").bytes == 3.0 * t * ffn * 2.0);
+  CHECK(find_op(fused, "mlp_act").bytes == (2.0 * 2.0 + 1.0) * t * ffn);
   // The launches and bytes the step no longer has: two quantize kernels per layer.
   double launches_plain = 0, launches_fused = 0;
   for (const Op& op : plain) launches_plain += static_cast<double>(op.count);
@@ -100,12 +97,12 @@ TEST_CASE("fused FP8 input quantization removes the named quantize kernels and n
   plan.fused_fp8_input_quant = 0xF;
   build_iteration_ops(m, b, fp8, fused, plan);
   for (const Op& op : fused) CHECK(std::string(op.name) != "act_quant");
-  CHECK(find(fused, "rmsnorm").bytes == find(plain, "rmsnorm").bytes - t * h * 1.0);
+  CHECK(find_op(fused, "rmsnorm").bytes == find_op(plain, "rmsnorm").bytes - t * h * 1.0);
 
   // The attention kernel only writes 8 bits from its FP8-KV path; other schemes keep their kernels.
   plan.fused_fp8_input_quant = static_cast<unsigned>(InputQuantSite::o_proj);
   build_iteration_ops(m, b, Precision{Dtype::bf16, Dtype::bf16, Dtype::bf16, QuantScheme::fp8}, fused, plan);
-  CHECK(find(fused, "act_quant").count == 4 * m.num_layers);
+  CHECK(find_op(fused, "act_quant").count == 4 * m.num_layers);
   build_iteration_ops(m, b, Precision{Dtype::bf16, Dtype::bf16, Dtype::fp8, QuantScheme::int8}, fused, plan);
-  CHECK(find(fused, "act_quant").count == 4 * m.num_layers);
+  CHECK(find_op(fused, "act_quant").count == 4 * m.num_layers);
 }

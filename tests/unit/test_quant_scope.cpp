@@ -12,9 +12,11 @@
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
 #include "sim/serve/memory_plan.hpp"
+#include "tests/op_lookup.hpp"
 #include "tests/support.hpp"
 
 using namespace servesim;
+using servesim::test::find_op;
 
 namespace {
 ModelSpec card(const std::string& name) { return load_model(resolve_data_ref("models", name, "", "")); }
@@ -34,11 +36,6 @@ std::vector<Op> decode_ops(const ModelSpec& m, const Precision& p, int batch, co
   return ops;
 }
 
-const Op& find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) if (name == op.name) return op;
-  FAIL("no op " << name);
-  return ops.front();
-}
 }  // namespace
 
 TEST_CASE("scope experts: the routed experts' grouped GEMMs take the scheme, every other GEMM stays bf16") {
@@ -50,24 +47,24 @@ TEST_CASE("scope experts: the routed experts' grouped GEMMs take the scheme, eve
   REQUIRE(experts.size() == all.size());
   for (const char* name : {"qkv_proj", "o_proj", "moe_router", "lm_head"}) {
     INFO(name);
-    const Op& e = find(experts, name);
-    const Op& b = find(bf16, name);
+    const Op& e = find_op(experts, name);
+    const Op& b = find_op(bf16, name);
     CHECK(e.quant == QuantScheme::none);
     CHECK(e.bytes == b.bytes);
     CHECK(estimate(e, h, Dtype::bf16).time_s == estimate(b, h, Dtype::bf16).time_s);
   }
   // Scope all quantizes the attention projections (the router and LM head never).
-  CHECK(find(all, "qkv_proj").quant == QuantScheme::w4a16_gptq);
-  CHECK(find(all, "o_proj").quant == QuantScheme::w4a16_gptq);
-  CHECK(find(all, "qkv_proj").bytes < 0.5 * find(bf16, "qkv_proj").bytes);
+  CHECK(find_op(all, "qkv_proj").quant == QuantScheme::w4a16_gptq);
+  CHECK(find_op(all, "o_proj").quant == QuantScheme::w4a16_gptq);
+  CHECK(find_op(all, "qkv_proj").bytes < 0.5 * find_op(bf16, "qkv_proj").bytes);
   for (const char* name : {"experts_gate_up", "experts_down"}) {
     INFO(name);
-    const Op& e = find(experts, name);
-    const Op& a = find(all, name);
+    const Op& e = find_op(experts, name);
+    const Op& a = find_op(all, name);
     CHECK(e.kind == OpKind::grouped_gemm);
     CHECK(e.quant == QuantScheme::w4a16_gptq);
     CHECK(e.bytes == a.bytes);
-    CHECK(e.bytes < 0.5 * find(bf16, name).bytes);
+    CHECK(e.bytes < 0.5 * find_op(bf16, name).bytes);
     CHECK(estimate(e, h, Dtype::bf16).time_s == estimate(a, h, Dtype::bf16).time_s);
   }
 }
@@ -78,11 +75,11 @@ TEST_CASE("scope experts with a w8a8 scheme: only the experts' inputs are quanti
   const ModelSpec q3 = card("qwen3-30b-a3b");
   const auto all = decode_ops(q3, scheme(QuantScheme::fp8, QuantScope::all), 8);
   const auto experts = decode_ops(q3, scheme(QuantScheme::fp8, QuantScope::experts), 8);
-  CHECK(find(all, "act_quant").per_layer == 4);
-  CHECK(find(experts, "act_quant").per_layer == 2);
+  CHECK(find_op(all, "act_quant").per_layer == 4);
+  CHECK(find_op(experts, "act_quant").per_layer == 2);
   const double t = 8.0, h = static_cast<double>(q3.hidden_size), ffn = static_cast<double>(q3.ffn_size);
-  CHECK(find(experts, "act_quant").bytes == doctest::Approx(t * (h + ffn) / 2.0 * (2.0 + 1.0)));
-  CHECK(find(experts, "experts_gate_up").quant == QuantScheme::fp8);
+  CHECK(find_op(experts, "act_quant").bytes == doctest::Approx(t * (h + ffn) / 2.0 * (2.0 + 1.0)));
+  CHECK(find_op(experts, "experts_gate_up").quant == QuantScheme::fp8);
   // DeepSeek-V3: shared experts, 3 dense layers and MLA projections stay bf16 under scope experts.
   const ModelSpec ds = card("deepseek-v3");
   const auto ds_ops = decode_ops(ds, scheme(QuantScheme::fp8, QuantScope::experts), 8);
@@ -91,9 +88,9 @@ TEST_CASE("scope experts with a w8a8 scheme: only the experts' inputs are quanti
     INFO(op.name);
     CHECK(op.quant == (op.kind == OpKind::grouped_gemm ? QuantScheme::fp8 : QuantScheme::none));
   }
-  CHECK(find(ds_ops, "shared_experts_gate_up").quant == QuantScheme::none);
-  CHECK(find(ds_ops, "dense_mlp_gate_up_proj").quant == QuantScheme::none);
-  CHECK(find(ds_ops, "mla_down_proj").quant == QuantScheme::none);
+  CHECK(find_op(ds_ops, "shared_experts_gate_up").quant == QuantScheme::none);
+  CHECK(find_op(ds_ops, "dense_mlp_gate_up_proj").quant == QuantScheme::none);
+  CHECK(find_op(ds_ops, "mla_down_proj").quant == QuantScheme::none);
 }
 
 TEST_CASE("scope experts: weights are the routed experts at the scheme's bytes plus the rest in bf16") {
