@@ -101,9 +101,7 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   const std::string scope = p["quant-scope"].as<std::string>();
   const auto quant_scope = parse_quant_scope(scope);
   if (!quant_scope) throw InputError(cmd, "--quant-scope", "must be all or experts, got '" + scope + "'");
-  if (*quant_scope == QuantScope::experts && !q.model.is_moe()) {
-    throw InputError(cmd, "--quant-scope", "experts quantizes the routed experts only, and " + q.model.name + " has none (a dense model)");
-  }
+  if (const std::string why = quant_scope_refusal(*quant_scope, q.model); !why.empty()) throw InputError(cmd, "--quant-scope", why);
   q.precision.quant_scope = *quant_scope;
   const QueryFlags& f = flags();
   q.precision.group_size = f.group_size.read(p, cmd);

@@ -606,8 +606,8 @@ void resolve_references(Scenario& s) {
     throw InputError(file, "dtype", std::string(dtype_name(s.precision.weights)) + " is not supported by " + s.hw.name);
   }
   if (auto d8 = w8a8_dtype(s.precision.quant)) s.quant_emulated = !s.hw.supports(*d8);
-  if (s.precision.quant_scope == QuantScope::experts && !s.model.is_moe()) {
-    throw InputError(file, "quantization.scope", "experts quantizes the routed experts only, and " + s.model.name + " has none (a dense model)");
+  if (const std::string why = quant_scope_refusal(s.precision.quant_scope, s.model); !why.empty()) {
+    throw InputError(file, "quantization.scope", why);
   }
 
   const auto check_parallel = [&](const std::string& key, std::int64_t tp, std::int64_t pp) {

@@ -220,4 +220,10 @@ struct ModelSpec {
   }
 };
 
+// Why a quantization scope cannot apply to `m` ("" when it can): experts needs routed experts.
+inline std::string quant_scope_refusal(QuantScope scope, const ModelSpec& m) {
+  if (scope != QuantScope::experts || m.is_moe()) return "";
+  return "experts quantizes the routed experts only, and " + m.name + " has none (a dense model)";
+}
+
 }  // namespace servesim

@@ -41,8 +41,6 @@ inline const char* quant_name(QuantScheme q) {
   return "?";
 }
 
-// The names `quantization.method`, --quant and plan take; "fp4" is NVFP4 (NVIDIA's format).
-// ("none" also parses: no quantization.)
 // Which weights a scheme quantizes (quantization.scope): all, the layers' projections (experts
 // included); experts, the routed experts' grouped GEMMs only, attention, router, shared experts,
 // the dense layers' MLPs, embedding and LM head staying in the base dtype (GPT-OSS's MXFP4
@@ -55,6 +53,8 @@ inline std::optional<QuantScope> parse_quant_scope(std::string_view s) {
   return std::nullopt;
 }
 
+// The names `quantization.method`, --quant and plan take; "fp4" is NVFP4 (NVIDIA's format).
+// ("none" also parses: no quantization.)
 inline constexpr const char* kQuantNames = "fp8, fp8-block, int8, w8a16, w4a16-gptq, w4a16-awq, w4a8, w4afp8, nvfp4 (or fp4), mxfp4";
 inline std::optional<QuantScheme> parse_quant(std::string_view s) {
   if (s == "fp4") return QuantScheme::nvfp4;
