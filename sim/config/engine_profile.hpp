@@ -48,6 +48,27 @@ struct QuantKernelChoice {
   std::array<QuantKernel, kNumQuantSchemes> kernels{};
 };
 
+// What the engine's KV cache holds for a sliding-window or chunked-attention layer
+// (ModelSpec::sliding_window). window: at most the window per sequence (vLLM V1's hybrid KV cache
+// manager); full: the whole sequence, as in a full-attention layer (TensorRT-LLM's PyTorch backend
+// unless KvCacheConfig.max_attention_window lists per-layer windows). The decode kernels read
+// only the window either way, so only the KV capacity differs. Profile key
+// defaults.kv_cache_windowed_layers, scenario key engine.kv_cache_windowed_layers.
+enum class KvWindowedLayers { window, full };
+inline const char* kv_windowed_layers_name(KvWindowedLayers w) { return w == KvWindowedLayers::full ? "full" : "window"; }
+inline std::optional<KvWindowedLayers> parse_kv_windowed_layers(const std::string& s) {
+  if (s == "window") return KvWindowedLayers::window;
+  if (s == "full") return KvWindowedLayers::full;
+  return std::nullopt;
+}
+// `m` as the engine's KV cache stores it: under full no layer is windowed. For the cache's bytes
+// only (capacity, transfers); attention reads what `m` itself says.
+inline ModelSpec kv_cache_layout(const ModelSpec& m, KvWindowedLayers w) {
+  ModelSpec s = m;
+  if (w == KvWindowedLayers::full) s.sliding_window = {};
+  return s;
+}
+
 struct EngineProfile {
   std::string name;          // the bundled profile's name, or a profile file's
   std::string display_name;
@@ -65,6 +86,7 @@ struct EngineProfile {
   std::int64_t max_num_seqs = 0;                     // the engine's sequence limit (0: servesim's)
   GpuSizedDefaults gpu_sized;                        // per-GPU overrides of the two limits above
   bool enable_prefix_caching = false;                // the engine's default
+  KvWindowedLayers kv_windowed_layers = KvWindowedLayers::window;  // what windowed layers keep
   double watermark_frac = -1.0;                      // KV blocks kept free at admission (< 0: servesim's)
   // Async scheduling (vLLM V1 from 0.14 on): the engine schedules step k+1 while step k runs, so
   // a request arriving during step k first runs in step k+2, and the host's per-step work

@@ -145,6 +145,10 @@ std::vector<ScenarioKey> build() {
            "paged|contiguous|token"),
       key("engine.enable_prefix_caching", T::boolean, boolean_text(engine.enable_prefix_caching) + " (or the profile's)", kNone,
           "share full KV blocks by chained content hash, LRU eviction of free cached blocks (paged only)"),
+      text("engine.kv_cache_windowed_layers", "the profile's (window)",
+           "KV a sliding-window or chunked-attention layer keeps: window (at most the window per sequence) or full (the whole "
+           "sequence, as TensorRT-LLM's PyTorch backend without per-layer max_attention_window); attention reads the window either way",
+           "window|full"),
       text("engine.preemption_mode", "recompute", "what preemption does with a victim's KV (swap: copied over the host link)", "recompute|swap"),
       key("engine.swap_space_bytes", T::number, "4 GiB", closed(0.0, 1e15), "host memory for swapped KV (full: recompute instead)"),
       // KV offload tiers (KvOffloadConfig, sched/replica_state.cpp).

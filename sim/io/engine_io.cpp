@@ -189,6 +189,12 @@ void parse_defaults(JsonReader d, EngineProfile& p) {
   if (auto g = d.object_if("gpu_sized")) p.gpu_sized = parse_gpu_sized(std::move(*g));
   p.enable_prefix_caching = d.boolean_or("enable_prefix_caching", false);
   if (p.enable_prefix_caching && p.kv_cache != "paged") d.fail("enable_prefix_caching", "needs kv_cache paged");
+  if (d.has("kv_cache_windowed_layers")) {
+    const std::string w = d.string("kv_cache_windowed_layers");
+    const auto parsed = parse_kv_windowed_layers(w);
+    if (!parsed) d.fail("kv_cache_windowed_layers", "must be window or full, got '" + w + "'");
+    p.kv_windowed_layers = *parsed;
+  }
   p.watermark_frac = d.number_in_or("watermark_frac", 0.0, 0.5, -1.0);
   p.async_scheduling = d.boolean_or("async_scheduling", false);
   d.finish();
@@ -273,6 +279,8 @@ nlohmann::json engine_profile_summary(const EngineProfile& p) {
           {"cuda_graph_batch_sizes", p.cuda_graph_batch_sizes}};
   if (p.cuda_graph_mode == CudaGraphMode::full_and_piecewise) out["cuda_graph_mode"] = "full_and_piecewise";
   if (p.async_scheduling) out["async_scheduling"] = true;
+  // Only when not the default: reports of other engines keep their bytes.
+  if (p.kv_windowed_layers != KvWindowedLayers::window) out["kv_cache_windowed_layers"] = kv_windowed_layers_name(p.kv_windowed_layers);
   if (p.kernels.custom_allreduce_max_bytes > 0.0) out["custom_allreduce_max_bytes"] = p.kernels.custom_allreduce_max_bytes;
   // The quantized GEMM kernels resolved for the run's GPU (schemes the profile names only).
   for (std::size_t q = 0; q < kNumQuantSchemes; ++q) {

@@ -371,7 +371,10 @@ void write_run_html(std::ostream& os, const Scenario& s, const SimResult& res, c
         {"layout", escape(describe_layout(s.parallel)) + ", " + count(get(r, {"cluster", "replicas"}), "replica") + " on " +
                        count(get(r, {"cluster", "gpus"}), "GPU")},
         {"weights", escape(format_number(get(r, {"memory", "weight_bytes"}))) + "B"},
-        {"KV per token", escape(format_number(get(r, {"memory", "kv_bytes_per_token"}))) + "B"}});
+        {"KV per token", escape(format_number(get(r, {"memory", "kv_bytes_per_token"}))) + "B" +
+                             (s.model.has_sliding_window() && s.engine.profile.kv_windowed_layers == KvWindowedLayers::full
+                                  ? " (windowed layers hold the whole sequence: engine kv_cache_windowed_layers full)"
+                                  : "")}});
   const EngineProfile& engine = s.engine.profile;
   Rows policy = {{"engine", escape(engine.display_name == engine.name ? engine.name : engine.name + " (" + engine.display_name + ")")},
                  {"scheduler", escape(str(r, {"scenario", "engine", "scheduler", "impl"}))},

@@ -490,6 +490,9 @@ EngineConfig parse_engine(KeyReader r) {
   const std::string reservation = r.string("kv_reservation", "paged");
   e.kv_reservation = reservation == "contiguous" ? KvReservation::contiguous : reservation == "token" ? KvReservation::token : KvReservation::paged;
   e.enable_prefix_caching = r.boolean("enable_prefix_caching", e.enable_prefix_caching);
+  if (r.has("kv_cache_windowed_layers")) {  // the declared choices, window or full
+    e.profile.kv_windowed_layers = *parse_kv_windowed_layers(r.string("kv_cache_windowed_layers"));
+  }
   if (e.enable_prefix_caching && e.kv_reservation != KvReservation::paged) {
     r.fail("enable_prefix_caching", "needs kv_reservation paged (cached blocks are shared pages)");
   }

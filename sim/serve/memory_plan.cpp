@@ -99,7 +99,9 @@ MemoryPlan plan_memory(const ModelSpec& full, const HwProfile& hw, const Precisi
     p.activation_bytes = ab * (tokens * (attn + 2.0 * static_cast<double>(m.hidden_size)) + mlp) + seqs * static_cast<double>(m.vocab_size) * 4.0;
   }
   p.runtime_bytes = e.runtime_overhead_bytes;
-  const ModelSpec stage = m.stage(static_cast<std::int64_t>(stage_layers));
+  // The layers as the engine's KV cache holds them (kv_cache_windowed_layers full: windowed layers
+  // keep every token).
+  const ModelSpec stage = kv_cache_layout(m.stage(static_cast<std::int64_t>(stage_layers)), e.profile.kv_windowed_layers);
   p.kv_bytes_per_token = stage.has_sliding_window() && e.max_model_len > 0
                              ? stage.kv_bytes(e.max_model_len, precision.kv_cache) / static_cast<double>(e.max_model_len)
                              : stage.kv_bytes_per_token(precision.kv_cache);

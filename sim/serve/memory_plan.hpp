@@ -5,7 +5,9 @@
 // experts split over the expert-parallel GPUs (and each expert's columns over the rest of the TP
 // group); MLA's latent cache is whole on every GPU of the group. Sliding-window layers keep at
 // most their window per sequence: the capacity counts them at window / max_model_len of a full
-// layer, exact for a max_model_len sequence (the fit check) and generous for shorter ones.
+// layer, exact for a max_model_len sequence (the fit check) and generous for shorter ones; an
+// engine whose cache keeps the whole sequence there (kv_cache_windowed_layers full) counts them
+// as full layers.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -537,7 +537,8 @@ class EventLoop {
     const Request& r = requests_[h.request];
     const std::uint32_t to = route(decode_, r.prefix_id);
     replicas_[to]->expect_migrated();
-    const double bytes = scenario_.model.kv_bytes(r.prompt_tokens, scenario_.precision.kv_cache);
+    const double bytes =
+        kv_cache_layout(scenario_.model, scenario_.engine.profile.kv_windowed_layers).kv_bytes(r.prompt_tokens, scenario_.precision.kv_cache);
     const auto lanes = static_cast<double>(std::min(replicas_[from]->spec().parallel.gpus_per_replica(),
                                                     replicas_[to]->spec().parallel.gpus_per_replica()));
     const double seconds = scenario_.hw.interconnect.time_s(Collective::send_recv, bytes / lanes, 2, transfer_scope_);

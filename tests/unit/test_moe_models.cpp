@@ -295,6 +295,59 @@ TEST_CASE("memory checks: DeepSeek-V3 in FP8 fits eight H200s, not eight H100s; 
   CHECK_THROWS_WITH_AS(plan_memory(test::scenario_from(oss)), doctest::Contains("does not fit"), InputError);
 }
 
+TEST_CASE("kv_cache_windowed_layers: full counts GPT-OSS-120B's 18 windowed layers at the whole sequence; bad values exit 2") {
+  // Per token and layer: K and V x 8 KV heads x 64 x 2 bytes (bf16) = 2048 B. Every layer holding
+  // the token: 36 x 2048 = 73728 B. Window (the default): 18 full layers, and 18 holding 128 of
+  // max_model_len 131072 tokens, averaged over a max_model_len sequence: 18 x 2048 + 18 x 2048 x
+  // 128 / 131072 = 36864 + 36 = 36900 B.
+  // On an H200: on an H100 the whole-sequence cache leaves room for 78032 tokens, fewer than one
+  // 131072-token sequence (the fit check refuses it).
+  auto oss = test::base_scenario();
+  oss["model"] = "gpt-oss-120b";
+  oss["hardware"] = "h200-sxm";
+  oss["dtype"] = "bf16";
+  oss["quantization"] = {{"method", "mxfp4"}};
+  oss["engine"]["max_model_len"] = 131072;
+  const MemoryPlan window = plan_memory(test::scenario_from(oss));
+  CHECK(window.kv_bytes_per_token == 36900.0);
+  oss["engine"]["kv_cache_windowed_layers"] = "full";
+  const MemoryPlan full = plan_memory(test::scenario_from(oss));
+  CHECK(full.kv_bytes_per_token == 36.0 * 8 * 64 * 2 * 2);
+  CHECK(full.kv_bytes == window.kv_bytes);  // the same memory, fewer tokens in it
+  CHECK(full.kv_blocks < window.kv_blocks);
+  // An fp8 cache: 1 byte per element, 36 x 8 x 64 x 2 = 36864 B per token.
+  oss["quantization"]["kv_cache_dtype"] = "fp8";
+  CHECK(plan_memory(test::scenario_from(oss)).kv_bytes_per_token == 36.0 * 8 * 64 * 2);
+  oss["quantization"].erase("kv_cache_dtype");
+  // TensorRT-LLM's PyTorch profile keeps the whole sequence (its sources), and a scenario can set
+  // it back.
+  oss["engine"].erase("kv_cache_windowed_layers");
+  oss["engine"]["profile"] = "tensorrt-llm-pytorch";
+  const Scenario trt = test::scenario_from(oss);
+  CHECK(trt.engine.profile.kv_windowed_layers == KvWindowedLayers::full);
+  CHECK(plan_memory(trt).kv_bytes_per_token == 36.0 * 8 * 64 * 2 * 2);
+  CHECK(scenario_to_json(trt)["engine"]["profile"]["kv_cache_windowed_layers"] == "full");
+  oss["engine"]["kv_cache_windowed_layers"] = "window";
+  CHECK(plan_memory(test::scenario_from(oss)).kv_bytes_per_token == 36900.0);
+  // A model without windowed layers is the same either way.
+  auto llama = test::base_scenario();
+  llama["model"] = "llama-3.1-8b";
+  llama["hardware"] = "h100-sxm";
+  const double dense = plan_memory(test::scenario_from(llama)).kv_bytes_per_token;
+  llama["engine"]["kv_cache_windowed_layers"] = "full";
+  CHECK(plan_memory(test::scenario_from(llama)).kv_bytes_per_token == dense);
+  CHECK(!scenario_to_json(test::scenario_from(test::base_scenario()))["engine"]["profile"].contains("kv_cache_windowed_layers"));
+  // Refusals name the file and the key, exit 2.
+  oss["engine"]["kv_cache_windowed_layers"] = "rolling";
+  CHECK(test::parse_error(oss).find("engine.kv_cache_windowed_layers") != std::string::npos);
+  auto profile = load_json_file(resolve_data_ref("scenarios/engines", "tensorrt-llm-pytorch", "", ""));
+  profile["defaults"]["kv_cache_windowed_layers"] = "chunk";
+  const std::string path = test::write_temp("engine_windowed.json", profile.dump());
+  const auto r = test::run_cli("step --model gpt-oss-120b --hw h100-sxm --batch 1 --context 128 --engine " + path);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find(path + ": defaults.kv_cache_windowed_layers: must be window or full, got 'chunk'") != std::string::npos);
+}
+
 TEST_CASE("servesim run: DeepSeek-V3 with EP8 on eight H200s and Qwen3-30B-A3B on one H100; refusals exit 2 naming the key") {
   auto ds = test::base_scenario();
   ds["model"] = "deepseek-v3";
