@@ -71,10 +71,13 @@ nlohmann::json quant_table(const StepQuery& q, long long context) {
       out["unsupported"].push_back({{"scheme", scheme.name}, {"why", no.why}});
       continue;
     }
-    if (auto d8 = w8a8_dtype(sq.precision.quant)) sq.emulated = !sq.hw.supports(*d8);
+    if (w8a8_dtype(sq.precision.quant)) sq.emulated = quant_emulated(sq.precision, sq.engine ? sq.engine->kernels : KernelPlan{}, sq.hw);
     const std::int64_t cap = max_batch(sq, context + 1);
-    // The GEMM kernel the engine runs for this scheme on this GPU (its profile's quant_kernels).
-    const QuantKernel kernel = sq.engine ? sq.engine->kernels.quant_kernels[static_cast<std::size_t>(sq.precision.quant)] : QuantKernel::auto_;
+    // The GEMM kernel the engine runs for this scheme on this GPU: its profile's quant_kernels, or
+    // under scope experts its moe_quant_kernels (the quantized GEMMs are the experts' grouped ones).
+    const std::size_t qi = static_cast<std::size_t>(sq.precision.quant);
+    const bool experts = sq.precision.quant_scope == QuantScope::experts;
+    const QuantKernel kernel = !sq.engine ? QuantKernel::auto_ : experts ? sq.engine->kernels.moe_quant_kernels[qi] : sq.engine->kernels.quant_kernels[qi];
     nlohmann::json row = {{"scheme", scheme.name}, {"emulated", sq.emulated}, {"max_batch", cap}, {"kernel", quant_kernel_name(kernel)},
                           {"weight_bytes", sq.model.weight_bytes(sq.precision.weights, sq.precision.quant, sq.precision.group_size, sq.precision.quant_scope)},
                           {"points", nlohmann::json::array()}};
@@ -92,6 +95,7 @@ nlohmann::json quant_table(const StepQuery& q, long long context) {
     }
     // The first batch where the scheme is no faster than 16-bit (0: it helps at every batch shown).
     row["crossover_batch"] = crossover;
+    if (moe_only_kernel(kernel)) row["activations"] = kernel_activation_name(sq.precision.quant, kernel, sq.precision.activations);
     out["schemes"].push_back(row);
   }
   return out;
@@ -114,7 +118,9 @@ void print_quant_table(const nlohmann::json& out) {
                     pt["speedup_vs_16bit"].get<double>());
       std::printf(" %14s", cell);
     }
-    const std::string kernel = row["scheme"] == base ? "" : row["kernel"].get<std::string>();
+    const std::string kernel = row["scheme"] == base ? ""
+                               : row["kernel"].get<std::string>() +
+                                     (row.contains("activations") ? " (x " + row["activations"].get<std::string>() + " activations)" : "");
     std::printf("  %9lld  %s\n", row["crossover_batch"].get<long long>(), kernel.c_str());
   }
   for (const auto& u : out["unsupported"]) std::printf("%-12s not run: %s\n", u["scheme"].get<std::string>().c_str(), u["why"].get<std::string>().c_str());
@@ -127,8 +133,9 @@ void print_quant_table(const nlohmann::json& out) {
     std::printf("kv-FORMAT: 16-bit weights, the KV cache in FORMAT (int8/int4: dequantized in attention at a modelled "
                 "CUDA-core cost, docs/gpu-physics.md)\n");
   }
-  std::printf("kernel: the engine's GEMM kernel for the scheme on this GPU (%s's quant_kernels; auto: servesim's generic choice, "
-              "docs/gpu-physics.md)\n", out["engine"].get<std::string>().c_str());
+  std::printf("kernel: the engine's GEMM kernel for the scheme on this GPU (%s's %s; auto: servesim's generic choice, "
+              "docs/gpu-physics.md)\n", out["engine"].get<std::string>().c_str(),
+              out.contains("quant_scope") ? "moe_quant_kernels, the experts' grouped GEMMs" : "quant_kernels");
 }
 }  // namespace
 

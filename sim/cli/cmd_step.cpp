@@ -91,6 +91,13 @@ nlohmann::json step_json(const StepQuery& q, const StepAsked& s, const LaunchCon
     }
     out["quantization"]["quantized_ops"] = quantized;
   }
+  // The engine's kernel for the routed experts (moe_quant_kernels), where it names one, and the
+  // activations it multiplies: the checkpoint says only what the weights are.
+  if (const QuantKernel k = q.engine ? q.engine->kernels.moe_quant_kernels[static_cast<std::size_t>(q.precision.quant)] : QuantKernel::auto_;
+      q.model.is_moe() && k != QuantKernel::auto_) {
+    out["quantization"]["experts_kernel"] = quant_kernel_name(k);
+    out["quantization"]["experts_activations"] = kernel_activation_name(q.precision.quant, k, q.precision.activations);
+  }
   out["engine"] = q.engine ? q.engine->name : "default";
   out["hardware_field_origins"] = field_origins_json(q.hw);
   out["host_overhead_per_step_s"] = launch.host_overhead_per_step_s;
@@ -134,9 +141,16 @@ void print_step(const StepQuery& q, const StepAsked& s, const LaunchConfig& laun
   if (experts_only) {
     std::string names;
     for (const auto& name : out["quantization"]["quantized_ops"]) names += (names.empty() ? "" : ", ") + name.get<std::string>();
-    std::printf("  quantization scope experts: %s in %s (weights %s); every other GEMM (attention, router, shared experts, LM head) in %s\n",
-                names.empty() ? "no op" : names.c_str(), quant_name(q.precision.quant),
+    const std::string kernel = out["quantization"].contains("experts_kernel")
+                                   ? " x " + out["quantization"]["experts_activations"].get<std::string>() + " activations (the engine's " +
+                                         out["quantization"]["experts_kernel"].get<std::string>() + ")"
+                                   : std::string();
+    std::printf("  quantization scope experts: %s in %s%s (weights %s); every other GEMM (attention, router, shared experts, LM head) in %s\n",
+                names.empty() ? "no op" : names.c_str(), quant_name(q.precision.quant), kernel.c_str(),
                 format_bytes(out["quantization"]["weight_bytes"].get<double>()).c_str(), dtype_name(q.precision.weights));
+  } else if (out["quantization"].contains("experts_kernel")) {
+    std::printf("  routed experts: %s weights x %s activations (the engine's %s)\n", quant_name(q.precision.quant),
+                out["quantization"]["experts_activations"].get<std::string>().c_str(), out["quantization"]["experts_kernel"].get<std::string>().c_str());
   }
   std::printf("  profile %s: %s\n", q.hw.name.c_str(), field_origins_line(q.hw).c_str());
   if (const auto pqh = out.find("decode_attention_per_query_head"); pqh != out.end()) {

@@ -108,7 +108,6 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
   if (!q.hw.supports(q.precision.weights)) {
     throw InputError(cmd, "--dtype", std::string(dtype_name(q.precision.weights)) + " not supported by " + q.hw.name);
   }
-  if (auto d8 = w8a8_dtype(q.precision.quant)) q.emulated = !q.hw.supports(*d8);
   {
     // Always a profile, as `run` has: the flag's default is the default engine (cxxopts counts
     // only a flag given, so p.count("engine") would skip it and price steps without one).
@@ -117,6 +116,7 @@ StepQuery load_query(const cxxopts::ParseResult& p, const std::string& cmd) {
     if (const PrecisionSupport no = engine_supports(*q.engine, q.precision, q.hw); !no.key.empty()) {
       throw InputError(cmd, no.key == "quantization.kv_cache_dtype" ? "--kv-cache-dtype" : "--quant", no.why);
     }
+    q.emulated = quant_emulated(q.precision, q.engine->kernels, q.hw);
   }
   q.launch_without_engine = default_launch();  // a step as `run` times it
   ParallelConfig& par = q.parallel;

@@ -98,6 +98,7 @@ struct EngineProfile {
   double frontend_latency_s = 0.0;
   ColdStartConfig cold_start;
   std::vector<QuantKernelChoice> quant_kernels;     // by architecture; resolved into kernels.quant_kernels
+  std::vector<QuantKernelChoice> moe_quant_kernels; // the same for grouped (MoE) GEMMs (key moe_quant_kernels)
   // GPU architectures whose chunked-attention layers the engine decodes with one program per
   // query head (kernels_per_layer.chunked_attention_decode_per_query_head); resolved into
   // kernels.chunked_decode_attention_per_query_head.
@@ -133,6 +134,15 @@ inline PrecisionSupport engine_supports(const EngineProfile& e, const Precision&
   return {};
 }
 
+// Whether precision `p`'s quantized GEMMs run emulated on `hw` (the GPU lacks the format they
+// compute in): the scheme's format, or at scope experts the format of the engine's MoE kernel
+// (`plan`, resolved for `hw`), which may keep the activations 16-bit (Hopper's MXFP4 x bf16).
+inline bool quant_emulated(const Precision& p, const KernelPlan& plan, const HwProfile& hw) {
+  const QuantKernel k = p.quant_scope == QuantScope::experts ? plan.moe_quant_kernels[static_cast<std::size_t>(p.quant)] : QuantKernel::auto_;
+  const auto d = kernel_gemm_dtype(p.quant, k);
+  return d && !hw.supports(*d);
+}
+
 // The engine's quantized GEMM kernels on `hw` (its architecture's entry in `quant_kernels`, else
 // servesim's generic choice) and its chunked layers' decode kernel there into the kernel plan:
 // the one place they are resolved (the simulator and `servesim step`).
@@ -140,6 +150,10 @@ inline void resolve_quant_kernels(EngineProfile& p, const HwProfile& hw) {
   p.kernels.quant_kernels = {};
   for (const QuantKernelChoice& c : p.quant_kernels) {
     if (c.architecture == hw.architecture) p.kernels.quant_kernels = c.kernels;
+  }
+  p.kernels.moe_quant_kernels = {};
+  for (const QuantKernelChoice& c : p.moe_quant_kernels) {
+    if (c.architecture == hw.architecture) p.kernels.moe_quant_kernels = c.kernels;
   }
   const auto& archs = p.chunked_decode_per_query_head_architectures;
   p.kernels.chunked_decode_attention_per_query_head = std::find(archs.begin(), archs.end(), hw.architecture) != archs.end();

@@ -57,7 +57,7 @@ std::int64_t fused_max_m(const Op& op) {
 
 GemmKernel choose_gemm_kernel(const Op& op, const HwProfile& hw) {
   if ((op.kind != OpKind::gemm && op.kind != OpKind::grouped_gemm) || op.quant == QuantScheme::none) return GemmKernel::dense;
-  if (auto d = w8a8_dtype(op.quant)) return hw.supports(*d) ? GemmKernel::w8a8 : GemmKernel::w8a8_emulated;
+  if (auto d = kernel_gemm_dtype(op.quant, op.quant_kernel)) return hw.supports(*d) ? GemmKernel::w8a8 : GemmKernel::w8a8_emulated;
   return op.m <= fused_max_m(op) ? GemmKernel::weight_only_fused : GemmKernel::dequant_gemm;
 }
 
@@ -307,7 +307,7 @@ KernelTime convert_then_gemm(const Op& op, const HwProfile& hw, Dtype base, Gemm
   const double weights = static_cast<double>(op.k) * static_cast<double>(op.n);
   const double ab = dtype_bytes(base);
   const double stored = op.bytes - static_cast<double>(op.m) * static_cast<double>(op.k) *
-                                       (w8a8_dtype(op.quant) ? quant_input_bytes(op.quant) : ab) -
+                                       (kernel_gemm_dtype(op.quant, op.quant_kernel) ? kernel_input_bytes(op.quant, op.quant_kernel) : ab) -
                         static_cast<double>(op.m) * static_cast<double>(op.n) * ab;  // weight bytes as stored
   Op pass{"dequant_pass", OpKind::elementwise};
   const double pass_bytes = stored + weights * ab;
@@ -371,15 +371,18 @@ void stream_at(KernelTime& t, double frac) {
 // earlier 4-bit kernels; a Hopper kernel that hides it, as vLLM PR #23198's lookup-table
 // conversion claims to, is priced pessimistically at large M); a published benchmark of the
 // engine's kernel sets its weight-streaming rate (as for Marlin in the weight-only path).
+// MXFP4 weights x MXFP8 activations (cutlass_mxfp4_mxfp8) take the FP8 rate and table on their
+// 4.25-bit weight bytes, with no widening: Blackwell's block-scaled MMA reads E2M1 as it is.
 KernelTime w8a8_gemm(const Op& op, const HwProfile& hw, GemmKernel kind) {
+  const Dtype format = *kernel_gemm_dtype(op.quant, op.quant_kernel);
   const auto* k = hw.quant_kernel_table(op.quant_kernel, op.quant);
-  if (k && !k->frac.empty()) return calibrated_kernel(op, hw, hw.peak_flops(*w8a8_dtype(op.quant)), k->frac, k->launches, kind);
+  if (k && !k->frac.empty()) return calibrated_kernel(op, hw, hw.peak_flops(format), k->frac, k->launches, kind);
   double widen_s = 0.0;
   if (op.quant == QuantScheme::w4a8 || op.quant == QuantScheme::w4afp8) {
     const double tiles = std::ceil(static_cast<double>(op.m) / kW4a8TileRows);
     widen_s = static_cast<double>(op.k) * static_cast<double>(op.n) * tiles / hw.dequant_weights_per_s(4);
   }
-  KernelTime t = roofline(op, op.bytes, hw, *w8a8_dtype(op.quant), widen_s);
+  KernelTime t = roofline(op, op.bytes, hw, format, widen_s);
   stream_at(t, k && k->memory_frac_vs_dense > 0.0 ? k->memory_frac_vs_dense : 1.0);
   t.gemm = kind;
   return t;

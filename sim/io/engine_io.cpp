@@ -202,8 +202,10 @@ void parse_defaults(JsonReader d, EngineProfile& p) {
 }
 
 // quant_kernels: {"ARCHITECTURE": {"SCHEME": "KERNEL", ...}, ...}, the GEMM kernel the engine runs
-// for each quantization scheme on GPUs of that architecture (QuantKernel names).
-std::vector<QuantKernelChoice> parse_quant_kernels(JsonReader q) {
+// for each quantization scheme on GPUs of that architecture (QuantKernel names). moe_quant_kernels
+// (`grouped`), the same for the routed experts' grouped GEMMs: only the MoE kernels there
+// (moe_only_kernel), and none of them among the dense ones.
+std::vector<QuantKernelChoice> parse_quant_kernels(JsonReader q, bool grouped) {
   std::vector<QuantKernelChoice> out;
   for (const auto& [key, schemes] : q.json().items()) {
     const std::string arch = key;  // a copy: clang 14 does not capture structured bindings
@@ -220,6 +222,14 @@ std::vector<QuantKernelChoice> parse_quant_kernels(JsonReader q) {
         for (std::size_t i = 1; i < kNumQuantKernels; ++i) names += std::string(i > 1 ? ", " : "") + quant_kernel_name(static_cast<QuantKernel>(i));
         by_scheme.fail(scheme_name, "unknown kernel '" + name + "' (" + names + ")");
       }
+      if (grouped && !moe_only_kernel(*kernel)) {
+        std::string names;
+        for (std::size_t i = 1; i < kNumQuantKernels; ++i) {
+          if (moe_only_kernel(static_cast<QuantKernel>(i))) names += std::string(names.empty() ? "" : ", ") + quant_kernel_name(static_cast<QuantKernel>(i));
+        }
+        by_scheme.fail(scheme_name, "kernel '" + name + "' is a dense GEMM kernel, not a grouped (MoE) one (" + names + ")");
+      }
+      if (!grouped && moe_only_kernel(*kernel)) by_scheme.fail(scheme_name, "kernel '" + name + "' runs grouped (MoE) GEMMs only: name it under moe_quant_kernels");
       if (!kernel_runs_scheme(*kernel, *scheme)) by_scheme.fail(scheme_name, "kernel '" + name + "' does not run " + scheme_name + " GEMMs");
       c.kernels[static_cast<std::size_t>(*scheme)] = *kernel;
     }
@@ -251,7 +261,8 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
     p.cold_start.graph_capture_s_per_batch_size = c->number_in_or("graph_capture_s_per_batch_size", 0.0, 60.0, 0.0);
     c->finish();
   }
-  if (auto q = r.object_if("quant_kernels")) p.quant_kernels = parse_quant_kernels(std::move(*q));
+  if (auto q = r.object_if("quant_kernels")) p.quant_kernels = parse_quant_kernels(std::move(*q), false);
+  if (auto q = r.object_if("moe_quant_kernels")) p.moe_quant_kernels = parse_quant_kernels(std::move(*q), true);
   if (r.has("kv_cache_dtypes")) {
     p.kv_cache_dtypes.emplace();
     const nlohmann::json& list = r.raw("kv_cache_dtypes");

@@ -181,6 +181,13 @@ nlohmann::json make_report(const Scenario& s, const SimResult& res) {
   j["quantization"]["method"] = quant_name(s.precision.quant);
   if (s.precision.quant_scope != QuantScope::all) j["quantization"]["scope"] = quant_scope_name(s.precision.quant_scope);
   j["quantization"]["kv_cache_dtype"] = dtype_name(s.precision.kv_cache);
+  // The engine's kernel for the routed experts and the activations it multiplies (only where the
+  // engine names one: other reports keep their bytes).
+  if (const QuantKernel k = s.engine.profile.kernels.moe_quant_kernels[static_cast<std::size_t>(s.precision.quant)];
+      s.model.is_moe() && k != QuantKernel::auto_) {
+    j["quantization"]["experts_kernel"] = quant_kernel_name(k);
+    j["quantization"]["experts_activations"] = kernel_activation_name(s.precision.quant, k, s.precision.activations);
+  }
   j["slo"]["status"] = slo.status();
   j["slo"]["classes"] = slo_classes_json(slo, s.workload, m);
   if (!m.stages.empty()) j["stages"] = stages_json(s.workload.arrival, m);  // only with stages: other reports keep their bytes
@@ -197,7 +204,15 @@ std::string engine_layout(const nlohmann::json& r) {
   const std::string method = r["quantization"]["method"].get<std::string>(), dtype = sc["dtype"].get<std::string>();
   const std::string kv = r["quantization"]["kv_cache_dtype"].get<std::string>();
   const std::string scope = r["quantization"].contains("scope") ? r["quantization"]["scope"].get<std::string>() : "all";
-  const std::string precision = method == "none" ? dtype : scope == "experts" ? method + " experts (" + dtype + " elsewhere)" : method;
+  const auto& quant = r["quantization"];
+  // The experts' activations where the engine's MoE kernel decides them (MXFP4 x bf16 or x MXFP8).
+  const std::string experts = quant.contains("experts_kernel") ? " x " + quant["experts_activations"].get<std::string>() + " activations (" +
+                                                                     quant["experts_kernel"].get<std::string>() + ")"
+                                                               : std::string();
+  const std::string precision = method == "none"          ? dtype
+                                : scope == "experts"      ? method + " experts" + experts + " (" + dtype + " elsewhere)"
+                                : experts.empty()         ? method
+                                                          : method + " (experts" + experts + ")";
   const long long pp = par["pipeline_parallel_size"].get<long long>(), dp = par["data_parallel_size"].get<long long>();
   const std::string tp = std::to_string(par["tensor_parallel_size"].get<long long>());
   const bool adp = par.contains("enable_attention_dp") && par["enable_attention_dp"].get<bool>();

@@ -657,6 +657,7 @@ void check_engine_limits(Scenario& s) {
   }
   apply_gpu_sized_defaults(e, s.hw);
   resolve_quant_kernels(e.profile, s.hw);
+  s.quant_emulated = quant_emulated(s.precision, e.profile.kernels, s.hw);  // the engine's MoE kernel may keep bf16 activations
   if (const PrecisionSupport no = engine_supports(e.profile, s.precision, s.hw); !no.key.empty()) throw InputError(file, no.key, no.why);
   const std::unique_ptr<BatchScheduler> policy = make_scheduler(e.scheduler);
   const bool chunked = policy->chunks_prompts() || policy->rejects_prompts_over_budget();

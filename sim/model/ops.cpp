@@ -368,19 +368,30 @@ double padded_expert_rows(double mean) {
   return tiles * kExpertTileRows;
 }
 
+// The engine's kernel for the routed experts' grouped GEMMs of scheme `q` (moe_quant_kernels).
+QuantKernel moe_kernel(const KernelPlan& plan, QuantScheme q) {
+  return q == QuantScheme::none ? QuantKernel::auto_ : plan.moe_quant_kernels[static_cast<std::size_t>(q)];
+}
+// Bytes per element of the routed experts' input: what their kernel multiplies (16-bit, or quantized).
+double expert_input_bytes(const Precision& p, QuantScheme q, QuantKernel k) {
+  return kernel_gemm_dtype(q, k) ? kernel_input_bytes(q, k) : dtype_bytes(p.activations);
+}
+
 // `assignments` token-expert pairs over experts of which `groups` have at least one token:
 // one launch that runs a GEMM of (assignments / groups) rows on each active expert's weights;
-// tile_padding: the padded tiles it computes over the useful rows.
+// tile_padding: the padded tiles it computes over the useful rows. The engine's MoE kernel
+// (plan.moe_quant_kernels) decides the input's format.
 Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, double groups, std::int64_t n, std::int64_t k,
-                   const Precision& p, QuantScheme q) {
+                   const Precision& p, QuantScheme q, const KernelPlan& plan) {
   Op op{name, OpKind::grouped_gemm, layers, 1};
   op.quant = q;
+  op.quant_kernel = moe_kernel(plan, q);
   op.n = n;
   op.k = k;
   op.groups = std::max<std::int64_t>(1, std::llround(groups));
   op.m = std::max<std::int64_t>(1, std::llround(assignments / std::max(1.0, groups)));
   const double nd = static_cast<double>(n), kd = static_cast<double>(k);
-  const double in_b = w8a8_dtype(q) ? quant_input_bytes(q) : dtype_bytes(p.activations);
+  const double in_b = expert_input_bytes(p, q, op.quant_kernel);
   const double rows = std::max(1.0, groups) * padded_expert_rows(assignments / std::max(1.0, groups));
   op.tile_padding = std::max(1.0, rows / std::max(1.0, assignments));
   op.flops = 2.0 * assignments * nd * kd;
@@ -394,19 +405,20 @@ Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, do
 // deduplication), in the experts' input format (8-bit schemes send 8-bit activations).
 // gathered (attention DP, KernelPlan::moe_dp_allgather): every rank's tokens to every GPU, each
 // rank's count padded to the busiest one's (`group_t` = ranks x its tokens), with its top-k
-// expert ids (int32) and weights (fp32). TensorRT-LLM quantizes per-tensor FP8 and NVFP4 inputs
-// before the gather and FP8 block-scaled ones inside the MoE kernel (bf16 on the wire)
-// (_torch/modules/fused_moe/fused_moe_cutlass.py forward_chunk).
-Op moe_dispatch_op(const ModelSpec& m, double rank_tokens, double group_t, bool gathered, const Precision& p, QuantScheme q) {
+// expert ids (int32) and weights (fp32). TensorRT-LLM quantizes per-tensor FP8, NVFP4 and (W4A8
+// MXFP4 x MXFP8) MXFP8 inputs before the gather and FP8 block-scaled ones inside the MoE kernel
+// (bf16 on the wire) (_torch/modules/fused_moe/fused_moe_cutlass.py forward_chunk).
+Op moe_dispatch_op(const ModelSpec& m, double rank_tokens, double group_t, bool gathered, const Precision& p, QuantScheme q,
+                   QuantKernel k) {
   const std::int64_t L = m.num_layers, ep = m.moe.expert_parallel;
   const double h = static_cast<double>(m.hidden_size), top_k = static_cast<double>(m.moe.experts_per_token);
   if (gathered) {
-    const bool quantized_first = q == QuantScheme::fp8 || q == QuantScheme::nvfp4;
-    const double in_b = quantized_first ? quant_input_bytes(q) : dtype_bytes(p.activations);
+    const bool quantized_first = q == QuantScheme::fp8 || q == QuantScheme::nvfp4 || k == QuantKernel::cutlass_mxfp4_mxfp8;
+    const double in_b = quantized_first ? kernel_input_bytes(q, k) : dtype_bytes(p.activations);
     return comm_op("moe_allgather", OpKind::all_gather, L, 1, group_t * (h * in_b + top_k * 8.0), ep, Placement::layer);
   }
   const double dests = expected_distinct(static_cast<double>(ep), top_k);
-  const double in_b = w8a8_dtype(q) ? quant_input_bytes(q) : dtype_bytes(p.activations);
+  const double in_b = expert_input_bytes(p, q, k);
   return comm_op("moe_dispatch", OpKind::all_to_all, L, 1, rank_tokens * dests * h * in_b, ep, Placement::layer);
 }
 
@@ -462,7 +474,7 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
   const double rank_tokens = routing.attention_dp > 1 ? t : t / epd;
   const double group_t = routing.attention_dp > 1 ? t * dp : t;
   const bool gathered = routing.attention_dp > 1 && plan.moe_dp_allgather;
-  if (ep > 1) out.push_back(moe_dispatch_op(m, rank_tokens, group_t, gathered, p, q));
+  if (ep > 1) out.push_back(moe_dispatch_op(m, rank_tokens, group_t, gathered, p, q, moe_kernel(plan, q)));
   const double copies = std::min(group_t * top_k, group_t * top_k / epd * std::max(1.0, routing.load_imbalance));
   const double active = expected_distinct(static_cast<double>(m.moe.local_experts()), copies);
   const double f = static_cast<double>(m.moe.expert_ffn_size);
@@ -472,11 +484,11 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
     out.push_back(layer_op("moe_permute", OpKind::elementwise, 1, L, plan.moe_permute_kernels, false, copies * h,
                            (rank_tokens + 3.0 * copies) * h * ab));
   }
-  out.push_back(grouped_gemm_op("experts_gate_up", L, copies, active, m.gated_width(m.moe.expert_ffn_size), m.hidden_size, p, q));
+  out.push_back(grouped_gemm_op("experts_gate_up", L, copies, active, m.gated_width(m.moe.expert_ffn_size), m.hidden_size, p, q, plan));
   if (plan.act_kernels > 0) {
     out.push_back(layer_op("experts_act", OpKind::elementwise, 1, L, plan.act_kernels, true, 5.0 * copies * f, 3.0 * copies * f * ab));
   }
-  out.push_back(grouped_gemm_op("experts_down", L, copies, active, m.hidden_size, m.moe.expert_ffn_size, p, q));
+  out.push_back(grouped_gemm_op("experts_down", L, copies, active, m.hidden_size, m.moe.expert_ffn_size, p, q, plan));
   if (ep > 1) out.push_back(moe_combine_op(m, rank_tokens, group_t, gathered, p));
   if (gathered) {
     // The fused MoE's finalize weights and sums this GPU's copies into an output row for every
@@ -511,6 +523,9 @@ void push_moe_mlp(const ModelSpec& m, double t, std::int64_t tokens, const Preci
 void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p, const KernelPlan& plan, QuantScheme q_attn,
                                 QuantScheme q_mlp, std::vector<Op>& out) {
   const QuantScheme q = q_mlp;  // the scheme (q_attn is it or none)
+  // An MoE layer's experts quantize their inputs as their kernel multiplies them (an MXFP4 x bf16
+  // kernel not at all, MXFP4 x MXFP8 to MXFP8); the attention projections as the scheme does.
+  const QuantKernel k_mlp = m.is_moe() ? moe_kernel(plan, q_mlp) : QuantKernel::auto_;
   const std::int64_t L = m.num_layers;
   const double h = static_cast<double>(m.hidden_size);
   const double ab = dtype_bytes(p.activations), wb = dtype_bytes(p.weights);
@@ -522,16 +537,21 @@ void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p
   if (quantizing_norms > 0) norm_bytes -= quantizing_norms / 2.0 * t * h * (ab - quant_input_bytes(q));
   out.push_back(layer_op(plan.fused_add_norm ? "fused_add_rmsnorm" : "rmsnorm", OpKind::norm, 2, L, plan.norm_kernels,
                          true, 4.0 * t * h, norm_bytes));
-  if (w8a8_dtype(q)) {
+  if (w8a8_dtype(q_attn) || kernel_gemm_dtype(q_mlp, k_mlp)) {
     // One quantize kernel per quantized GEMM input whose producer does not quantize it: each reads the
     // 16-bit tensor and writes it in 8 bits (op fields are per launch: the mean width).
     const double width_of[] = {h, static_cast<double>(m.q_width()), h, static_cast<double>(m.ffn_size)};
-    double width = 0.0;
+    double width = 0.0, quantized_bytes = 0.0;  // the sites' widths, and their quantized bytes per token
     int kernels = 0;
+    bool same_format = true;  // every site quantizes to the scheme's own input format
     for (std::size_t i = 0; i < std::size(kInputQuantSites); ++i) {
       const bool attention_site = kInputQuantSites[i] == InputQuantSite::qkv || kInputQuantSites[i] == InputQuantSite::o_proj;
-      if (!w8a8_dtype(attention_site ? q_attn : q_mlp) || fuses_input_quant(m, p, plan, kInputQuantSites[i])) continue;
+      const QuantKernel k_site = attention_site ? QuantKernel::auto_ : k_mlp;
+      const QuantScheme q_site = attention_site ? q_attn : q_mlp;
+      if (!kernel_gemm_dtype(q_site, k_site) || fuses_input_quant(m, p, plan, kInputQuantSites[i])) continue;
       width += width_of[i];
+      quantized_bytes += width_of[i] * kernel_input_bytes(q_site, k_site);
+      same_format = same_format && kernel_input_bytes(q_site, k_site) == quant_input_bytes(q);
       ++kernels;
     }
     if (kernels > 0) {
@@ -541,7 +561,8 @@ void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p
       // calibrate/results/h100/quant_kernels.json act_quant), then an fp32 scale per token.
       const bool dynamic = p.dynamic_activation_scales;
       const double flops = (dynamic ? 3.0 : 2.0) * t * width / kernels;
-      const double bytes = t * width / kernels * (ab + quant_input_bytes(q)) + (dynamic ? 4.0 * t : 0.0);
+      const double written = same_format ? t * width / kernels * (ab + quant_input_bytes(q)) : t * (width * ab + quantized_bytes) / kernels;
+      const double bytes = written + (dynamic ? 4.0 * t : 0.0);
       out.push_back(layer_op("act_quant", OpKind::elementwise, kernels, L, 1, true, flops, bytes));
     }
   }

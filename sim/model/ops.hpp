@@ -215,6 +215,9 @@ struct KernelPlan {
   // hand, resolved from the engine profile's per-architecture `quant_kernels` (engine_profile.hpp);
   // auto_: servesim's generic choice. Dense (not grouped) layer GEMMs only.
   std::array<QuantKernel, kNumQuantSchemes> quant_kernels{};
+  // The same for the routed experts' grouped GEMMs (`moe_quant_kernels`): the MoE kernel, which
+  // may decide the activations' format (kernel_gemm_dtype); auto_: servesim's generic choice.
+  std::array<QuantKernel, kNumQuantSchemes> moe_quant_kernels{};
 };
 
 // The four quantized GEMM inputs of a decoder layer and their producers: qkv (the input norm),

@@ -151,12 +151,30 @@ inline double quant_weight_bytes(QuantScheme q, Dtype base, std::int64_t group_s
 //                       table, the profile's 8-bit (cuBLASLt) table
 //   Without a table of their own, the W4A8 kernels take the profile's 8-bit table on their 4-bit
 //   weight bytes plus the widening on CUDA cores (cost_model.cpp).
+// Grouped (MoE) kernels, named only in an engine's `moe_quant_kernels` (moe_only_kernel): an
+// engine's dense-GEMM kernel is not necessarily its MoE kernel. The checkpoint's MXFP4 experts
+// (E2M1, one E8M0 scale per 32: 4.25 bits a weight) multiply activations whose format the kernel,
+// not the checkpoint, decides (kernel_gemm_dtype, kernel_input_bytes):
+//   triton_mxfp4        OpenAI's triton_kernels matmul_ogs with MXFP4 weights and bf16 activations
+//                       (W4A16_MXFP4): on Hopper tl.dot_scaled upcasts the E2M1 weights to bf16 in
+//                       registers and runs a bf16 wgmma (Triton's DecomposeScaledBlocked); a tile of
+//                       up to 128 rows per expert (opt_flags make_default_opt_flags_nvidia). TensorRT-
+//                       LLM's Triton MoE backend (TritonMXFP4FusedMoEMethod) and vLLM's TRITON backend.
+//   trtllm_gen_mxfp4_bf16  FlashInfer's TRT-LLM-gen MoE with MXFP4 weights and bf16 activations on
+//                       Blackwell (vLLM's SM100_FI_MXFP4_BF16): no bf16 x fp4 MMA exists, so the
+//                       weights are converted to bf16 on chip before a bf16 MMA; tiles of up to 128
+//                       tokens per expert (flashinfer calculate_tile_tokens_dim)
+//   cutlass_mxfp4_mxfp8 TensorRT-LLM's CUTLASS MoE with MXFP4 weights and MXFP8 activations
+//                       (W4A8_MXFP4_MXFP8, Blackwell): the block-scaled tcgen05 MMA of kind
+//                       mxf8f6f4 takes E2M1 and E4M3 operands as they are, at the FP8 rate (FP4's
+//                       doubled rate is kind mxf4, both operands E2M1): no dequantization; the input
+//                       is quantized to MXFP8 (E4M3 plus an E8M0 scale per 32) first
 enum class QuantKernel : std::uint8_t {
   auto_, cublaslt, cutlass_scaled_mm, torch_scaled_mm, torch_scaled_mm_rowwise, torch_int_mm,
   marlin, machete, tinygemm, exllama, awq_gemm, trtllm_weight_only, torch_scaled_mm_blockwise,
-  cutlass_w4a8, trtllm_w4a8, qserve_w4a8, tuned_int8
+  cutlass_w4a8, trtllm_w4a8, qserve_w4a8, tuned_int8, triton_mxfp4, trtllm_gen_mxfp4_bf16, cutlass_mxfp4_mxfp8
 };
-inline constexpr std::size_t kNumQuantKernels = 17;
+inline constexpr std::size_t kNumQuantKernels = 20;
 
 inline const char* quant_kernel_name(QuantKernel k) {
   switch (k) {
@@ -177,6 +195,9 @@ inline const char* quant_kernel_name(QuantKernel k) {
     case QuantKernel::trtllm_w4a8: return "trtllm_w4a8";
     case QuantKernel::qserve_w4a8: return "qserve_w4a8";
     case QuantKernel::tuned_int8: return "tuned_int8";
+    case QuantKernel::triton_mxfp4: return "triton_mxfp4";
+    case QuantKernel::trtllm_gen_mxfp4_bf16: return "trtllm_gen_mxfp4_bf16";
+    case QuantKernel::cutlass_mxfp4_mxfp8: return "cutlass_mxfp4_mxfp8";
   }
   return "?";
 }
@@ -208,8 +229,40 @@ inline bool kernel_runs_scheme(QuantKernel k, QuantScheme q) {
     case QuantKernel::tinygemm:
     case QuantKernel::exllama:
     case QuantKernel::awq_gemm: return q == QuantScheme::w4a16_gptq || q == QuantScheme::w4a16_awq;
+    case QuantKernel::triton_mxfp4:
+    case QuantKernel::trtllm_gen_mxfp4_bf16:
+    case QuantKernel::cutlass_mxfp4_mxfp8: return q == QuantScheme::mxfp4;
   }
   return false;
+}
+
+// Kernels that run grouped (MoE) GEMMs only: an engine names them in `moe_quant_kernels`, and
+// only them there.
+inline bool moe_only_kernel(QuantKernel k) {
+  return k == QuantKernel::triton_mxfp4 || k == QuantKernel::trtllm_gen_mxfp4_bf16 || k == QuantKernel::cutlass_mxfp4_mxfp8;
+}
+
+// The tensor-core format a GEMM of scheme `q` computes in when kernel `k` runs it: the scheme's
+// (w8a8_dtype) unless the kernel decides the activations: nullopt, 16-bit activations with the
+// weights converted in registers (a weight-only kernel); fp8 for MXFP4 weights x MXFP8 activations.
+inline std::optional<Dtype> kernel_gemm_dtype(QuantScheme q, QuantKernel k) {
+  if (k == QuantKernel::triton_mxfp4 || k == QuantKernel::trtllm_gen_mxfp4_bf16) return std::nullopt;
+  if (k == QuantKernel::cutlass_mxfp4_mxfp8) return Dtype::fp8;
+  return w8a8_dtype(q);
+}
+// Bytes per element of the quantized input activations such a kernel reads (kernel_gemm_dtype set).
+inline double kernel_input_bytes(QuantScheme q, QuantKernel k) {
+  if (k == QuantKernel::cutlass_mxfp4_mxfp8) return 1.0 + 1.0 / 32.0;  // MXFP8: E4M3 and an E8M0 scale per 32
+  return quant_input_bytes(q);
+}
+// The activations' format, for the outputs: the base dtype under a kernel that keeps them 16-bit,
+// else the quantized format (mxfp8, fp8, int8, nvfp4, mxfp4).
+inline const char* kernel_activation_name(QuantScheme q, QuantKernel k, Dtype base) {
+  const auto d = kernel_gemm_dtype(q, k);
+  if (!d) return dtype_name(base);
+  if (k == QuantKernel::cutlass_mxfp4_mxfp8) return "mxfp8";
+  if (*d == Dtype::fp4) return quant_name(q);
+  return dtype_name(*d);
 }
 
 // Schemes no engine runs through a generic kernel: an engine profile that names its kernels
@@ -223,16 +276,18 @@ inline constexpr double kW4a8TileRows = 128.0;
 // Weight-only kernels that stay fused at every M (no switch to dequantize-then-GEMM).
 inline bool fused_at_every_m(QuantKernel k) {
   return k == QuantKernel::marlin || k == QuantKernel::machete || k == QuantKernel::tinygemm ||
-         k == QuantKernel::trtllm_weight_only;
+         k == QuantKernel::trtllm_weight_only || k == QuantKernel::triton_mxfp4 || k == QuantKernel::trtllm_gen_mxfp4_bf16;
 }
 
 // Rows of M a fused weight-only kernel computes per pass over the weights (each pass dequantizes
 // the whole weight again in registers): Marlin runs M in tiles of up to 64 rows ("for batchsizes >
 // 64, it will just run the batch 64 kernel repeatedly", its author in IST-DASLab/marlin issue #2),
-// Machete (CUTLASS, Hopper wgmma) in tiles of 128; others (GEMV-style) 16.
+// Machete (CUTLASS, Hopper wgmma) in tiles of 128; the MXFP4 x bf16 MoE kernels in tiles of up to
+// 128 rows of an expert's tokens (triton_kernels' block_m, TRT-LLM-gen's tile_tokens_dim); others
+// (GEMV-style) 16.
 inline double dequant_tile_rows(QuantKernel k) {
   if (k == QuantKernel::marlin) return 64.0;
-  if (k == QuantKernel::machete) return 128.0;
+  if (k == QuantKernel::machete || k == QuantKernel::triton_mxfp4 || k == QuantKernel::trtllm_gen_mxfp4_bf16) return 128.0;
   return 16.0;
 }
 
