@@ -83,12 +83,19 @@ std::string describe_slo(const SloConfig& s) {
          "% of requests completed";
 }
 
-std::string describe_precision(const Precision& p) {
+std::string describe_precision(const Precision& p, QuantKernel experts_kernel) {
   std::string out = dtype_name(p.weights);
   if (p.quant != QuantScheme::none) {
     const auto gemm = w8a8_dtype(p.quant);
-    out = std::string(quant_name(p.quant)) + " (" + std::to_string(weight_bits(p.quant, p.weights)) + "-bit weights, " +
-          dtype_name(gemm.value_or(p.activations)) + " GEMMs; base " + out +
+    // The experts' MoE kernel decides their activations (MXFP4 x bf16, x MXFP8).
+    const std::string gemms = dtype_name(gemm.value_or(p.activations)) + std::string(" GEMMs");
+    const std::string experts = std::string(kernel_activation_name(p.quant, experts_kernel, p.activations)) +
+                                " activations through the engine's " + quant_kernel_name(experts_kernel);
+    const std::string compute = experts_kernel == QuantKernel::auto_       ? gemms
+                                : p.quant_scope == QuantScope::experts     ? experts
+                                                                           : gemms + ", experts x " + experts;
+    out = std::string(quant_name(p.quant)) + " (" + std::to_string(weight_bits(p.quant, p.weights)) + "-bit weights, " + compute +
+          "; base " + out +
           (p.quant_scope == QuantScope::experts ? "; routed experts only, other projections " + out : std::string()) + ")";
   }
   if (p.kv_cache != p.weights) out += std::string(", KV cache ") + dtype_name(p.kv_cache);

@@ -20,7 +20,8 @@ std::string describe_slo(const SloConfig& s);
 // The precision a run computes in: "bf16"; "fp8 (8-bit weights, fp8 GEMMs; base bf16)";
 // "w4a16-awq (4-bit weights, bf16 GEMMs; base bf16), KV cache fp8" (the KV dtype when it is not
 // the base dtype).
-std::string describe_precision(const Precision& p);
+// experts_kernel: the engine's MoE kernel for the routed experts (moe_quant_kernels; auto_: none named).
+std::string describe_precision(const Precision& p, QuantKernel experts_kernel = QuantKernel::auto_);
 // How one replica splits the model: "tp 2"; pp, attention DP, experts over N and instances per
 // GPU when set.
 std::string describe_layout(const ParallelConfig& p);

@@ -367,7 +367,8 @@ void write_run_html(std::ostream& os, const Scenario& s, const SimResult& res, c
         {"parameters", escape(format_number(s.model.total_params()))},
         {"layers / hidden", std::to_string(s.model.num_layers) + " / " + std::to_string(s.model.hidden_size)},
         {"heads (q / kv)", std::to_string(s.model.num_attention_heads) + " / " + std::to_string(s.model.num_kv_heads)},
-        {"precision", escape(describe_precision(s.precision))},
+        {"precision", escape(describe_precision(s.precision, s.model.is_moe() ? s.engine.profile.kernels.moe_quant_kernels[static_cast<std::size_t>(s.precision.quant)]
+                                                                                : QuantKernel::auto_))},
         {"layout", escape(describe_layout(s.parallel)) + ", " + count(get(r, {"cluster", "replicas"}), "replica") + " on " +
                        count(get(r, {"cluster", "gpus"}), "GPU")},
         {"weights", escape(format_number(get(r, {"memory", "weight_bytes"}))) + "B"},
