@@ -79,9 +79,14 @@ bool has_card(const std::string& card) {
   return std::find(names.begin(), names.end(), card) != names.end();
 }
 
+// GPT-OSS checkpoints keep attention, router, embedding and LM head in bf16 and only the routed
+// experts in MXFP4 (E2M1 values, an E8M0 scale per 32): quantization.scope experts.
+bool experts_only_mxfp4(const std::string& weights) { return weights.rfind("mxfp4 experts", 0) == 0; }
+
 // Weight precision text -> servesim quantization scheme ("" = 16-bit).
 std::string quant_for(const std::string& weights) {
   if (weights.rfind("nvfp4", 0) == 0) return "nvfp4";
+  if (experts_only_mxfp4(weights)) return "mxfp4";
   // DeepSeek's native FP8 checkpoints scale per 128x128 weight block and 1x128 activation group.
   if (weights.rfind("fp8", 0) == 0) return weights.find("block-scaled") != std::string::npos ? "fp8-block" : "fp8";
   return "";
@@ -98,17 +103,13 @@ std::string quant_for(const std::string& weights) {
 struct BenchLimits {
   std::int64_t max_batch_size = 0, max_num_tokens = 0;
 };
-BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double weight_bytes_per_param, double kv_bytes_per_elem,
-                                std::int64_t tp, std::int64_t pp, std::int64_t isl, std::int64_t osl, double kv_fraction) {
+BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double weight_bytes_per_param, double stored_params,
+                                double kv_bytes_per_elem, std::int64_t tp, std::int64_t pp, std::int64_t isl, std::int64_t osl,
+                                double kv_fraction) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   const double kv_heads = static_cast<double>(std::max(tp, m.num_kv_heads));
   const double head_size = static_cast<double>(m.is_mla() ? m.hidden_size / m.num_attention_heads : m.head_dim);
   const double gib_per_token = 2.0 * static_cast<double>(m.num_layers) * kv_heads * head_size * kv_bytes_per_elem / kGiB;
-  // trtllm-bench counts the checkpoint's stored elements (bench/build/dataclasses.py
-  // ModelConfig.get_param_count: the safetensors metadata's parameter_count): an NVFP4 checkpoint
-  // stores two weights per uint8 element and an FP8 scale per 16 weights.
-  const double stored_params = weight_bytes_per_param < 1.0 ? m.total_params() - m.quantized_params() * (1.0 - 1.0 / 2.0 - 1.0 / 16.0)
-                                                            : m.total_params();
   const double engine_gib = stored_params * weight_bytes_per_param / kGiB;
   const double total_gib = memory_bytes / kGiB * static_cast<double>(tp * pp);
   const double kv_requests = (total_gib - engine_gib) * kv_fraction / (gib_per_token * static_cast<double>(isl + osl));
@@ -126,8 +127,20 @@ BenchLimits trtllm_bench_limits(const ModelSpec& m, double memory_bytes, double 
 }
 
 // The bytes per parameter and per KV element trtllm-bench's heuristic uses (tuning.py
-// BYTES_PER_ELEM: FP8 and FP8_BLOCK_SCALES 1, NVFP4 0.5).
+// BYTES_PER_ELEM: FP8 and FP8_BLOCK_SCALES 1, NVFP4 0.5, any other algorithm 2: GPT-OSS's
+// W4A16_MXFP4 / W4A8_MXFP4_MXFP8 are not in the table).
 double bench_bytes(const std::string& quant) { return quant == "nvfp4" ? 0.5 : quant == "fp8" || quant == "fp8-block" ? 1.0 : 2.0; }
+
+// The elements the checkpoint stores, which trtllm-bench counts as parameters
+// (bench/build/dataclasses.py ModelConfig.get_param_count: the safetensors metadata's
+// parameter_count): an NVFP4 checkpoint stores two weights per uint8 element and an FP8 scale
+// per 16 weights; GPT-OSS's MXFP4 experts two weights per uint8 "blocks" element and a uint8 E8M0
+// scale per 32, beside its bf16 tensors.
+double bench_stored_params(const ModelSpec& m, const std::string& quant, bool experts_only) {
+  if (experts_only) return m.total_params() - m.routed_expert_params() * (1.0 - 1.0 / 2.0 - 1.0 / 32.0);
+  if (quant == "nvfp4") return m.total_params() - m.quantized_params() * (1.0 - 1.0 / 2.0 - 1.0 / 16.0);
+  return m.total_params();
+}
 
 // TensorRT-LLM sizes the KV cache as a fraction of the memory left after the model and its
 // activation workspace (KvCacheConfig.free_gpu_memory_fraction); servesim's
@@ -256,10 +269,6 @@ std::string skip_reason(const RowInput& in, const SourceMap& src, const std::str
   if (src.harness == Harness::none) return "no harness mapped for this source";
   if (!has_card(card)) return "no model card for " + in.model + " in models/";
   if (in.tp == 0 || in.num_gpus == 0) return "GPU count or tensor-parallel size not stated";
-  // GPT-OSS checkpoints keep attention, router, embedding and LM head in bf16 and only the experts
-  // in MXFP4 (TensorRT-LLM: W4A16_MXFP4 on Hopper, W4A8_MXFP4_MXFP8 on Blackwell); a scenario's
-  // quantization.method applies to every projection, so no scheme servesim has is this run.
-  if (in.weights.rfind("mxfp4 experts", 0) == 0) return "experts-only quantization (MXFP4 experts, bf16 attention) has no servesim scheme";
   // TensorRT-LLM runs attention DP inside each pipeline stage (the RTX 6000 tables' DEP2,PP2 of
   // perf-overview @03e27c7); servesim's attention DP does not combine with pipeline parallelism.
   if (in.attention_dp && in.tp > 1 && in.pp > 1) return "attention DP with pipeline parallelism (DEP with PP > 1) is not modelled";
@@ -318,7 +327,8 @@ HarnessSettings trtllm_bench_setup(const RowInput& in, const std::string& card, 
   h.kv_free_fraction = 0.95;
   const ModelSpec model = load_model(resolve_data_ref("models", card, file, in.id));
   const double memory = load_hw_profile(resolve_data_ref("hwprofiles", in.gpu, file, in.id)).memory_bytes;
-  BenchLimits l = trtllm_bench_limits(model, memory, bench_bytes(quant), fp8_kv ? 1.0 : 2.0, in.tp, in.pp, in.isl, in.osl,
+  BenchLimits l = trtllm_bench_limits(model, memory, bench_bytes(quant), bench_stored_params(model, quant, experts_only_mxfp4(in.weights)),
+                                      fp8_kv ? 1.0 : 2.0, in.tp, in.pp, in.isl, in.osl,
                                       h.kv_free_fraction);
   // A row that states its limits (the DeepSeek-R1 blog's commands) runs with them.
   const auto stated = [&in](const char* key) -> std::int64_t {
@@ -450,6 +460,9 @@ Scenario build_scenario(const RowInput& in, const SourceMap& src, const std::str
   doc = {{"name", in.id}, {"seed", 1}, {"model", card}, {"hardware", in.gpu}, {"dtype", "bf16"}};
   if (!quant.empty() || fp8_kv) {
     doc["quantization"] = {{"method", quant.empty() ? "none" : quant}, {"kv_cache_dtype", fp8_kv ? "fp8" : "auto"}};
+    // The engine profile's MoE kernel per GPU generation decides the activations (TensorRT-LLM:
+    // W4A16_MXFP4 on Hopper, W4A8_MXFP4_MXFP8 on Blackwell, model_config.py get_mxfp4_quant_algo).
+    if (experts_only_mxfp4(in.weights)) doc["quantization"]["scope"] = "experts";
   }
   // Attention DP over the TP GPUs (TensorRT-LLM enable_attention_dp) with the experts over all of
   // them: the rows that state ep say tp; the 1.0 tables pass --ep without its value, and the
@@ -518,7 +531,7 @@ std::vector<PublishedRow> validate_published(const nlohmann::json& doc, const st
     r.model = in.model;
     r.metric = in.metric;
     r.published = in.value;
-    r.precision = quant_for(in.weights).empty() ? "bf16" : quant_for(in.weights);
+    r.precision = quant_for(in.weights).empty() ? "bf16" : quant_for(in.weights) + (experts_only_mxfp4(in.weights) ? " experts" : "");
     const SourceMap* src = source_map(in);
     if (!src) throw InputError(file, "rows[" + in.id + "].source", "unknown source '" + in.source + "'");
     r.engine = src->label;
@@ -526,6 +539,8 @@ std::vector<PublishedRow> validate_published(const nlohmann::json& doc, const st
     const std::string card = card_for(in.model);
     r.feature = in.mtp_layers > 0 ? "MTP" : in.attention_dp && in.tp > 1 ? "attention DP" : "";
     if (!r.feature.empty()) r.engine += in.mtp_layers > 0 ? "+mtp" : "+adp";
+    // GPT-OSS's MXFP4-experts rows are bounded apart: their MoE kernels are priced, not measured.
+    if (experts_only_mxfp4(in.weights)) r.engine += "+mxfp4";
     r.skip = skip_reason(in, *src, card);
     if (r.skip.empty() && !metric_known(in.metric)) r.skip = "metric " + in.metric + " is not mapped";
     if (!r.skip.empty()) continue;
