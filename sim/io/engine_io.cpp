@@ -86,6 +86,7 @@ KernelPlan parse_kernel_plan(JsonReader k, std::vector<std::string>& chunked_arc
   kp.fused_add_norm = k.boolean_or("fused_add_norm", false);
   kp.rope_kernels = kernel_count(k, "rope_kernels", 0, 32, 1);
   kp.kv_write_kernels = kernel_count(k, "kv_write_kernels", 0, 8, 1);
+  kp.qk_norm_kernels = kernel_count(k, "qk_norm_kernels", 0, 8, 0);
   kp.attention_kernels = kernel_count(k, "attention_kernels", 1, 8, 1);
   kp.act_kernels = kernel_count(k, "act_kernels", 0, 4, 1);
   kp.kv_cache_concat = k.boolean_or("kv_cache_concat", false);

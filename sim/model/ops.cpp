@@ -568,8 +568,13 @@ void push_norms_and_input_quant(const ModelSpec& m, double t, const Precision& p
   }
 }
 
+// Qwen3's attention (Hugging Face Qwen3Attention / Qwen3MoeAttention) applies an RMSNorm over
+// head_dim to every query and key head (q_norm, k_norm) before RoPE; other families do not.
+bool has_qk_head_norm(const ModelSpec& m) { return m.family == "qwen3" || m.family == "qwen3_moe"; }
+
 // Queries, keys and values: MLA's projections, or the dense ones in the GEMMs the engine splits
-// them into (3, 2 or 1); then rope, the KV cache write and HF's cache concatenation.
+// them into (3, 2 or 1); then rope, the per-head query/key norm, the KV cache write and HF's
+// cache concatenation.
 void push_qkv(const ModelSpec& m, const BatchShape& b, double t, std::int64_t tokens, const Precision& p, const KernelPlan& plan,
               QuantScheme q, std::vector<Op>& out) {
   const std::int64_t L = m.num_layers;
@@ -590,6 +595,14 @@ void push_qkv(const ModelSpec& m, const BatchShape& b, double t, std::int64_t to
   const double kv_w = static_cast<double>(m.kv_width());
   if (plan.rope_kernels > 0 && !m.is_mla()) {
     out.push_back(layer_op("rope", OpKind::rope, 1, L, plan.rope_kernels, true, 3.0 * t * (q_w + kv_w),
+                           2.0 * t * (q_w + kv_w) * ab));
+  }
+  if (plan.qk_norm_kernels > 0 && has_qk_head_norm(m) && !m.is_mla()) {
+    // In place on the query and key heads: each 16-bit element read and written once; the norm's
+    // square, sum, scale and weight (4 per element) and, where no rope kernel of its own runs,
+    // the rotation fused into it (rope's 3).
+    const double per_element = 4.0 + (plan.rope_kernels > 0 ? 0.0 : 3.0);
+    out.push_back(layer_op("qk_norm", OpKind::norm, 1, L, plan.qk_norm_kernels, true, per_element * t * (q_w + kv_w),
                            2.0 * t * (q_w + kv_w) * ab));
   }
   if (plan.kv_write_kernels > 0 && !m.is_mla()) {

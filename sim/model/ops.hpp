@@ -157,6 +157,11 @@ struct KernelPlan {
   bool fused_add_norm = false;    // residual add folded into the next norm (vLLM fused_add_rms_norm)
   int rope_kernels = 1;           // 0: fused into the attention / KV-write kernel
   int kv_write_kernels = 1;       // 0: fused into rope or attention
+  // Models that normalize each query and key head before RoPE (Qwen3's q_norm / k_norm): kernels
+  // per layer that apply it, in place on the query and key heads. TensorRT-LLM: 1 (its Qwen3
+  // attention runs fused_qk_norm_rope, which also applies the RoPE its attention kernel then
+  // skips). 0: not priced (engines whose kernels for it were not read).
+  int qk_norm_kernels = 0;
   int attention_kernels = 1;      // 2: split-KV decode plus a combine kernel
   int act_kernels = 1;            // 1: fused silu_and_mul; 2: silu, then mul; 0: in the GEMM epilogue
   bool kv_cache_concat = false;   // HF DynamicCache: torch.cat copies the whole cache every step

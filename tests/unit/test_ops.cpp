@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/io/data_paths.hpp"
+#include "sim/io/engine_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
 #include "tests/op_lookup.hpp"
@@ -105,4 +106,41 @@ TEST_CASE("fused FP8 input quantization removes the named quantize kernels and n
   CHECK(find_op(fused, "act_quant").count == 4 * m.num_layers);
   build_iteration_ops(m, b, Precision{Dtype::bf16, Dtype::bf16, Dtype::fp8, QuantScheme::int8}, fused, plan);
   CHECK(find_op(fused, "act_quant").count == 4 * m.num_layers);
+}
+
+TEST_CASE("Qwen3's per-head query/key norm: one in-place kernel per layer where the engine names it") {
+  // Qwen3-8B: 36 layers, 32 query heads and 8 KV heads of 128. A decode batch of 8.
+  const ModelSpec qwen = load_model(resolve_data_ref("models", "qwen3-8b", "", ""));
+  BatchShape b;
+  for (int i = 0; i < 8; ++i) b.add_decode(1023);
+  const double t = 8.0, qk_w = 32.0 * 128.0 + 8.0 * 128.0;  // the query heads and the key heads
+  const Precision bf16{Dtype::bf16, Dtype::bf16, Dtype::bf16, QuantScheme::none};
+  std::vector<Op> ops;
+  KernelPlan plan;  // no qk_norm_kernels: not priced
+  build_iteration_ops(qwen, b, bf16, ops, plan);
+  for (const Op& op : ops) CHECK(std::string(op.name) != "qk_norm");
+
+  // TensorRT-LLM's fused_qk_norm_rope: the rope the attention kernel skips is fused into it.
+  plan.rope_kernels = 0;
+  plan.qk_norm_kernels = 1;
+  build_iteration_ops(qwen, b, bf16, ops, plan);
+  const Op& fused = find_op(ops, "qk_norm");
+  CHECK(fused.count == 36);
+  CHECK(fused.per_layer == 1);
+  CHECK(fused.bytes == 2.0 * t * qk_w * 2.0);  // read and written once, 16 bits: 8 x 5120 x 4 B = 163840
+  CHECK(fused.bytes == 163840.0);
+  CHECK(fused.flops == 7.0 * t * qk_w);  // the norm's 4 per element and the rotation's 3
+
+  // With a rope kernel of its own the norm kernel does not rotate.
+  plan.rope_kernels = 1;
+  build_iteration_ops(qwen, b, bf16, ops, plan);
+  CHECK(find_op(ops, "qk_norm").flops == 4.0 * t * qk_w);
+
+  // A family without the per-head norm gets no such op from the same plan.
+  build_iteration_ops(llama2_7b(), b, bf16, ops, plan);
+  for (const Op& op : ops) CHECK(std::string(op.name) != "qk_norm");
+
+  // The TensorRT-LLM PyTorch profile names the kernel; vLLM's does not (not read).
+  CHECK(load_engine_profile("tensorrt-llm-pytorch", "t", "--engine").kernels.qk_norm_kernels == 1);
+  CHECK(load_engine_profile("vllm", "t", "--engine").kernels.qk_norm_kernels == 0);
 }
