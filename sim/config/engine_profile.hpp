@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/hw/cost_model.hpp"
@@ -103,6 +104,9 @@ struct EngineProfile {
   // query head (kernels_per_layer.chunked_attention_decode_per_query_head); resolved into
   // kernels.chunked_decode_attention_per_query_head.
   std::vector<std::string> chunked_decode_per_query_head_architectures;
+  // The smallest token tile of its grouped (MoE) GEMMs by GPU architecture
+  // (kernels_per_layer.moe_token_tile_rows); resolved into kernels.moe_token_tile_rows, 128 elsewhere.
+  std::vector<std::pair<std::string, int>> moe_token_tile_rows;
   // The quantized KV cache formats the engine runs (key kv_cache_dtypes); a profile without the
   // key runs any (servesim's generic attention kernel).
   std::optional<std::vector<Dtype>> kv_cache_dtypes;
@@ -144,7 +148,8 @@ inline bool quant_emulated(const Precision& p, const KernelPlan& plan, const HwP
 }
 
 // The engine's quantized GEMM kernels on `hw` (its architecture's entry in `quant_kernels`, else
-// servesim's generic choice) and its chunked layers' decode kernel there into the kernel plan:
+// servesim's generic choice), its chunked layers' decode kernel and its MoE token tile there into
+// the kernel plan:
 // the one place they are resolved (the simulator and `servesim step`).
 inline void resolve_quant_kernels(EngineProfile& p, const HwProfile& hw) {
   p.kernels.quant_kernels = {};
@@ -157,6 +162,10 @@ inline void resolve_quant_kernels(EngineProfile& p, const HwProfile& hw) {
   }
   const auto& archs = p.chunked_decode_per_query_head_architectures;
   p.kernels.chunked_decode_attention_per_query_head = std::find(archs.begin(), archs.end(), hw.architecture) != archs.end();
+  p.kernels.moe_token_tile_rows = 128;
+  for (const auto& [arch, rows] : p.moe_token_tile_rows) {
+    if (arch == hw.architecture) p.kernels.moe_token_tile_rows = rows;
+  }
 }
 
 // vLLM V1's CUDA-graph capture sizes in tokens (vllm/config/vllm.py _set_cudagraph_sizes, without

@@ -75,10 +75,30 @@ std::vector<std::string> parse_architecture_list(JsonReader& k, const std::strin
   return out;
 }
 
+// moe_token_tile_rows: {"ARCHITECTURE": ROWS, ...}, the smallest token tile of the engine's grouped
+// (MoE) GEMMs on GPUs of that architecture: 8, 16, 32, 64 or 128 rows (tiles of it times a power
+// of two up to 128).
+std::vector<std::pair<std::string, int>> parse_moe_token_tiles(JsonReader& k) {
+  std::vector<std::pair<std::string, int>> out;
+  JsonReader t = k.object("moe_token_tile_rows");
+  for (const auto& item : t.json().items()) {
+    const std::string arch = item.key();
+    if (!is_architecture(arch)) t.fail(arch, std::string("must be a GPU architecture: ") + kArchitectureNames);
+    const double value = t.number_in_or(arch, 8.0, 128.0, 128.0);
+    const int rows = static_cast<int>(value);
+    if (static_cast<double>(rows) != value || (rows != 8 && rows != 16 && rows != 32 && rows != 64 && rows != 128)) {
+      t.fail(arch, "must be 8, 16, 32, 64 or 128");
+    }
+    out.emplace_back(arch, rows);
+  }
+  t.finish();
+  return out;
+}
+
 // kernels_per_layer: how many kernels each part of a layer launches, and how fast the
 // engine's own kernels run against the profile's; `chunked_archs` receives the architectures of
-// chunked_attention_decode_per_query_head.
-KernelPlan parse_kernel_plan(JsonReader k, std::vector<std::string>& chunked_archs) {
+// chunked_attention_decode_per_query_head, `moe_tiles` the entries of moe_token_tile_rows.
+KernelPlan parse_kernel_plan(JsonReader k, std::vector<std::string>& chunked_archs, std::vector<std::pair<std::string, int>>& moe_tiles) {
   KernelPlan kp;
   kp.qkv_gemms = kernel_count(k, "qkv_gemms", 1, 3, 1);
   kp.gate_up_gemms = kernel_count(k, "gate_up_gemms", 1, 2, 1);
@@ -108,6 +128,7 @@ KernelPlan parse_kernel_plan(JsonReader k, std::vector<std::string>& chunked_arc
   }
   kp.decode_attention_per_query_head = k.boolean_or("decode_attention_per_query_head", false);
   chunked_archs = parse_architecture_list(k, "chunked_attention_decode_per_query_head");
+  if (k.has("moe_token_tile_rows")) moe_tiles = parse_moe_token_tiles(k);
   kp.moe_route_kernels = kernel_count(k, "moe_route_kernels", 1, 64, kp.moe_route_kernels);
   kp.moe_permute_kernels = kernel_count(k, "moe_permute_kernels", 0, 16, kp.moe_permute_kernels);
   if (k.has("attention_dp_moe_comm")) {
@@ -252,7 +273,7 @@ EngineProfile parse_engine_profile(const nlohmann::json& doc, const std::string&
   r.accept("provenance");  // a fitted profile's: the command, date and runs (servesim calibrate engine)
   p.name = r.string("name");
   p.display_name = r.string_or("display_name", p.name);
-  p.kernels = parse_kernel_plan(r.object("kernels_per_layer"), p.chunked_decode_per_query_head_architectures);
+  p.kernels = parse_kernel_plan(r.object("kernels_per_layer"), p.chunked_decode_per_query_head_architectures, p.moe_token_tile_rows);
   parse_cuda_graphs(r.object("cuda_graphs"), p);
   parse_host(r.object("host"), p.launch, p.frontend_latency_s);
   parse_defaults(r.object("defaults"), p);

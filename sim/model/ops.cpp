@@ -356,16 +356,23 @@ constexpr double kExpertTileRows = 128.0;
 
 // Expected rows a grouped kernel computes for an active expert whose token count is about
 // Poisson(mean) (uniform routing): whole tiles, sum over j of P(count > j tiles) in the normal
-// approximation, at least one tile.
-double padded_expert_rows(double mean) {
+// approximation, at least one tile. With a smaller token tile (`small_tile` rows,
+// KernelPlan::moe_token_tile_rows) an expert of at most 128 tokens fills the smallest of
+// small_tile x 2^i rows that holds it: small_tile plus each step (s_i - s_{i-1}) x P(count > s_{i-1}).
+double padded_expert_rows(double mean, int small_tile) {
   const double sd = std::sqrt(std::max(mean, 1.0));
+  const auto above = [mean, sd](double rows) { return 0.5 * std::erfc((rows - mean) / (sd * std::sqrt(2.0))); };
   double tiles = 1.0;
   for (int j = 1; j < 1 << 16; ++j) {
-    const double p = 0.5 * std::erfc((j * kExpertTileRows - mean) / (sd * std::sqrt(2.0)));
+    const double p = above(j * kExpertTileRows);
     if (p < 1e-6 && j * kExpertTileRows > mean) break;
     tiles += p;
   }
-  return tiles * kExpertTileRows;
+  if (small_tile >= kExpertTileRows) return tiles * kExpertTileRows;
+  // The first 128-row tile as the small tiles: small_tile, then each doubling as it is needed.
+  double first = small_tile;
+  for (double s = small_tile; s < kExpertTileRows; s *= 2.0) first += s * above(s);
+  return first + (tiles - 1.0) * kExpertTileRows;
 }
 
 // The engine's kernel for the routed experts' grouped GEMMs of scheme `q` (moe_quant_kernels).
@@ -392,7 +399,7 @@ Op grouped_gemm_op(const char* name, std::int64_t layers, double assignments, do
   op.m = std::max<std::int64_t>(1, std::llround(assignments / std::max(1.0, groups)));
   const double nd = static_cast<double>(n), kd = static_cast<double>(k);
   const double in_b = expert_input_bytes(p, q, op.quant_kernel);
-  const double rows = std::max(1.0, groups) * padded_expert_rows(assignments / std::max(1.0, groups));
+  const double rows = std::max(1.0, groups) * padded_expert_rows(assignments / std::max(1.0, groups), plan.moe_token_tile_rows);
   op.tile_padding = std::max(1.0, rows / std::max(1.0, assignments));
   op.flops = 2.0 * assignments * nd * kd;
   op.bytes = assignments * kd * in_b + groups * kd * nd * quant_weight_bytes(q, p.weights, p.group_size) +

@@ -206,6 +206,11 @@ struct KernelPlan {
   // the experts' output is reduce-scattered back (TensorRT-LLM's CutlassFusedMoE without an
   // MNNVL/DeepEP all-to-all; engine key kernels_per_layer.attention_dp_moe_comm).
   bool moe_dp_allgather = false;
+  // Rows of the smallest token tile of the engine's grouped (MoE) GEMMs on the GPU at hand: an
+  // expert's tokens are padded to the next tile of moe_token_tile_rows x 2^i rows (at most 128), and
+  // past 128 to whole 128-row tiles. 128: every expert's tokens in 128-row tiles. Resolved per GPU
+  // architecture (resolve_quant_kernels) from the engine key kernels_per_layer.moe_token_tile_rows.
+  int moe_token_tile_rows = 128;
   // FP8 w8a8: the GEMM inputs whose quantization the engine folds into the kernel that produces
   // them (a bitmask of InputQuantSite) instead of a quantize kernel of its own. Named by the GEMM
   // input, not counted, because each fusion removes a different tensor (the QKV and gate/up

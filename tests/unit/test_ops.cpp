@@ -1,10 +1,13 @@
 // Op-list formulas checked by hand: GEMM FLOPs, weight bytes read once per step, attention terms.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 
+#include "sim/config/engine_profile.hpp"
 #include "sim/io/data_paths.hpp"
 #include "sim/io/engine_io.hpp"
+#include "sim/io/hw_io.hpp"
 #include "sim/io/model_io.hpp"
 #include "sim/model/ops.hpp"
 #include "tests/op_lookup.hpp"
@@ -143,4 +146,41 @@ TEST_CASE("Qwen3's per-head query/key norm: one in-place kernel per layer where 
   // The TensorRT-LLM PyTorch profile names the kernel; vLLM's does not (not read).
   CHECK(load_engine_profile("tensorrt-llm-pytorch", "t", "--engine").kernels.qk_norm_kernels == 1);
   CHECK(load_engine_profile("vllm", "t", "--engine").kernels.qk_norm_kernels == 0);
+}
+
+TEST_CASE("MoE token tiles: a smaller smallest tile halves the padding of a few tokens per expert") {
+  // Qwen3-30B-A3B: 128 experts, top 8. A decode batch of 64: 512 token copies over
+  // 128 x (1 - (127/128)^512) = 125.69 active experts, about 4 each (Poisson, sd 2): P(count > 64)
+  // is nil, so each active expert computes one tile: 128 rows, or 64 with a 64-row smallest tile.
+  const ModelSpec m = load_model(resolve_data_ref("models", "qwen3-30b-a3b", "", ""));
+  const Precision bf16{Dtype::bf16, Dtype::bf16, Dtype::bf16, QuantScheme::none};
+  const auto padding = [&m, &bf16](int decodes, int tile) {
+    BatchShape b;
+    for (int i = 0; i < decodes; ++i) b.add_decode(2048);
+    KernelPlan plan;
+    plan.moe_token_tile_rows = tile;
+    std::vector<Op> ops;
+    build_iteration_ops(m, b, bf16, ops, plan);
+    return find_op(ops, "experts_gate_up").tile_padding;
+  };
+  const double active = 128.0 * (1.0 - std::pow(127.0 / 128.0, 512.0));
+  CHECK(active == doctest::Approx(125.69).epsilon(1e-4));
+  CHECK(padding(64, 128) == doctest::Approx(active * 128.0 / 512.0).epsilon(1e-9));  // 31.42
+  CHECK(padding(64, 64) == doctest::Approx(active * 64.0 / 512.0).epsilon(1e-9));    // 15.71
+  CHECK(padding(64, 16) == doctest::Approx(active * 16.0 / 512.0).epsilon(1e-6));    // 3.93: P(count > 16) = 1.4e-9
+  // A batch of 1536: 12288 copies, all 128 experts active, 96 each (sd 9.8): P(count > 64) = 0.99946
+  // and P(count > 128) = 0.00054, so 64-row tiles compute 64 + 64 x 0.99946 + 128 x 0.00054 rows,
+  // 128-row tiles 128 + 128 x 0.00054: the same to 0.03%.
+  CHECK(padding(1536, 64) < padding(1536, 128));
+  CHECK(padding(1536, 64) == doctest::Approx(padding(1536, 128)).epsilon(3e-4));
+
+  // TensorRT-LLM's CUTLASS MoE GEMMs on Blackwell have a 64-token tile; 128 on other GPUs and engines.
+  EngineProfile trt = load_engine_profile("tensorrt-llm-pytorch", "t", "--engine");
+  resolve_quant_kernels(trt, load_hw_profile(resolve_data_ref("hwprofiles", "b200", "", "")));
+  CHECK(trt.kernels.moe_token_tile_rows == 64);
+  resolve_quant_kernels(trt, load_hw_profile(resolve_data_ref("hwprofiles", "h100-sxm", "", "")));
+  CHECK(trt.kernels.moe_token_tile_rows == 128);
+  EngineProfile vllm = load_engine_profile("vllm", "t", "--engine");
+  resolve_quant_kernels(vllm, load_hw_profile(resolve_data_ref("hwprofiles", "b200", "", "")));
+  CHECK(vllm.kernels.moe_token_tile_rows == 128);
 }
