@@ -152,14 +152,16 @@ inline bool quant_emulated(const Precision& p, const KernelPlan& plan, const HwP
 // the kernel plan:
 // the one place they are resolved (the simulator and `servesim step`).
 inline void resolve_quant_kernels(EngineProfile& p, const HwProfile& hw) {
-  p.kernels.quant_kernels = {};
-  for (const QuantKernelChoice& c : p.quant_kernels) {
-    if (c.architecture == hw.architecture) p.kernels.quant_kernels = c.kernels;
-  }
-  p.kernels.moe_quant_kernels = {};
-  for (const QuantKernelChoice& c : p.moe_quant_kernels) {
-    if (c.architecture == hw.architecture) p.kernels.moe_quant_kernels = c.kernels;
-  }
+  // The architecture's entry of a per-architecture kernel table, else servesim's generic choices.
+  const auto for_hw = [&hw](const std::vector<QuantKernelChoice>& table) {
+    std::array<QuantKernel, kNumQuantSchemes> kernels{};
+    for (const QuantKernelChoice& c : table) {
+      if (c.architecture == hw.architecture) kernels = c.kernels;
+    }
+    return kernels;
+  };
+  p.kernels.quant_kernels = for_hw(p.quant_kernels);
+  p.kernels.moe_quant_kernels = for_hw(p.moe_quant_kernels);
   const auto& archs = p.chunked_decode_per_query_head_architectures;
   p.kernels.chunked_decode_attention_per_query_head = std::find(archs.begin(), archs.end(), hw.architecture) != archs.end();
   p.kernels.moe_token_tile_rows = 128;

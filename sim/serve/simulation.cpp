@@ -537,8 +537,7 @@ class EventLoop {
     const Request& r = requests_[h.request];
     const std::uint32_t to = route(decode_, r.prefix_id);
     replicas_[to]->expect_migrated();
-    const double bytes =
-        kv_cache_layout(scenario_.model, scenario_.engine.profile.kv_windowed_layers).kv_bytes(r.prompt_tokens, scenario_.precision.kv_cache);
+    const double bytes = kv_layout_.kv_bytes(r.prompt_tokens, scenario_.precision.kv_cache);
     const auto lanes = static_cast<double>(std::min(replicas_[from]->spec().parallel.gpus_per_replica(),
                                                     replicas_[to]->spec().parallel.gpus_per_replica()));
     const double seconds = scenario_.hw.interconnect.time_s(Collective::send_recv, bytes / lanes, 2, transfer_scope_);
@@ -570,6 +569,9 @@ class EventLoop {
   const TimeNs frontend_ns_ = seconds_to_ns(scenario_.engine.frontend_latency_s);
   const SimHooks& hooks_;
   const bool closed_loop_ = scenario_.workload.arrival.closed_loop();
+  // The layers as the engine's KV cache holds them (kv_cache_windowed_layers): the bytes a
+  // disaggregated prompt's KV transfer moves. Built once, not per migrated request.
+  const ModelSpec kv_layout_ = kv_cache_layout(scenario_.model, scenario_.engine.profile.kv_windowed_layers);
   const TimeNs think_ns_ = seconds_to_ns(scenario_.workload.arrival.think_time_s);
   DepartureTap tap_;
   RunObserver* observer_ = hooks_.observer;  // the tap in a closed loop (it forwards to hooks_.observer)
